@@ -1,0 +1,557 @@
+//! `rojos.toml`, in two steps: `RawConfig` mirrors the file exactly (unknown keys are errors
+//! that name the key), `Config` is the validated form with paths resolved against the
+//! config's folder and secrets read from the environment. Tool names are checked against the
+//! loaded plugins by [`Config::check_tools`], once the registry exists.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use rojos_plugin_api::Limits;
+use serde::Deserialize;
+
+use crate::{secret::Secret, storage::ProjectId};
+
+/// Why a configuration was refused. Messages name the key (`rojos.default.provider: ...`).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config '{path}': {source}")]
+    Read {
+        /// The config file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has an unknown key or a value of the wrong type.
+    #[error("config '{path}': {message}")]
+    Parse {
+        /// The config file.
+        path: PathBuf,
+        /// The TOML parser's message, with line, column and key.
+        message: String,
+    },
+    /// A value is well-formed but wrong.
+    #[error("{key}: {message}")]
+    Invalid {
+        /// The key, as a dotted path.
+        key: String,
+        /// What is wrong with its value.
+        message: String,
+    },
+}
+
+fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.into(),
+        message: message.into(),
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    server: RawServer,
+    #[serde(default)]
+    auth: RawAuth,
+    #[serde(default)]
+    plugins: RawPlugins,
+    #[serde(default)]
+    limits: RawLimits,
+    #[serde(default)]
+    providers: BTreeMap<String, RawProvider>,
+    #[serde(default)]
+    rojos: BTreeMap<String, RawRojo>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    bind: Option<String>,
+    storage: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAuth {
+    #[serde(default)]
+    tokens: Vec<RawToken>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawToken {
+    token: Option<String>,
+    token_env: Option<String>,
+    projects: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPlugins {
+    #[serde(default)]
+    load: Vec<PathBuf>,
+    dir: Option<PathBuf>,
+    call_timeout_secs: Option<f64>,
+    max_concurrent_calls: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    max_read_bytes: Option<u64>,
+    max_write_bytes: Option<u64>,
+    max_list_entries: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProvider {
+    base_url: String,
+    model: String,
+    api_key_env: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRojo {
+    provider: String,
+    system_prompt: Option<String>,
+    #[serde(default = "all_tools")]
+    tools: RawTools,
+    max_steps: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawTools {
+    One(String),
+    List(Vec<String>),
+}
+
+fn all_tools() -> RawTools {
+    RawTools::One("*".to_owned())
+}
+
+/// The validated configuration. Immutable once loaded.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it came from.
+    pub path: PathBuf,
+    /// Address to listen on.
+    pub bind: SocketAddr,
+    /// Folder holding `<projectId>/root/` for every project.
+    pub storage: PathBuf,
+    /// Who may call the API, and on which projects. Empty: the server makes one token at start.
+    pub tokens: Vec<TokenConfig>,
+    /// Which plugins to load and how to run them.
+    pub plugins: PluginsConfig,
+    /// Limits handed to file tools.
+    pub limits: Limits,
+    /// OpenAI-compatible endpoints, by name.
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// Assistants, by name.
+    pub rojos: BTreeMap<String, RojoConfig>,
+}
+
+/// One bearer token and the projects it may touch.
+#[derive(Debug, Clone)]
+pub struct TokenConfig {
+    /// The token value.
+    pub token: Secret,
+    /// The projects it is allowed on.
+    pub projects: ProjectScope,
+}
+
+/// The projects a token is allowed on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProjectScope {
+    /// `["*"]`: every project.
+    All,
+    /// Only these project ids.
+    Only(BTreeSet<String>),
+}
+
+impl ProjectScope {
+    /// Whether `project` is in scope.
+    pub fn allows(&self, project: &ProjectId) -> bool {
+        match self {
+            ProjectScope::All => true,
+            ProjectScope::Only(set) => set.contains(project.as_str()),
+        }
+    }
+}
+
+/// `[plugins]`.
+#[derive(Debug, Clone)]
+pub struct PluginsConfig {
+    /// Built-in plugin libraries, loaded at start, in this order (first wins a name clash).
+    pub load: Vec<PathBuf>,
+    /// The drop-in folder.
+    pub dir: Option<PathBuf>,
+    /// How long one tool call may run.
+    pub call_timeout: Duration,
+    /// How many calls of one plugin may run at once.
+    pub max_concurrent_calls: usize,
+}
+
+/// `[providers.NAME]`.
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    /// The endpoint's base URL, e.g. `http://127.0.0.1:11434/v1`.
+    pub base_url: String,
+    /// The model name sent upstream.
+    pub model: String,
+    /// The API key read from `api_key_env`, if any.
+    pub api_key: Option<Secret>,
+}
+
+/// `[rojos.NAME]`.
+#[derive(Debug, Clone)]
+pub struct RojoConfig {
+    /// The provider this rojo talks to.
+    pub provider: String,
+    /// The system prompt, if any.
+    pub system_prompt: Option<String>,
+    /// Which tools it may use.
+    pub tools: ToolSelection,
+    /// Model turns per user message.
+    pub max_steps: u32,
+}
+
+/// A rojo's enabled tools.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolSelection {
+    /// `"*"`: every loaded tool.
+    All,
+    /// Only these names.
+    Only(BTreeSet<String>),
+}
+
+impl ToolSelection {
+    /// Whether the tool `name` is enabled.
+    pub fn allows(&self, name: &str) -> bool {
+        match self {
+            ToolSelection::All => true,
+            ToolSelection::Only(set) => set.contains(name),
+        }
+    }
+}
+
+/// Where the server reads its environment variables from; tests pass their own.
+pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+impl Config {
+    /// Reads and validates the config at `path`, taking secrets from the process environment.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming the file or the key at fault.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        Config::load_with_env(path, &|name| std::env::var(name).ok())
+    }
+
+    /// [`Config::load`] with another environment.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming the file or the key at fault.
+    pub fn load_with_env(path: &Path, env: EnvLookup<'_>) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Config::parse(&text, path, base, env)
+    }
+
+    /// Validates config text; relative paths resolve against `base`.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming the key at fault.
+    pub fn parse(text: &str, path: &Path, base: &Path, env: EnvLookup<'_>) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            message: e.to_string().trim_end().to_owned(),
+        })?;
+        let resolve = |p: &Path| if p.is_absolute() { p.to_owned() } else { base.join(p) };
+
+        let bind_text = raw.server.bind.as_deref().unwrap_or("127.0.0.1:8080");
+        let bind = bind_text
+            .parse()
+            .map_err(|_| invalid("server.bind", format!("not a socket address: {bind_text:?}")))?;
+        let storage = resolve(raw.server.storage.as_deref().unwrap_or(Path::new("storage")));
+
+        let tokens = raw
+            .auth
+            .tokens
+            .iter()
+            .enumerate()
+            .map(|(i, t)| parse_token(i, t, env))
+            .collect::<Result<_, _>>()?;
+        let plugins = parse_plugins(&raw.plugins, &resolve)?;
+        let limits = parse_limits(&raw.limits)?;
+        let providers = raw
+            .providers
+            .iter()
+            .map(|(name, p)| Ok((name.clone(), parse_provider(name, p, env)?)))
+            .collect::<Result<_, ConfigError>>()?;
+        let rojos = raw
+            .rojos
+            .iter()
+            .map(|(name, r)| Ok((name.clone(), parse_rojo(name, r, &providers)?)))
+            .collect::<Result<_, ConfigError>>()?;
+
+        Ok(Config {
+            path: path.to_owned(),
+            bind,
+            storage,
+            tokens,
+            plugins,
+            limits,
+            providers,
+            rojos,
+        })
+    }
+
+    /// Checks that every tool a rojo names is provided by a loaded plugin.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Invalid`] naming the rojo's `tools` key and the unknown tool.
+    pub fn check_tools(&self, known: &dyn Fn(&str) -> bool) -> Result<(), ConfigError> {
+        for (name, rojo) in &self.rojos {
+            if let ToolSelection::Only(list) = &rojo.tools {
+                if let Some(unknown) = list.iter().find(|t| !known(t)) {
+                    return Err(invalid(
+                        format!("rojos.{name}.tools"),
+                        format!("no loaded plugin provides a tool named {unknown:?}"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parse_token(i: usize, raw: &RawToken, env: EnvLookup<'_>) -> Result<TokenConfig, ConfigError> {
+    let key = format!("auth.tokens[{i}]");
+    let token = match (&raw.token, &raw.token_env) {
+        (Some(t), None) => t.clone(),
+        (None, Some(var)) => env(var).ok_or_else(|| {
+            invalid(format!("{key}.token_env"), format!("environment variable {var} is not set"))
+        })?,
+        _ => return Err(invalid(&key, "give exactly one of `token` and `token_env`")),
+    };
+    if token.len() < 8 {
+        return Err(invalid(&key, "a token must be at least 8 characters"));
+    }
+    let projects = if raw.projects.iter().any(|p| p == "*") {
+        ProjectScope::All
+    } else {
+        for p in &raw.projects {
+            ProjectId::parse(p).map_err(|e| invalid(format!("{key}.projects"), e.to_string()))?;
+        }
+        ProjectScope::Only(raw.projects.iter().cloned().collect())
+    };
+    Ok(TokenConfig {
+        token: Secret::new(token),
+        projects,
+    })
+}
+
+fn parse_plugins(raw: &RawPlugins, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<PluginsConfig, ConfigError> {
+    let timeout = raw.call_timeout_secs.unwrap_or(10.0);
+    if !(timeout > 0.0 && timeout <= 3600.0) {
+        return Err(invalid("plugins.call_timeout_secs", "must be between 0 and 3600 seconds"));
+    }
+    let max_concurrent_calls = raw.max_concurrent_calls.unwrap_or(8);
+    if max_concurrent_calls == 0 {
+        return Err(invalid("plugins.max_concurrent_calls", "must be at least 1"));
+    }
+    Ok(PluginsConfig {
+        load: raw.load.iter().map(|p| resolve(p)).collect(),
+        dir: raw.dir.as_deref().map(resolve),
+        call_timeout: Duration::from_secs_f64(timeout),
+        max_concurrent_calls,
+    })
+}
+
+fn parse_limits(raw: &RawLimits) -> Result<Limits, ConfigError> {
+    let defaults = Limits::default();
+    let positive = |key: &str, value: Option<u64>, default: u64| match value {
+        Some(0) => Err(invalid(format!("limits.{key}"), "must be at least 1")),
+        Some(v) => Ok(v),
+        None => Ok(default),
+    };
+    Ok(Limits {
+        max_read_bytes: positive("max_read_bytes", raw.max_read_bytes, defaults.max_read_bytes)?,
+        max_write_bytes: positive("max_write_bytes", raw.max_write_bytes, defaults.max_write_bytes)?,
+        max_list_entries: positive("max_list_entries", raw.max_list_entries, defaults.max_list_entries)?,
+    })
+}
+
+fn parse_provider(name: &str, raw: &RawProvider, env: EnvLookup<'_>) -> Result<ProviderConfig, ConfigError> {
+    let key = format!("providers.{name}");
+    if !(raw.base_url.starts_with("http://") || raw.base_url.starts_with("https://")) {
+        return Err(invalid(
+            format!("{key}.base_url"),
+            format!("must start with http:// or https://, got {:?}", raw.base_url),
+        ));
+    }
+    if raw.model.trim().is_empty() {
+        return Err(invalid(format!("{key}.model"), "must not be empty"));
+    }
+    let api_key = match &raw.api_key_env {
+        None => None,
+        Some(var) => Some(Secret::new(env(var).ok_or_else(|| {
+            invalid(format!("{key}.api_key_env"), format!("environment variable {var} is not set"))
+        })?)),
+    };
+    Ok(ProviderConfig {
+        base_url: raw.base_url.clone(),
+        model: raw.model.clone(),
+        api_key,
+    })
+}
+
+fn parse_rojo(
+    name: &str,
+    raw: &RawRojo,
+    providers: &BTreeMap<String, ProviderConfig>,
+) -> Result<RojoConfig, ConfigError> {
+    let key = format!("rojos.{name}");
+    if !providers.contains_key(&raw.provider) {
+        return Err(invalid(
+            format!("{key}.provider"),
+            format!("no provider named {:?}", raw.provider),
+        ));
+    }
+    let tools = match &raw.tools {
+        RawTools::One(s) if s == "*" => ToolSelection::All,
+        RawTools::One(s) => ToolSelection::Only(BTreeSet::from([s.clone()])),
+        RawTools::List(list) if list.iter().any(|t| t == "*") => ToolSelection::All,
+        RawTools::List(list) => ToolSelection::Only(list.iter().cloned().collect()),
+    };
+    let max_steps = raw.max_steps.unwrap_or(12);
+    if max_steps == 0 {
+        return Err(invalid(format!("{key}.max_steps"), "must be at least 1"));
+    }
+    Ok(RojoConfig {
+        provider: raw.provider.clone(),
+        system_prompt: raw.system_prompt.clone(),
+        tools,
+        max_steps,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[server]
+bind = "127.0.0.1:9000"
+storage = "data"
+
+[[auth.tokens]]
+token_env = "TEST_TOKEN"
+projects = ["demo", "other"]
+
+[plugins]
+load = ["libs/liba.so", "/abs/libb.so"]
+dir = "plugins.d"
+
+[providers.local]
+base_url = "http://127.0.0.1:11434/v1"
+model = "qwen2.5:7b"
+api_key_env = "TEST_KEY"
+
+[rojos.default]
+provider = "local"
+tools = ["list_files"]
+"#;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "TEST_TOKEN" => Some("tok-123456789".into()),
+            "TEST_KEY" => Some("sk-secret".into()),
+            _ => None,
+        }
+    }
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("/etc/rojos/rojos.toml"), Path::new("/etc/rojos"), &env)
+    }
+
+    fn error(text: &str) -> String {
+        parse(text).expect_err("config should be refused").to_string()
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_the_config_folder() {
+        let c = parse(GOOD).unwrap();
+        assert_eq!(c.storage, Path::new("/etc/rojos/data"));
+        assert_eq!(c.plugins.load, vec![PathBuf::from("/etc/rojos/libs/liba.so"), PathBuf::from("/abs/libb.so")]);
+        assert_eq!(c.plugins.dir.as_deref(), Some(Path::new("/etc/rojos/plugins.d")));
+        assert_eq!(c.bind.port(), 9000);
+    }
+
+    #[test]
+    fn secrets_come_from_the_environment_and_stay_redacted() {
+        let c = parse(GOOD).unwrap();
+        assert_eq!(c.tokens[0].token.expose(), "tok-123456789");
+        assert_eq!(c.providers["local"].api_key.as_ref().unwrap().expose(), "sk-secret");
+        let debug = format!("{c:?}");
+        assert!(!debug.contains("tok-123456789") && !debug.contains("sk-secret"), "{debug}");
+    }
+
+    #[test]
+    fn an_unknown_key_is_an_error_naming_it() {
+        let e = error("[server]\nbnd = \"127.0.0.1:1\"\n");
+        assert!(e.contains("unknown field `bnd`"), "{e}");
+        let e = error("[rojos.default]\nprovider = \"x\"\ntols = []\n");
+        assert!(e.contains("unknown field `tols`"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_value_is_an_error_naming_the_key() {
+        let e = error(&GOOD.replace("127.0.0.1:9000", "nowhere"));
+        assert_eq!(e, r#"server.bind: not a socket address: "nowhere""#);
+        let e = error(&GOOD.replace("provider = \"local\"", "provider = \"locl\""));
+        assert_eq!(e, r#"rojos.default.provider: no provider named "locl""#);
+        let e = error(&GOOD.replace("TEST_KEY", "MISSING_KEY"));
+        assert_eq!(e, "providers.local.api_key_env: environment variable MISSING_KEY is not set");
+        let e = error(&GOOD.replace("\"demo\", \"other\"", "\"../etc\""));
+        assert!(e.starts_with("auth.tokens[0].projects:"), "{e}");
+        let e = error(&GOOD.replace("[plugins]", "[limits]\nmax_read_bytes = 0\n[plugins]"));
+        assert_eq!(e, "limits.max_read_bytes: must be at least 1");
+        let e = error(&GOOD.replace("[plugins]", "[plugins]\ncall_timeout_secs = \"ten\""));
+        assert!(e.contains("call_timeout_secs"), "{e}");
+    }
+
+    #[test]
+    fn tools_accept_a_star_or_a_list_and_unknown_names_are_refused() {
+        let c = parse(GOOD).unwrap();
+        assert_eq!(c.rojos["default"].tools, ToolSelection::Only(BTreeSet::from(["list_files".to_owned()])));
+        let star = parse(&GOOD.replace(r#"tools = ["list_files"]"#, r#"tools = "*""#)).unwrap();
+        assert_eq!(star.rojos["default"].tools, ToolSelection::All);
+        assert!(c.check_tools(&|name| name == "list_files").is_ok());
+        let e = c.check_tools(&|_| false).unwrap_err().to_string();
+        assert_eq!(e, r#"rojos.default.tools: no loaded plugin provides a tool named "list_files""#);
+    }
+
+    #[test]
+    fn defaults_fill_what_the_file_leaves_out() {
+        let c = parse("").unwrap();
+        assert_eq!(c.bind.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.limits, Limits::default());
+        assert_eq!(c.plugins.call_timeout, Duration::from_secs(10));
+        assert!(c.tokens.is_empty() && c.rojos.is_empty());
+    }
+}

@@ -1,0 +1,56 @@
+//! `ApiError`: a failure before a response starts, mapped to the contract's status codes with
+//! a `{"error": "..."}` body written for the user. Internal detail goes to the log only.
+
+use axum::{
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    Json,
+};
+use serde_json::json;
+
+/// A request refused or failed before streaming began.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400: the request is malformed or names something unknown.
+    #[error("{0}")]
+    BadRequest(String),
+    /// 401: no token, or a wrong one.
+    #[error("missing or invalid bearer token")]
+    Unauthorized,
+    /// 403: the token is not allowed on that project.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 404: no such resource.
+    #[error("{0}")]
+    NotFound(String),
+    /// 413: the body is too large.
+    #[error("request body too large (limit {0} bytes)")]
+    PayloadTooLarge(usize),
+    /// 500: something failed inside the server; the detail is logged, not returned.
+    #[error("internal error")]
+    Internal(String),
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = match &self {
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Internal(detail) => {
+                tracing::error!(%detail, "internal error");
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+        };
+        let mut response = (status, Json(json!({ "error": self.to_string() }))).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer"),
+            );
+        }
+        response
+    }
+}

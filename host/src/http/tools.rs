@@ -1,0 +1,30 @@
+//! `GET /tools?rojo=NAME`: the OpenAI `tools` array that rojo offers its model.
+
+use axum::{
+    extract::{Query, State},
+    Json,
+};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{auth::Caller, error::ApiError};
+use crate::state::AppState;
+
+#[derive(Debug, Deserialize)]
+pub(super) struct ToolsQuery {
+    rojo: Option<String>,
+}
+
+pub(super) async fn list(
+    _caller: Caller,
+    State(state): State<AppState>,
+    Query(query): Query<ToolsQuery>,
+) -> Result<Json<Vec<Value>>, ApiError> {
+    let name = query.rojo.as_deref().unwrap_or("default");
+    let rojo = state
+        .config
+        .rojos
+        .get(name)
+        .ok_or_else(|| ApiError::BadRequest(format!("unknown rojo {name:?}")))?;
+    Ok(Json(state.registry.snapshot().definitions(&rojo.tools)))
+}

@@ -1,0 +1,296 @@
+//! One plugin file to a loaded [`Tool`], the way DESIGN.md §1 found safe: read the bytes, hash
+//! them, check the ELF is complete, load a private content-addressed copy (never the file
+//! itself, which may be replaced in place), then read and check the manifest.
+//!
+//! Loaded libraries are never unloaded (abi_stable leaks them), so each content hash is loaded
+//! at most once and failures are remembered too: retrying a bad file costs nothing.
+
+use std::{
+    collections::HashMap,
+    fmt,
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex},
+};
+
+use abi_stable::library::{lib_header_from_path, LibraryError, RootModule};
+use rojos_plugin_api::{Manifest, ToolModuleRef, JSON_API};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use tokio::sync::Semaphore;
+
+use super::elf;
+
+/// Why a plugin file was not loaded, with the file named.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("plugin '{}': {reason}", path.display())]
+pub struct LoadError {
+    /// The file as configured or found.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub reason: LoadFailure,
+}
+
+/// What can be wrong with a plugin file.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LoadFailure {
+    /// It could not be read (missing, unreadable).
+    #[error("cannot read: {0}")]
+    Read(String),
+    /// It is not a shared library at all.
+    #[error("not a plugin library: {0}")]
+    NotALibrary(String),
+    /// It is a damaged or partly written library.
+    #[error("incomplete or damaged library (still being copied?): {0}")]
+    Incomplete(String),
+    /// A library, but not a rojos tool plugin.
+    #[error("not a rojos tool plugin: {0}")]
+    NotAPlugin(String),
+    /// Built against an incompatible plugin-api version.
+    #[error("built against plugin-api {found}, host expects {expected}")]
+    Version {
+        /// The plugin's plugin-api version.
+        found: String,
+        /// The host's.
+        expected: String,
+    },
+    /// The plugin's interface layout differs from the host's.
+    #[error("its interface does not match the host's plugin-api {expected}: {summary}")]
+    Layout {
+        /// The host's plugin-api version.
+        expected: String,
+        /// The `Error:`/`Expected:`/`Found:` lines of abi_stable's report.
+        summary: String,
+    },
+    /// The manifest is unusable (bad name, bad schema, `panic = "abort"` build, ...).
+    #[error("{0}")]
+    BadManifest(String),
+    /// Another plugin already provides this tool name.
+    #[error("tool name '{name}' is already provided by '{}'", other.display())]
+    DuplicateName {
+        /// The tool name.
+        name: String,
+        /// The plugin that keeps it.
+        other: PathBuf,
+    },
+}
+
+/// A loaded library: one per distinct file content, never unloaded.
+pub struct Library {
+    /// SHA-256 of the file, hex.
+    pub hash: String,
+    /// What the plugin says about itself.
+    pub manifest: Manifest,
+    /// The arguments validator compiled from the manifest's parameters.
+    pub(crate) validator: jsonschema::Validator,
+    pub(crate) module: ToolModuleRef,
+}
+
+impl fmt::Debug for Library {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Library")
+            .field("hash", &self.hash)
+            .field("tool", &self.manifest.spec.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A tool as the registry holds it: a library, where it came from, and its call limiter.
+#[derive(Debug)]
+pub struct Tool {
+    /// The plugin file it was loaded from.
+    pub source: PathBuf,
+    /// The loaded code.
+    pub library: Arc<Library>,
+    /// Caps how many calls of this tool run at once (a hung call keeps its permit).
+    pub(crate) limiter: Arc<Semaphore>,
+}
+
+impl Tool {
+    /// The model-facing name.
+    pub fn name(&self) -> &str {
+        &self.library.manifest.spec.name
+    }
+}
+
+/// Loads plugin files, remembering every content hash it has seen.
+#[derive(Debug)]
+pub struct Loader {
+    cache: tempfile::TempDir,
+    seen: Mutex<HashMap<String, Result<Arc<Library>, LoadFailure>>>,
+    max_concurrent_calls: usize,
+}
+
+impl Loader {
+    /// A loader whose private copies live in a fresh `0700` temp folder.
+    ///
+    /// # Errors
+    ///
+    /// The temp folder cannot be created.
+    pub fn new(max_concurrent_calls: usize) -> std::io::Result<Loader> {
+        let cache = tempfile::Builder::new().prefix("rojos-plugins-").tempdir()?;
+        Ok(Loader {
+            cache,
+            seen: Mutex::new(HashMap::new()),
+            max_concurrent_calls,
+        })
+    }
+
+    /// Loads the plugin at `path`.
+    ///
+    /// # Errors
+    ///
+    /// [`LoadError`] naming `path` and what is wrong with it.
+    pub fn load(&self, path: &Path) -> Result<Arc<Tool>, LoadError> {
+        let _span = tracing::info_span!("plugin_load", path = %path.display()).entered();
+        let error = |reason| LoadError {
+            path: path.to_owned(),
+            reason,
+        };
+        let bytes = std::fs::read(path).map_err(|e| error(LoadFailure::Read(e.to_string())))?;
+        let hash = hex(&Sha256::digest(&bytes));
+        let library = self.library_for(&hash, &bytes).map_err(error)?;
+        Ok(Arc::new(Tool {
+            source: path.to_owned(),
+            library,
+            limiter: Arc::new(Semaphore::new(self.max_concurrent_calls)),
+        }))
+    }
+
+    fn library_for(&self, hash: &str, bytes: &[u8]) -> Result<Arc<Library>, LoadFailure> {
+        // One load at a time: dlopen runs the library's constructors, and two loads of the
+        // same new content must not both copy and open it.
+        let mut seen = self.seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(known) = seen.get(hash) {
+            return known.clone();
+        }
+        let result = self.load_new(hash, bytes).map(Arc::new);
+        seen.insert(hash.to_owned(), result.clone());
+        result
+    }
+
+    fn load_new(&self, hash: &str, bytes: &[u8]) -> Result<Library, LoadFailure> {
+        elf::check_complete(bytes)?;
+        let copy = self.private_copy(hash, bytes)?;
+        let header = lib_header_from_path(&copy).map_err(describe_library_error)?;
+        let module = header
+            .init_root_module::<ToolModuleRef>()
+            .map_err(describe_library_error)?;
+        let manifest = read_manifest(module)?;
+        let validator = jsonschema::validator_for(&manifest.spec.parameters)
+            .map_err(|e| LoadFailure::BadManifest(format!("parameters are not a valid JSON schema: {e}")))?;
+        tracing::info!(tool = %manifest.spec.name, hash = %&hash[..12], "plugin loaded");
+        Ok(Library {
+            hash: hash.to_owned(),
+            manifest,
+            validator,
+            module,
+        })
+    }
+
+    fn private_copy(&self, hash: &str, bytes: &[u8]) -> Result<PathBuf, LoadFailure> {
+        let path = self.cache.path().join(format!("{hash}.so"));
+        let tmp = self.cache.path().join(format!(".{hash}.tmp"));
+        std::fs::write(&tmp, bytes)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .map_err(|e| LoadFailure::Read(format!("cannot make a private copy: {e}")))?;
+        Ok(path)
+    }
+}
+
+fn read_manifest(module: ToolModuleRef) -> Result<Manifest, LoadFailure> {
+    let json = module
+        .manifest()()
+        .into_result()
+        .map_err(|e| LoadFailure::BadManifest(format!("manifest failed: {e}")))?;
+    let manifest: Manifest = serde_json::from_str(&json)
+        .map_err(|e| LoadFailure::BadManifest(format!("manifest is not valid: {e}")))?;
+    let name = &manifest.spec.name;
+    if !is_valid_tool_name(name) {
+        return Err(LoadFailure::BadManifest(format!(
+            "tool name {name:?} is not allowed: use ^[a-zA-Z][a-zA-Z0-9_-]{{0,63}}$"
+        )));
+    }
+    if manifest.api != JSON_API {
+        return Err(LoadFailure::Version {
+            found: format!("{} (JSON api {})", manifest.plugin_api_version, manifest.api),
+            expected: format!("{} (JSON api {JSON_API})", host_api_version()),
+        });
+    }
+    if !manifest.panic_unwind {
+        return Err(LoadFailure::BadManifest(
+            "built with panic = \"abort\": a panic would kill the server; build with panic = \"unwind\"".to_owned(),
+        ));
+    }
+    if manifest.spec.parameters.get("type") != Some(&Value::from("object")) {
+        return Err(LoadFailure::BadManifest("parameters must be a JSON schema of type \"object\"".to_owned()));
+    }
+    Ok(manifest)
+}
+
+/// Whether `name` is a tool name every provider accepts.
+pub(crate) fn is_valid_tool_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    matches!(bytes.first(), Some(b) if b.is_ascii_alphabetic())
+        && bytes.len() <= 64
+        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
+}
+
+fn host_api_version() -> String {
+    ToolModuleRef::VERSION_STRINGS.version.as_str().to_owned()
+}
+
+fn describe_library_error(e: LibraryError) -> LoadFailure {
+    match e {
+        LibraryError::OpenError { err, .. } => LoadFailure::NotALibrary(err.to_string()),
+        LibraryError::GetSymbolError { .. } => {
+            LoadFailure::NotAPlugin("it exports no abi_stable root module (was it built with rojos-plugin-api?)".to_owned())
+        }
+        LibraryError::IncompatibleVersionNumber { actual_version, expected_version, .. } => LoadFailure::Version {
+            found: actual_version.to_string(),
+            expected: expected_version.to_string(),
+        },
+        LibraryError::AbiInstability(report) => {
+            let report = report.to_string();
+            tracing::debug!(%report, "abi_stable layout report");
+            layout_failure(&report)
+        }
+        other => LoadFailure::NotAPlugin(other.to_string()),
+    }
+}
+
+/// Reads the `Error:` / `Expected:` / `Found:` triples of abi_stable's layout report; a
+/// different package version of plugin-api is reported as [`LoadFailure::Version`].
+fn layout_failure(report: &str) -> LoadFailure {
+    let mut problems = Vec::new();
+    let mut lines = report.lines().map(str::trim);
+    while let Some(line) = lines.next() {
+        if let Some(error) = line.strip_prefix("Error:") {
+            let mut value_after = |label: &str| {
+                lines.by_ref().find(|l| l.starts_with(label))?;
+                lines.next().map(str::to_owned)
+            };
+            let expected = value_after("Expected:").unwrap_or_default();
+            let found = value_after("Found:").unwrap_or_default();
+            problems.push((error.trim().to_owned(), expected, found));
+        }
+    }
+    match problems.first() {
+        Some((error, expected, found)) if error == "incompatible package versions" => LoadFailure::Version {
+            found: found.clone(),
+            expected: expected.clone(),
+        },
+        _ => LoadFailure::Layout {
+            expected: host_api_version(),
+            summary: problems
+                .iter()
+                .take(3)
+                .map(|(error, expected, found)| format!("{error} (expected {expected}, found {found})"))
+                .collect::<Vec<_>>()
+                .join("; "),
+        },
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,12 @@
+//! Tool plugins: loading a library into a [`Tool`], and running one call of it.
+//!
+//! `loader` turns a file into a loaded library (or a [`LoadError`] naming the file and the
+//! reason); `invoke` runs one call off the async runtime under a deadline and a per-plugin
+//! concurrency cap. The set of tools the server offers is the [`crate::registry`].
+
+mod elf;
+mod invoke;
+mod loader;
+
+pub use invoke::{invoke, CallRequest, ToolOutcome};
+pub use loader::{Library, LoadError, LoadFailure, Loader, Tool};

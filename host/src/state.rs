@@ -1,0 +1,86 @@
+//! `AppState`: everything a request handler needs, built once at start from the config:
+//! the opened storage, the plugin loader and tool registry, and the token table.
+
+use std::sync::Arc;
+
+use crate::{
+    config::{Config, ConfigError},
+    http::auth::Auth,
+    plugins::{LoadError, Loader},
+    registry::{Registry, RegistryHandle},
+    storage::Storage,
+};
+
+/// Shared server state; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    /// The validated configuration.
+    pub config: Arc<Config>,
+    /// The current tool registry.
+    pub registry: Arc<RegistryHandle>,
+    /// Project storage.
+    pub storage: Arc<Storage>,
+    /// Who may call the API.
+    pub auth: Arc<Auth>,
+    /// The plugin loader (keeps every loaded library's private copy).
+    pub loader: Arc<Loader>,
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The storage folder cannot be opened.
+    #[error("storage '{path}': {source}")]
+    Storage {
+        /// The configured folder.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// One or more `[plugins].load` entries failed to load.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Plugins(Vec<LoadError>),
+    /// Any other I/O failure at start.
+    #[error("cannot start: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl AppState {
+    /// Opens storage, loads the configured plugins and checks every rojo's tools.
+    ///
+    /// # Errors
+    ///
+    /// [`StartError`] naming what is wrong; every plugin that failed is listed.
+    pub fn start(config: Config) -> Result<AppState, StartError> {
+        let storage = Storage::open(&config.storage).map_err(|source| StartError::Storage {
+            path: config.storage.display().to_string(),
+            source,
+        })?;
+        let loader = Loader::new(config.plugins.max_concurrent_calls)?;
+        let mut loaded = Vec::new();
+        let mut errors = Vec::new();
+        for path in &config.plugins.load {
+            match loader.load(path) {
+                Ok(tool) => loaded.push(tool),
+                Err(e) => errors.push(e),
+            }
+        }
+        let (registry, duplicates) = Registry::build(loaded);
+        errors.extend(duplicates);
+        if !errors.is_empty() {
+            return Err(StartError::Plugins(errors));
+        }
+        config.check_tools(&|name| registry.get(name).is_some())?;
+        let auth = Auth::from_config(&config.tokens);
+        Ok(AppState {
+            config: Arc::new(config),
+            registry: Arc::new(RegistryHandle::new(registry)),
+            storage: Arc::new(storage),
+            auth: Arc::new(auth),
+            loader: Arc::new(loader),
+        })
+    }
+}

@@ -1,0 +1,90 @@
+//! Project storage: `<storage>/<projectId>/root/`, opened as capabilities.
+//!
+//! The storage folder is opened once at start (operator-trusted, may be a symlink); each
+//! project folder and its `root` are opened without following symlinks, so no project id and
+//! no planted link can make one project reach another. Tools receive the opened root only.
+
+mod project;
+
+pub use project::{ProjectId, ProjectIdError};
+
+use std::{io, path::Path};
+
+use cap_fs_ext::DirExt;
+use cap_std::{ambient_authority, fs::Dir};
+
+/// The opened storage folder.
+#[derive(Debug)]
+pub struct Storage {
+    dir: Dir,
+}
+
+impl Storage {
+    /// Opens (and creates if missing) the storage folder at `path`.
+    ///
+    /// # Errors
+    ///
+    /// The folder cannot be created or opened.
+    pub fn open(path: &Path) -> io::Result<Storage> {
+        std::fs::create_dir_all(path)?;
+        let dir = Dir::open_ambient_dir(path, ambient_authority())?;
+        Ok(Storage { dir })
+    }
+
+    /// The storage folder itself (for the database and other server files).
+    pub fn dir(&self) -> &Dir {
+        &self.dir
+    }
+
+    /// Opens `<projectId>/root/`, creating both folders on first use. A symlink at either
+    /// level is refused.
+    ///
+    /// # Errors
+    ///
+    /// I/O errors, or a symlink where a folder should be.
+    pub fn project_root(&self, id: &ProjectId) -> io::Result<Dir> {
+        let project = open_or_create_dir(&self.dir, id.as_str())?;
+        open_or_create_dir(&project, "root")
+    }
+}
+
+fn open_or_create_dir(parent: &Dir, name: &str) -> io::Result<Dir> {
+    match parent.open_dir_nofollow(name) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            match parent.create_dir(name) {
+                Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+                _ => {}
+            }
+            parent.open_dir_nofollow(name)
+        }
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_root_is_created_on_first_use() {
+        let tmp = tempfile::tempdir().unwrap();
+        let storage = Storage::open(&tmp.path().join("storage")).unwrap();
+        let root = storage.project_root(&ProjectId::parse("demo").unwrap()).unwrap();
+        root.write("hello.txt", "hi").unwrap();
+        assert_eq!(std::fs::read_to_string(tmp.path().join("storage/demo/root/hello.txt")).unwrap(), "hi");
+    }
+
+    #[test]
+    fn a_symlinked_project_or_root_folder_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().join("storage");
+        let storage = Storage::open(&base).unwrap();
+        storage.project_root(&ProjectId::parse("p1").unwrap()).unwrap();
+        std::os::unix::fs::symlink("p1", base.join("p2")).unwrap();
+        std::fs::create_dir(base.join("p3")).unwrap();
+        std::os::unix::fs::symlink("../p1/root", base.join("p3/root")).unwrap();
+        for id in ["p2", "p3"] {
+            assert!(storage.project_root(&ProjectId::parse(id).unwrap()).is_err(), "{id}");
+        }
+    }
+}

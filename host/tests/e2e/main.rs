@@ -1,0 +1,12 @@
+//! End-to-end tests: the real `rojos` host, started on loopback with the real cdylib
+//! plugins (build them first: `cargo build --workspace`), driven over real HTTP.
+//!
+//! One module per capability; `support` holds the harness.
+
+// A test binary: its items are reachable only from within it.
+#![allow(unreachable_pub)]
+
+mod cli;
+mod plugins;
+mod support;
+mod tools_api;

@@ -1,0 +1,142 @@
+//! `TestHost`: the real server on `127.0.0.1:0` with a fresh storage folder, a config
+//! written to disk and loaded like the binary loads it, and a bearer token for requests.
+
+use std::path::{Path, PathBuf};
+
+
+use rojos::{config::Config, state::AppState};
+use tokio::sync::oneshot;
+
+/// The token every test config allows on every project.
+pub const TOKEN: &str = "test-token-all-projects";
+/// A token allowed on project `demo` only.
+pub const DEMO_TOKEN: &str = "test-token-demo-only";
+
+/// A running host.
+#[derive(Debug)]
+pub struct TestHost {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// The temp folder with `rojos.toml` and `storage/`.
+    pub dir: tempfile::TempDir,
+    shutdown: Option<oneshot::Sender<()>>,
+}
+
+/// Builds a config for a test host.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// Plugin libraries for `[plugins].load`.
+    pub load: Vec<PathBuf>,
+    /// Extra TOML appended to the generated config (rojos, providers, limits...).
+    pub extra: String,
+}
+
+impl HostConfig {
+    /// The five built-in plugins and a `default` rojo with every tool.
+    pub fn builtins() -> Self {
+        HostConfig {
+            load: super::builtin_libs(),
+            extra: String::new(),
+        }
+    }
+
+    /// Appends TOML to the config.
+    pub fn with(mut self, toml: &str) -> Self {
+        self.extra.push_str(toml);
+        self.extra.push('\n');
+        self
+    }
+
+    /// The config text, with the storage in `dir`.
+    pub fn render(&self) -> String {
+        let load: Vec<String> = self.load.iter().map(|p| format!("{:?}", p.display().to_string())).collect();
+        let has_default_rojo = self.extra.contains("[rojos.default]");
+        format!(
+            r#"
+[server]
+bind = "127.0.0.1:0"
+storage = "storage"
+
+[[auth.tokens]]
+token = "{TOKEN}"
+projects = ["*"]
+
+[[auth.tokens]]
+token = "{DEMO_TOKEN}"
+projects = ["demo"]
+
+[plugins]
+load = [{load}]
+call_timeout_secs = 2
+
+[providers.scripted]
+base_url = "http://127.0.0.1:9/v1"
+model = "scripted-model"
+
+{default_rojo}
+{extra}
+"#,
+            load = load.join(", "),
+            default_rojo = if has_default_rojo {
+                ""
+            } else {
+                "[rojos.default]\nprovider = \"scripted\"\ntools = \"*\"\n"
+            },
+            extra = self.extra,
+        )
+    }
+}
+
+impl TestHost {
+    /// Writes the config, starts the server, and waits until it accepts connections.
+    pub async fn start(config: HostConfig) -> TestHost {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config_path = dir.path().join("rojos.toml");
+        std::fs::write(&config_path, config.render()).expect("write config");
+        let config = Config::load(&config_path).unwrap_or_else(|e| panic!("test config refused: {e}"));
+        let state = AppState::start(config).unwrap_or_else(|e| panic!("host failed to start: {e}"));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("address"));
+        let (tx, rx) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            rojos::serve(listener, state, async move {
+                let _ = rx.await;
+            })
+            .await
+            .expect("server runs");
+        });
+        TestHost {
+            url,
+            dir,
+            shutdown: Some(tx),
+        }
+    }
+
+    /// The folder holding `rojos.toml`.
+    pub fn config_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `GET path` with the all-projects token.
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        client()
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("request reaches the host")
+    }
+}
+
+impl Drop for TestHost {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// A plain HTTP client.
+pub fn client() -> reqwest::Client {
+    reqwest::Client::new()
+}
