@@ -9,7 +9,12 @@ use clap::{Parser, Subcommand};
 #[command(name = "rojos", version)]
 pub struct Cli {
     /// The configuration file.
-    #[arg(long, env = "ROJOS_CONFIG", default_value = "rojos.toml", global = true)]
+    #[arg(
+        long,
+        env = "ROJOS_CONFIG",
+        default_value = "rojos.toml",
+        global = true
+    )]
     pub config: PathBuf,
 
     /// What to do (default: serve).

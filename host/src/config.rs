@@ -73,6 +73,7 @@ struct RawConfig {
 struct RawServer {
     bind: Option<String>,
     storage: Option<PathBuf>,
+    max_body_bytes: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -106,6 +107,7 @@ struct RawLimits {
     max_read_bytes: Option<u64>,
     max_write_bytes: Option<u64>,
     max_list_entries: Option<u64>,
+    max_result_bytes: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -114,6 +116,18 @@ struct RawProvider {
     base_url: String,
     model: String,
     api_key_env: Option<String>,
+    connect_timeout_secs: Option<f64>,
+    idle_timeout_secs: Option<f64>,
+    turn_timeout_secs: Option<f64>,
+    max_attempts: Option<u32>,
+    empty_content: Option<RawEmptyContent>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RawEmptyContent {
+    Null,
+    EmptyString,
 }
 
 #[derive(Debug, Deserialize)]
@@ -152,6 +166,10 @@ pub struct Config {
     pub plugins: PluginsConfig,
     /// Limits handed to file tools.
     pub limits: Limits,
+    /// Longest tool result given to the model; longer ones are cut with a marker.
+    pub max_result_bytes: usize,
+    /// Largest accepted request body (`413` beyond).
+    pub max_body_bytes: usize,
     /// OpenAI-compatible endpoints, by name.
     pub providers: BTreeMap<String, ProviderConfig>,
     /// Assistants, by name.
@@ -199,15 +217,11 @@ pub struct PluginsConfig {
     pub max_concurrent_calls: usize,
 }
 
-/// `[providers.NAME]`.
+/// `[providers.NAME]`: everything the provider client needs.
 #[derive(Debug, Clone)]
 pub struct ProviderConfig {
-    /// The endpoint's base URL, e.g. `http://127.0.0.1:11434/v1`.
-    pub base_url: String,
-    /// The model name sent upstream.
-    pub model: String,
-    /// The API key read from `api_key_env`, if any.
-    pub api_key: Option<Secret>,
+    /// The client settings (URL, model, key, time-outs, retries).
+    pub client: rojos_llm::Provider,
 }
 
 /// `[rojos.NAME]`.
@@ -274,18 +288,37 @@ impl Config {
     /// # Errors
     ///
     /// [`ConfigError`] naming the key at fault.
-    pub fn parse(text: &str, path: &Path, base: &Path, env: EnvLookup<'_>) -> Result<Config, ConfigError> {
+    pub fn parse(
+        text: &str,
+        path: &Path,
+        base: &Path,
+        env: EnvLookup<'_>,
+    ) -> Result<Config, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_owned(),
             message: e.to_string().trim_end().to_owned(),
         })?;
-        let resolve = |p: &Path| if p.is_absolute() { p.to_owned() } else { base.join(p) };
+        let resolve = |p: &Path| {
+            if p.is_absolute() {
+                p.to_owned()
+            } else {
+                base.join(p)
+            }
+        };
 
         let bind_text = raw.server.bind.as_deref().unwrap_or("127.0.0.1:8080");
-        let bind = bind_text
-            .parse()
-            .map_err(|_| invalid("server.bind", format!("not a socket address: {bind_text:?}")))?;
-        let storage = resolve(raw.server.storage.as_deref().unwrap_or(Path::new("storage")));
+        let bind = bind_text.parse().map_err(|_| {
+            invalid(
+                "server.bind",
+                format!("not a socket address: {bind_text:?}"),
+            )
+        })?;
+        let storage = resolve(
+            raw.server
+                .storage
+                .as_deref()
+                .unwrap_or(Path::new("storage")),
+        );
 
         let tokens = raw
             .auth
@@ -296,6 +329,14 @@ impl Config {
             .collect::<Result<_, _>>()?;
         let plugins = parse_plugins(&raw.plugins, &resolve)?;
         let limits = parse_limits(&raw.limits)?;
+        let max_result_bytes = raw.limits.max_result_bytes.unwrap_or(128 * 1024);
+        if max_result_bytes < 1024 {
+            return Err(invalid("limits.max_result_bytes", "must be at least 1024"));
+        }
+        let max_body_bytes = raw.server.max_body_bytes.unwrap_or(1 << 20);
+        if max_body_bytes < 1024 {
+            return Err(invalid("server.max_body_bytes", "must be at least 1024"));
+        }
         let providers = raw
             .providers
             .iter()
@@ -314,6 +355,8 @@ impl Config {
             tokens,
             plugins,
             limits,
+            max_result_bytes,
+            max_body_bytes,
             providers,
             rojos,
         })
@@ -344,7 +387,10 @@ fn parse_token(i: usize, raw: &RawToken, env: EnvLookup<'_>) -> Result<TokenConf
     let token = match (&raw.token, &raw.token_env) {
         (Some(t), None) => t.clone(),
         (None, Some(var)) => env(var).ok_or_else(|| {
-            invalid(format!("{key}.token_env"), format!("environment variable {var} is not set"))
+            invalid(
+                format!("{key}.token_env"),
+                format!("environment variable {var} is not set"),
+            )
         })?,
         _ => return Err(invalid(&key, "give exactly one of `token` and `token_env`")),
     };
@@ -365,14 +411,23 @@ fn parse_token(i: usize, raw: &RawToken, env: EnvLookup<'_>) -> Result<TokenConf
     })
 }
 
-fn parse_plugins(raw: &RawPlugins, resolve: &dyn Fn(&Path) -> PathBuf) -> Result<PluginsConfig, ConfigError> {
+fn parse_plugins(
+    raw: &RawPlugins,
+    resolve: &dyn Fn(&Path) -> PathBuf,
+) -> Result<PluginsConfig, ConfigError> {
     let timeout = raw.call_timeout_secs.unwrap_or(10.0);
     if !(timeout > 0.0 && timeout <= 3600.0) {
-        return Err(invalid("plugins.call_timeout_secs", "must be between 0 and 3600 seconds"));
+        return Err(invalid(
+            "plugins.call_timeout_secs",
+            "must be between 0 and 3600 seconds",
+        ));
     }
     let max_concurrent_calls = raw.max_concurrent_calls.unwrap_or(8);
     if max_concurrent_calls == 0 {
-        return Err(invalid("plugins.max_concurrent_calls", "must be at least 1"));
+        return Err(invalid(
+            "plugins.max_concurrent_calls",
+            "must be at least 1",
+        ));
     }
     Ok(PluginsConfig {
         load: raw.load.iter().map(|p| resolve(p)).collect(),
@@ -390,34 +445,82 @@ fn parse_limits(raw: &RawLimits) -> Result<Limits, ConfigError> {
         None => Ok(default),
     };
     Ok(Limits {
-        max_read_bytes: positive("max_read_bytes", raw.max_read_bytes, defaults.max_read_bytes)?,
-        max_write_bytes: positive("max_write_bytes", raw.max_write_bytes, defaults.max_write_bytes)?,
-        max_list_entries: positive("max_list_entries", raw.max_list_entries, defaults.max_list_entries)?,
+        max_read_bytes: positive(
+            "max_read_bytes",
+            raw.max_read_bytes,
+            defaults.max_read_bytes,
+        )?,
+        max_write_bytes: positive(
+            "max_write_bytes",
+            raw.max_write_bytes,
+            defaults.max_write_bytes,
+        )?,
+        max_list_entries: positive(
+            "max_list_entries",
+            raw.max_list_entries,
+            defaults.max_list_entries,
+        )?,
     })
 }
 
-fn parse_provider(name: &str, raw: &RawProvider, env: EnvLookup<'_>) -> Result<ProviderConfig, ConfigError> {
+fn parse_provider(
+    name: &str,
+    raw: &RawProvider,
+    env: EnvLookup<'_>,
+) -> Result<ProviderConfig, ConfigError> {
     let key = format!("providers.{name}");
     if !(raw.base_url.starts_with("http://") || raw.base_url.starts_with("https://")) {
         return Err(invalid(
             format!("{key}.base_url"),
-            format!("must start with http:// or https://, got {:?}", raw.base_url),
+            format!(
+                "must start with http:// or https://, got {:?}",
+                raw.base_url
+            ),
         ));
     }
     if raw.model.trim().is_empty() {
         return Err(invalid(format!("{key}.model"), "must not be empty"));
     }
-    let api_key = match &raw.api_key_env {
-        None => None,
-        Some(var) => Some(Secret::new(env(var).ok_or_else(|| {
-            invalid(format!("{key}.api_key_env"), format!("environment variable {var} is not set"))
-        })?)),
+    let mut client = rojos_llm::Provider::new(raw.base_url.clone(), raw.model.clone());
+    if let Some(var) = &raw.api_key_env {
+        let api_key = env(var).ok_or_else(|| {
+            invalid(
+                format!("{key}.api_key_env"),
+                format!("environment variable {var} is not set"),
+            )
+        })?;
+        client = client.with_api_key(api_key);
+    }
+    let seconds = |name: &str, value: Option<f64>, default: Duration| match value {
+        None => Ok(default),
+        Some(s) if s > 0.0 && s <= 86_400.0 => Ok(Duration::from_secs_f64(s)),
+        Some(_) => Err(invalid(
+            format!("{key}.{name}"),
+            "must be between 0 and 86400 seconds",
+        )),
     };
-    Ok(ProviderConfig {
-        base_url: raw.base_url.clone(),
-        model: raw.model.clone(),
-        api_key,
-    })
+    let timeouts = client.timeouts;
+    client.timeouts.connect = seconds(
+        "connect_timeout_secs",
+        raw.connect_timeout_secs,
+        timeouts.connect,
+    )?;
+    client.timeouts.idle = seconds("idle_timeout_secs", raw.idle_timeout_secs, timeouts.idle)?;
+    client.timeouts.turn = seconds("turn_timeout_secs", raw.turn_timeout_secs, timeouts.turn)?;
+    match raw.max_attempts {
+        Some(0) => return Err(invalid(format!("{key}.max_attempts"), "must be at least 1")),
+        Some(n) => client.retry.max_attempts = n,
+        None => {}
+    }
+    if let Some(empty) = raw.empty_content {
+        client.empty_content = match empty {
+            RawEmptyContent::Null => rojos_llm::EmptyContent::Null,
+            RawEmptyContent::EmptyString => rojos_llm::EmptyContent::EmptyString,
+        };
+    }
+    rojos_llm::chat_completions_url(&client.base_url)
+        .map_err(|e| invalid(format!("{key}.base_url"), e.to_string()))?;
+    Ok(ProviderConfig { client })
 }
 
 fn parse_rojo(
@@ -486,19 +589,35 @@ tools = ["list_files"]
     }
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
-        Config::parse(text, Path::new("/etc/rojos/rojos.toml"), Path::new("/etc/rojos"), &env)
+        Config::parse(
+            text,
+            Path::new("/etc/rojos/rojos.toml"),
+            Path::new("/etc/rojos"),
+            &env,
+        )
     }
 
     fn error(text: &str) -> String {
-        parse(text).expect_err("config should be refused").to_string()
+        parse(text)
+            .expect_err("config should be refused")
+            .to_string()
     }
 
     #[test]
     fn relative_paths_resolve_against_the_config_folder() {
         let c = parse(GOOD).unwrap();
         assert_eq!(c.storage, Path::new("/etc/rojos/data"));
-        assert_eq!(c.plugins.load, vec![PathBuf::from("/etc/rojos/libs/liba.so"), PathBuf::from("/abs/libb.so")]);
-        assert_eq!(c.plugins.dir.as_deref(), Some(Path::new("/etc/rojos/plugins.d")));
+        assert_eq!(
+            c.plugins.load,
+            vec![
+                PathBuf::from("/etc/rojos/libs/liba.so"),
+                PathBuf::from("/abs/libb.so")
+            ]
+        );
+        assert_eq!(
+            c.plugins.dir.as_deref(),
+            Some(Path::new("/etc/rojos/plugins.d"))
+        );
         assert_eq!(c.bind.port(), 9000);
     }
 
@@ -506,9 +625,20 @@ tools = ["list_files"]
     fn secrets_come_from_the_environment_and_stay_redacted() {
         let c = parse(GOOD).unwrap();
         assert_eq!(c.tokens[0].token.expose(), "tok-123456789");
-        assert_eq!(c.providers["local"].api_key.as_ref().unwrap().expose(), "sk-secret");
+        assert_eq!(
+            c.providers["local"]
+                .client
+                .api_key
+                .as_ref()
+                .unwrap()
+                .expose(),
+            "sk-secret"
+        );
         let debug = format!("{c:?}");
-        assert!(!debug.contains("tok-123456789") && !debug.contains("sk-secret"), "{debug}");
+        assert!(
+            !debug.contains("tok-123456789") && !debug.contains("sk-secret"),
+            "{debug}"
+        );
     }
 
     #[test]
@@ -526,7 +656,10 @@ tools = ["list_files"]
         let e = error(&GOOD.replace("provider = \"local\"", "provider = \"locl\""));
         assert_eq!(e, r#"rojos.default.provider: no provider named "locl""#);
         let e = error(&GOOD.replace("TEST_KEY", "MISSING_KEY"));
-        assert_eq!(e, "providers.local.api_key_env: environment variable MISSING_KEY is not set");
+        assert_eq!(
+            e,
+            "providers.local.api_key_env: environment variable MISSING_KEY is not set"
+        );
         let e = error(&GOOD.replace("\"demo\", \"other\"", "\"../etc\""));
         assert!(e.starts_with("auth.tokens[0].projects:"), "{e}");
         let e = error(&GOOD.replace("[plugins]", "[limits]\nmax_read_bytes = 0\n[plugins]"));
@@ -538,12 +671,18 @@ tools = ["list_files"]
     #[test]
     fn tools_accept_a_star_or_a_list_and_unknown_names_are_refused() {
         let c = parse(GOOD).unwrap();
-        assert_eq!(c.rojos["default"].tools, ToolSelection::Only(BTreeSet::from(["list_files".to_owned()])));
+        assert_eq!(
+            c.rojos["default"].tools,
+            ToolSelection::Only(BTreeSet::from(["list_files".to_owned()]))
+        );
         let star = parse(&GOOD.replace(r#"tools = ["list_files"]"#, r#"tools = "*""#)).unwrap();
         assert_eq!(star.rojos["default"].tools, ToolSelection::All);
         assert!(c.check_tools(&|name| name == "list_files").is_ok());
         let e = c.check_tools(&|_| false).unwrap_err().to_string();
-        assert_eq!(e, r#"rojos.default.tools: no loaded plugin provides a tool named "list_files""#);
+        assert_eq!(
+            e,
+            r#"rojos.default.tools: no loaded plugin provides a tool named "list_files""#
+        );
     }
 
     #[test]

@@ -9,11 +9,13 @@
 //! - [`plugins`]: loading a tool plugin library, and running one call of it.
 //! - [`registry`]: the loaded tools as an atomically swapped snapshot; OpenAI definitions.
 //! - [`state`]: [`state::AppState`], built once at start.
-//! - [`http`]: the routes, authentication and API errors.
+//! - [`agent`]: the agent loop: model turns, tool calls, events, stored history.
+//! - [`http`]: the routes, authentication, API errors and the NDJSON body.
 //!
 //! [`serve`] runs the server on a bound listener until `shutdown` completes; the binary and
 //! the end-to-end tests both start it this way.
 
+pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod http;
@@ -29,7 +31,11 @@ use tokio::net::TcpListener;
 
 use crate::state::AppState;
 
-/// Serves the API on `listener` until `shutdown` completes.
+/// How long shutdown waits for running chats to store their history.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Serves the API on `listener` until `shutdown` completes. Then open chat streams end with
+/// `ERROR` + `DONE`, and running chats get a moment to store their history.
 ///
 /// # Errors
 ///
@@ -39,7 +45,20 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let agent = std::sync::Arc::clone(&state.agent);
+    let cancel = agent.shutdown.clone();
     axum::serve(listener, http::router(state))
-        .with_graceful_shutdown(shutdown)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            cancel.cancel();
+        })
+        .await?;
+    agent.tasks.close();
+    if tokio::time::timeout(SHUTDOWN_GRACE, agent.tasks.wait())
         .await
+        .is_err()
+    {
+        tracing::warn!("some chats were still running at shutdown");
+    }
+    Ok(())
 }

@@ -15,7 +15,8 @@ use tracing_subscriber::EnvFilter;
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("rojos=info,tower_http=info")),
+            EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| EnvFilter::new("rojos=info,tower_http=info")),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -49,7 +50,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             for tool in registry.tools() {
                 println!("{:<24} {}", tool.name(), tool.source.display());
             }
-            println!("config ok: {} tools, {} rojos", registry.tools().count(), state.config.rojos.len());
+            println!(
+                "config ok: {} tools, {} rojos",
+                registry.tools().count(),
+                state.config.rojos.len()
+            );
             Ok(())
         }
     }
@@ -64,7 +69,10 @@ fn serve(state: AppState) -> anyhow::Result<()> {
         let address = listener.local_addr()?;
         println!("rojos listening on http://{address}/");
         if let Some(token) = &state.auth.generated {
-            println!("no token configured; use this one for this run:\n    http://{address}/#token={}", token.expose());
+            println!(
+                "no token configured; use this one for this run:\n    http://{address}/#token={}",
+                token.expose()
+            );
         }
         rojos::serve(listener, state, shutdown_signal()).await?;
         Ok(())

@@ -5,7 +5,7 @@
 use std::{collections::BTreeMap, sync::Arc};
 
 use arc_swap::ArcSwap;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::{
     config::ToolSelection,
@@ -73,37 +73,9 @@ pub fn definition(tool: &Tool) -> Value {
         "function": {
             "name": spec.name,
             "description": spec.description,
-            "parameters": portable_schema(&spec.parameters),
+            "parameters": rojos_llm::sanitize_schema(&spec.parameters),
         }
     })
-}
-
-/// Keeps only the JSON-schema keywords every provider accepts (Gemini rejects
-/// `additionalProperties` and `$schema`): `type`, `properties`, `required`, `description`,
-/// `enum`, `items`. The full schema is still enforced by the host before a call runs.
-fn portable_schema(schema: &Value) -> Value {
-    let Value::Object(map) = schema else {
-        return schema.clone();
-    };
-    let mut out = Map::new();
-    for (key, value) in map {
-        let kept = match key.as_str() {
-            "type" | "required" | "description" | "enum" => value.clone(),
-            "items" => portable_schema(value),
-            "properties" => match value {
-                Value::Object(props) => Value::Object(
-                    props
-                        .iter()
-                        .map(|(name, s)| (name.clone(), portable_schema(s)))
-                        .collect(),
-                ),
-                other => other.clone(),
-            },
-            _ => continue,
-        };
-        out.insert(key.clone(), kept);
-    }
-    Value::Object(out)
 }
 
 /// The current registry, swapped atomically as a whole.
@@ -136,29 +108,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn portable_schema_drops_what_providers_reject() {
-        let schema = json!({
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "type": "object",
-            "additionalProperties": false,
-            "properties": {
-                "path": {"type": "string", "description": "a path", "minLength": 1},
-                "tags": {"type": "array", "items": {"type": "string", "pattern": "x"}},
-                "mode": {"type": "string", "enum": ["a", "b"]}
-            },
-            "required": ["path"]
-        });
-        assert_eq!(
-            portable_schema(&schema),
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "a path"},
-                    "tags": {"type": "array", "items": {"type": "string"}},
-                    "mode": {"type": "string", "enum": ["a", "b"]}
-                },
-                "required": ["path"]
-            })
-        );
+    fn an_empty_registry_offers_nothing() {
+        let (registry, errors) = Registry::build(Vec::new());
+        assert!(errors.is_empty());
+        assert!(registry.definitions(&ToolSelection::All).is_empty());
     }
 }

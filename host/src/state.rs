@@ -1,9 +1,14 @@
 //! `AppState`: everything a request handler needs, built once at start from the config:
-//! the opened storage, the plugin loader and tool registry, and the token table.
+//! the opened storage, the plugin loader and tool registry, the token table, the
+//! conversation store and the agent that runs chats.
 
 use std::sync::Arc;
 
+use rojos_conversations::{SqliteStore, StoreError};
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+
 use crate::{
+    agent::Agent,
     config::{Config, ConfigError},
     http::auth::Auth,
     plugins::{LoadError, Loader},
@@ -24,6 +29,8 @@ pub struct AppState {
     pub auth: Arc<Auth>,
     /// The plugin loader (keeps every loaded library's private copy).
     pub loader: Arc<Loader>,
+    /// Runs chats.
+    pub agent: Arc<Agent>,
 }
 
 /// Why the server could not start.
@@ -43,6 +50,17 @@ pub enum StartError {
     /// One or more `[plugins].load` entries failed to load.
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
     Plugins(Vec<LoadError>),
+    /// The conversation database cannot be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A provider's client cannot be built.
+    #[error("providers.{name}: {source}")]
+    Provider {
+        /// The provider's name.
+        name: String,
+        /// Why.
+        source: rojos_llm::LlmError,
+    },
     /// Any other I/O failure at start.
     #[error("cannot start: {0}")]
     Io(#[from] std::io::Error),
@@ -75,12 +93,40 @@ impl AppState {
         }
         config.check_tools(&|name| registry.get(name).is_some())?;
         let auth = Auth::from_config(&config.tokens);
+        let store = SqliteStore::open(config.storage.join("rojos.db"))?;
+        let providers = config
+            .providers
+            .iter()
+            .map(|(name, p)| {
+                let client = rojos_llm::Client::new(p.client.clone()).map_err(|source| {
+                    StartError::Provider {
+                        name: name.clone(),
+                        source,
+                    }
+                })?;
+                Ok((name.clone(), client))
+            })
+            .collect::<Result<_, StartError>>()?;
+        let registry = Arc::new(RegistryHandle::new(registry));
+        let storage = Arc::new(storage);
+        let agent = Agent {
+            registry: Arc::clone(&registry),
+            store: Arc::new(store),
+            storage: Arc::clone(&storage),
+            providers,
+            limits: config.limits,
+            call_timeout: config.plugins.call_timeout,
+            max_result_bytes: config.max_result_bytes,
+            shutdown: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+        };
         Ok(AppState {
             config: Arc::new(config),
-            registry: Arc::new(RegistryHandle::new(registry)),
-            storage: Arc::new(storage),
+            registry,
+            storage,
             auth: Arc::new(auth),
             loader: Arc::new(loader),
+            agent: Arc::new(agent),
         })
     }
 }

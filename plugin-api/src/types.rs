@@ -155,13 +155,22 @@ impl std::fmt::Display for ToolError {
 
 impl std::error::Error for ToolError {}
 
-/// Parses the model's arguments into the tool's own type, with a message the model can act
-/// on (`invalid arguments: missing field `path``).
+/// Parses the model's arguments, which must be a JSON object, into the tool's own type, with
+/// a message the model can act on (`invalid arguments: missing field `path``). A JSON array
+/// is refused even though serde would map it onto a struct's fields by position.
 ///
 /// # Errors
 ///
-/// [`ErrorKind::INVALID_ARGUMENTS`] when the JSON does not fit `T`.
+/// [`ErrorKind::INVALID_ARGUMENTS`] when the JSON is not an object or does not fit `T`.
 pub fn parse_args<T: DeserializeOwned>(args: &str) -> Result<T, ToolError> {
+    if !args
+        .trim_start_matches([' ', '\t', '\n', '\r'])
+        .starts_with('{')
+    {
+        return Err(ToolError::invalid_arguments(
+            "invalid arguments: expected a JSON object of named arguments, like {\"path\": \"notes.txt\"}",
+        ));
+    }
     serde_json::from_str(args)
         .map_err(|e| ToolError::invalid_arguments(format!("invalid arguments: {e}")))
 }

@@ -75,7 +75,9 @@ impl Caller {
         if self.scope.allows(project) {
             Ok(())
         } else {
-            Err(ApiError::Forbidden(format!("this token is not allowed on project {project}")))
+            Err(ApiError::Forbidden(format!(
+                "this token is not allowed on project {project}"
+            )))
         }
     }
 }
@@ -83,7 +85,10 @@ impl Caller {
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         let header = parts
             .headers
             .get(axum::http::header::AUTHORIZATION)
@@ -116,8 +121,16 @@ mod tests {
 
     #[test]
     fn a_missing_or_wrong_token_is_unauthorized() {
-        for header in [None, Some("token-demo-only"), Some("Bearer nope"), Some("Bearer token-demo-onl")] {
-            assert!(matches!(auth().caller(header), Err(ApiError::Unauthorized)), "{header:?}");
+        for header in [
+            None,
+            Some("token-demo-only"),
+            Some("Bearer nope"),
+            Some("Bearer token-demo-onl"),
+        ] {
+            assert!(
+                matches!(auth().caller(header), Err(ApiError::Unauthorized)),
+                "{header:?}"
+            );
         }
     }
 
@@ -125,7 +138,9 @@ mod tests {
     fn a_token_is_limited_to_its_projects() {
         let caller = auth().caller(Some("Bearer token-demo-only")).unwrap();
         assert!(caller.authorize(&ProjectId::parse("demo").unwrap()).is_ok());
-        let e = caller.authorize(&ProjectId::parse("other").unwrap()).unwrap_err();
+        let e = caller
+            .authorize(&ProjectId::parse("other").unwrap())
+            .unwrap_err();
         assert_eq!(e.to_string(), "this token is not allowed on project other");
     }
 
@@ -134,6 +149,8 @@ mod tests {
         let auth = Auth::from_config(&[]);
         let token = auth.generated.clone().unwrap();
         assert_eq!(token.expose().len(), 48);
-        assert!(auth.caller(Some(&format!("Bearer {}", token.expose()))).is_ok());
+        assert!(auth
+            .caller(Some(&format!("Bearer {}", token.expose())))
+            .is_ok());
     }
 }

@@ -2,10 +2,17 @@
 //! failures before a response starts become an [`error::ApiError`] (`{"error": "..."}`).
 
 pub mod auth;
+mod chat;
+mod conversations;
 pub mod error;
+mod ndjson;
 mod tools;
 
-use axum::{routing::get, Router};
+use axum::{
+    extract::DefaultBodyLimit,
+    routing::{get, post},
+    Router,
+};
 use tower_http::trace::TraceLayer;
 
 use crate::state::AppState;
@@ -15,6 +22,9 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/tools", get(tools::list))
+        .route("/chat", post(chat::chat))
+        .route("/conversations/{id}", get(conversations::get))
+        .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

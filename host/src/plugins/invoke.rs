@@ -57,7 +57,9 @@ pub async fn invoke(tool: &Arc<Tool>, args: &str, request: &CallRequest) -> Tool
     if let Err(message) = check_args(&tool.library, args) {
         return ToolOutcome::error(message);
     }
-    let Ok(permit) = tokio::time::timeout(request.timeout, Arc::clone(&tool.limiter).acquire_owned()).await else {
+    let Ok(permit) =
+        tokio::time::timeout(request.timeout, Arc::clone(&tool.limiter).acquire_owned()).await
+    else {
         return ToolOutcome::error(format!(
             "tool {name} is busy: too many of its calls are still running; try again later"
         ));
@@ -98,7 +100,8 @@ pub async fn invoke(tool: &Arc<Tool>, args: &str, request: &CallRequest) -> Tool
 
 /// Checks the arguments against the tool's schema, with a message the model can act on.
 fn check_args(library: &Library, args: &str) -> Result<(), String> {
-    let value: Value = serde_json::from_str(args).map_err(|e| format!("arguments are not valid JSON: {e}"))?;
+    let value: Value =
+        serde_json::from_str(args).map_err(|e| format!("arguments are not valid JSON: {e}"))?;
     if !value.is_object() {
         return Err(format!(
             "arguments must be a JSON object, got {}",

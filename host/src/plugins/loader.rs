@@ -127,7 +127,9 @@ impl Loader {
     ///
     /// The temp folder cannot be created.
     pub fn new(max_concurrent_calls: usize) -> std::io::Result<Loader> {
-        let cache = tempfile::Builder::new().prefix("rojos-plugins-").tempdir()?;
+        let cache = tempfile::Builder::new()
+            .prefix("rojos-plugins-")
+            .tempdir()?;
         Ok(Loader {
             cache,
             seen: Mutex::new(HashMap::new()),
@@ -159,7 +161,10 @@ impl Loader {
     fn library_for(&self, hash: &str, bytes: &[u8]) -> Result<Arc<Library>, LoadFailure> {
         // One load at a time: dlopen runs the library's constructors, and two loads of the
         // same new content must not both copy and open it.
-        let mut seen = self.seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(known) = seen.get(hash) {
             return known.clone();
         }
@@ -176,8 +181,9 @@ impl Loader {
             .init_root_module::<ToolModuleRef>()
             .map_err(describe_library_error)?;
         let manifest = read_manifest(module)?;
-        let validator = jsonschema::validator_for(&manifest.spec.parameters)
-            .map_err(|e| LoadFailure::BadManifest(format!("parameters are not a valid JSON schema: {e}")))?;
+        let validator = jsonschema::validator_for(&manifest.spec.parameters).map_err(|e| {
+            LoadFailure::BadManifest(format!("parameters are not a valid JSON schema: {e}"))
+        })?;
         tracing::info!(tool = %manifest.spec.name, hash = %&hash[..12], "plugin loaded");
         Ok(Library {
             hash: hash.to_owned(),
@@ -198,8 +204,7 @@ impl Loader {
 }
 
 fn read_manifest(module: ToolModuleRef) -> Result<Manifest, LoadFailure> {
-    let json = module
-        .manifest()()
+    let json = module.manifest()()
         .into_result()
         .map_err(|e| LoadFailure::BadManifest(format!("manifest failed: {e}")))?;
     let manifest: Manifest = serde_json::from_str(&json)
@@ -212,7 +217,10 @@ fn read_manifest(module: ToolModuleRef) -> Result<Manifest, LoadFailure> {
     }
     if manifest.api != JSON_API {
         return Err(LoadFailure::Version {
-            found: format!("{} (JSON api {})", manifest.plugin_api_version, manifest.api),
+            found: format!(
+                "{} (JSON api {})",
+                manifest.plugin_api_version, manifest.api
+            ),
             expected: format!("{} (JSON api {JSON_API})", host_api_version()),
         });
     }
@@ -222,7 +230,9 @@ fn read_manifest(module: ToolModuleRef) -> Result<Manifest, LoadFailure> {
         ));
     }
     if manifest.spec.parameters.get("type") != Some(&Value::from("object")) {
-        return Err(LoadFailure::BadManifest("parameters must be a JSON schema of type \"object\"".to_owned()));
+        return Err(LoadFailure::BadManifest(
+            "parameters must be a JSON schema of type \"object\"".to_owned(),
+        ));
     }
     Ok(manifest)
 }
@@ -232,7 +242,9 @@ pub(crate) fn is_valid_tool_name(name: &str) -> bool {
     let bytes = name.as_bytes();
     matches!(bytes.first(), Some(b) if b.is_ascii_alphabetic())
         && bytes.len() <= 64
-        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
 }
 
 fn host_api_version() -> String {
@@ -242,10 +254,14 @@ fn host_api_version() -> String {
 fn describe_library_error(e: LibraryError) -> LoadFailure {
     match e {
         LibraryError::OpenError { err, .. } => LoadFailure::NotALibrary(err.to_string()),
-        LibraryError::GetSymbolError { .. } => {
-            LoadFailure::NotAPlugin("it exports no abi_stable root module (was it built with rojos-plugin-api?)".to_owned())
-        }
-        LibraryError::IncompatibleVersionNumber { actual_version, expected_version, .. } => LoadFailure::Version {
+        LibraryError::GetSymbolError { .. } => LoadFailure::NotAPlugin(
+            "it exports no abi_stable root module (was it built with rojos-plugin-api?)".to_owned(),
+        ),
+        LibraryError::IncompatibleVersionNumber {
+            actual_version,
+            expected_version,
+            ..
+        } => LoadFailure::Version {
             found: actual_version.to_string(),
             expected: expected_version.to_string(),
         },
@@ -275,16 +291,20 @@ fn layout_failure(report: &str) -> LoadFailure {
         }
     }
     match problems.first() {
-        Some((error, expected, found)) if error == "incompatible package versions" => LoadFailure::Version {
-            found: found.clone(),
-            expected: expected.clone(),
-        },
+        Some((error, expected, found)) if error == "incompatible package versions" => {
+            LoadFailure::Version {
+                found: found.clone(),
+                expected: expected.clone(),
+            }
+        }
         _ => LoadFailure::Layout {
             expected: host_api_version(),
             summary: problems
                 .iter()
                 .take(3)
-                .map(|(error, expected, found)| format!("{error} (expected {expected}, found {found})"))
+                .map(|(error, expected, found)| {
+                    format!("{error} (expected {expected}, found {found})")
+                })
                 .collect::<Vec<_>>()
                 .join("; "),
         },

@@ -69,9 +69,14 @@ mod tests {
     fn project_root_is_created_on_first_use() {
         let tmp = tempfile::tempdir().unwrap();
         let storage = Storage::open(&tmp.path().join("storage")).unwrap();
-        let root = storage.project_root(&ProjectId::parse("demo").unwrap()).unwrap();
+        let root = storage
+            .project_root(&ProjectId::parse("demo").unwrap())
+            .unwrap();
         root.write("hello.txt", "hi").unwrap();
-        assert_eq!(std::fs::read_to_string(tmp.path().join("storage/demo/root/hello.txt")).unwrap(), "hi");
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("storage/demo/root/hello.txt")).unwrap(),
+            "hi"
+        );
     }
 
     #[test]
@@ -79,12 +84,19 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let base = tmp.path().join("storage");
         let storage = Storage::open(&base).unwrap();
-        storage.project_root(&ProjectId::parse("p1").unwrap()).unwrap();
+        storage
+            .project_root(&ProjectId::parse("p1").unwrap())
+            .unwrap();
         std::os::unix::fs::symlink("p1", base.join("p2")).unwrap();
         std::fs::create_dir(base.join("p3")).unwrap();
         std::os::unix::fs::symlink("../p1/root", base.join("p3/root")).unwrap();
         for id in ["p2", "p3"] {
-            assert!(storage.project_root(&ProjectId::parse(id).unwrap()).is_err(), "{id}");
+            assert!(
+                storage
+                    .project_root(&ProjectId::parse(id).unwrap())
+                    .is_err(),
+                "{id}"
+            );
         }
     }
 }

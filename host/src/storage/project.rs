@@ -22,7 +22,9 @@ impl ProjectId {
         let bytes = id.as_bytes();
         let ok = matches!(bytes.first(), Some(b) if b.is_ascii_alphanumeric())
             && bytes.len() <= 64
-            && bytes.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-');
+            && bytes
+                .iter()
+                .all(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-');
         if ok {
             Ok(ProjectId(id.to_owned()))
         } else {
@@ -58,8 +60,8 @@ mod tests {
     fn anything_path_like_is_refused() {
         let long = "a".repeat(65);
         let cases = [
-            "", ".", "..", "a/../..", "/etc", "demo/", " demo", "-demo", "_demo", "a\\b", "%2e%2e", "a\0b",
-            "dеmo", /* Cyrillic e */ "a.b", &long,
+            "", ".", "..", "a/../..", "/etc", "demo/", " demo", "-demo", "_demo", "a\\b", "%2e%2e",
+            "a\0b", "dеmo", /* Cyrillic e */ "a.b", &long,
         ];
         for id in cases {
             assert!(ProjectId::parse(id).is_err(), "{id:?} should be refused");

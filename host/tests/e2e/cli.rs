@@ -9,7 +9,10 @@ use crate::support::host::{HostConfig, TestHost};
 
 fn rojos(config_dir: &std::path::Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_rojos"))
-        .args(["--config", &config_dir.join("rojos.toml").display().to_string()])
+        .args([
+            "--config",
+            &config_dir.join("rojos.toml").display().to_string(),
+        ])
         .args(args)
         .output()
         .expect("run rojos")
@@ -20,7 +23,11 @@ async fn rojos_tools_prints_the_same_definitions_as_get_tools() {
     let host = TestHost::start(HostConfig::builtins()).await;
     let served: Value = host.get("/tools?rojo=default").await.json().await.unwrap();
     let output = rojos(host.config_dir(), &["tools", "--rojo", "default"]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(printed, served);
 }
@@ -39,9 +46,16 @@ fn rojos_check_names_the_bad_key_and_exits_non_zero() {
 fn rojos_check_names_a_bad_plugin_file() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("junk.so"), "junk").unwrap();
-    std::fs::write(dir.path().join("rojos.toml"), "[plugins]\nload = [\"junk.so\"]\n").unwrap();
+    std::fs::write(
+        dir.path().join("rojos.toml"),
+        "[plugins]\nload = [\"junk.so\"]\n",
+    )
+    .unwrap();
     let output = rojos(dir.path(), &["check"]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("junk.so': not a plugin library: not an ELF file (4 bytes)"), "{stderr}");
+    assert!(
+        stderr.contains("junk.so': not a plugin library: not an ELF file (4 bytes)"),
+        "{stderr}"
+    );
 }

@@ -6,7 +6,9 @@
 // A test binary: its items are reachable only from within it.
 #![allow(unreachable_pub)]
 
+mod chat;
 mod cli;
 mod plugins;
+mod providers;
 mod support;
 mod tools_api;

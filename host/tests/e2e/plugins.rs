@@ -30,7 +30,9 @@ struct Project {
 fn project(timeout: Duration) -> Project {
     let dir = tempfile::tempdir().unwrap();
     let storage = Storage::open(&dir.path().join("storage")).unwrap();
-    let root = storage.project_root(&ProjectId::parse("p1").unwrap()).unwrap();
+    let root = storage
+        .project_root(&ProjectId::parse("p1").unwrap())
+        .unwrap();
     Project {
         _dir: dir,
         request: CallRequest {
@@ -73,23 +75,40 @@ fn loading_the_same_content_twice_reuses_one_library() {
 fn a_missing_file_is_refused_naming_it() {
     let (message, reason) = load_error(Path::new("/nonexistent/libnothing.so"));
     assert!(matches!(reason, LoadFailure::Read(_)), "{reason:?}");
-    assert!(message.starts_with("plugin '/nonexistent/libnothing.so': cannot read:"), "{message}");
+    assert!(
+        message.starts_with("plugin '/nonexistent/libnothing.so': cannot read:"),
+        "{message}"
+    );
 }
 
 #[test]
 fn garbage_text_and_empty_files_are_not_libraries() {
     let dir = tempfile::tempdir().unwrap();
     let cases: [(&str, &[u8], &str); 3] = [
-        ("garbage.so", &[0x13, 0x37, 0xde, 0xad, 0xbe, 0xef, 0, 1, 2, 3], "not an ELF file (10 bytes)"),
-        ("text.so", b"#!/bin/sh\necho not a library\n", "not an ELF file"),
+        (
+            "garbage.so",
+            &[0x13, 0x37, 0xde, 0xad, 0xbe, 0xef, 0, 1, 2, 3],
+            "not an ELF file (10 bytes)",
+        ),
+        (
+            "text.so",
+            b"#!/bin/sh\necho not a library\n",
+            "not an ELF file",
+        ),
         ("empty.so", b"", "empty file"),
     ];
     for (name, bytes, expected) in cases {
         let path = dir.path().join(name);
         std::fs::write(&path, bytes).unwrap();
         let (message, reason) = load_error(&path);
-        assert!(matches!(reason, LoadFailure::NotALibrary(_)), "{name}: {reason:?}");
-        assert!(message.contains(name) && message.contains(expected), "{message}");
+        assert!(
+            matches!(reason, LoadFailure::NotALibrary(_)),
+            "{name}: {reason:?}"
+        );
+        assert!(
+            message.contains(name) && message.contains(expected),
+            "{message}"
+        );
     }
 }
 
@@ -101,28 +120,44 @@ fn a_truncated_copy_of_a_real_plugin_is_refused_before_dlopen() {
         let path = dir.path().join(format!("cut{percent}.so"));
         std::fs::write(&path, &bytes[..bytes.len() * percent / 100]).unwrap();
         let (message, reason) = load_error(&path);
-        assert!(matches!(reason, LoadFailure::Incomplete(_)), "{percent}%: {reason:?}");
-        assert!(message.contains("incomplete or damaged library"), "{message}");
+        assert!(
+            matches!(reason, LoadFailure::Incomplete(_)),
+            "{percent}%: {reason:?}"
+        );
+        assert!(
+            message.contains("incomplete or damaged library"),
+            "{message}"
+        );
     }
 }
 
 #[test]
 fn a_shared_library_without_the_plugin_export_is_not_a_plugin() {
-    let libm = ["/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6", "/lib64/libm.so.6"]
-        .into_iter()
-        .map(Path::new)
-        .find(|p| p.exists())
-        .expect("the system's libm");
+    let libm = [
+        "/lib/x86_64-linux-gnu/libm.so.6",
+        "/usr/lib/x86_64-linux-gnu/libm.so.6",
+        "/lib64/libm.so.6",
+    ]
+    .into_iter()
+    .map(Path::new)
+    .find(|p| p.exists())
+    .expect("the system's libm");
     let (message, reason) = load_error(libm);
     assert!(matches!(reason, LoadFailure::NotAPlugin(_)), "{reason:?}");
-    assert!(message.contains("exports no abi_stable root module"), "{message}");
+    assert!(
+        message.contains("exports no abi_stable root module"),
+        "{message}"
+    );
 }
 
 #[test]
 fn a_plugin_built_against_another_interface_version_is_refused_naming_both() {
     let (message, reason) = load_error(&plugin_lib("rojos_test_other_version"));
     assert!(matches!(reason, LoadFailure::Version { .. }), "{reason:?}");
-    assert!(message.contains("built against plugin-api 0.2.0, host expects 0.1.0"), "{message}");
+    assert!(
+        message.contains("built against plugin-api 0.2.0, host expects 0.1.0"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -135,7 +170,8 @@ fn two_plugins_with_the_same_tool_name_stop_the_start_naming_both_files() {
         list_files.display().to_string(),
         impostor.display().to_string()
     );
-    let config = Config::parse(&text, &dir.path().join("rojos.toml"), dir.path(), &|_| None).unwrap();
+    let config =
+        Config::parse(&text, &dir.path().join("rojos.toml"), dir.path(), &|_| None).unwrap();
     let e = AppState::start(config).expect_err("a duplicate name must be refused");
     assert!(matches!(e, StartError::Plugins(_)), "{e:?}");
     let expected = format!(
@@ -155,11 +191,17 @@ fn every_failing_plugin_is_listed_when_the_start_is_refused() {
         "[plugins]\nload = [\"garbage.so\", \"missing.so\", {:?}]\n",
         plugin_lib("rojos_tool_list_files").display().to_string()
     );
-    let config = Config::parse(&text, &dir.path().join("rojos.toml"), dir.path(), &|_| None).unwrap();
-    let e = AppState::start(config).expect_err("bad plugins must stop the start").to_string();
+    let config =
+        Config::parse(&text, &dir.path().join("rojos.toml"), dir.path(), &|_| None).unwrap();
+    let e = AppState::start(config)
+        .expect_err("bad plugins must stop the start")
+        .to_string();
     let lines: Vec<&str> = e.lines().collect();
     assert_eq!(lines.len(), 2, "{e}");
-    assert!(lines[0].contains("garbage.so': not a plugin library"), "{e}");
+    assert!(
+        lines[0].contains("garbage.so': not a plugin library"),
+        "{e}"
+    );
     assert!(lines[1].contains("missing.so': cannot read"), "{e}");
 }
 
@@ -195,10 +237,16 @@ async fn a_hung_plugin_times_out_while_other_tools_are_served() {
     assert!(outcome.ok, "{outcome:?}");
     let outcome = hung.await.unwrap();
     assert!(!outcome.ok);
-    assert_eq!(outcome.result, "tool hang_tool did not finish within 0.3 s and was abandoned");
+    assert_eq!(
+        outcome.result,
+        "tool hang_tool did not finish within 0.3 s and was abandoned"
+    );
     // Its abandoned thread still holds the tool's only permit: the next call is refused as busy.
     let outcome = invoke(&hang, r#"{"seconds": 0}"#, &project.request).await;
-    assert!(outcome.result.starts_with("tool hang_tool is busy"), "{outcome:?}");
+    assert!(
+        outcome.result.starts_with("tool hang_tool is busy"),
+        "{outcome:?}"
+    );
 }
 
 #[tokio::test]
@@ -211,16 +259,34 @@ async fn arguments_are_checked_against_the_schema_before_the_plugin_runs() {
         ("[1,2]", "arguments must be a JSON object, got an array"),
         ("\"docs\"", "arguments must be a JSON object, got a string"),
         (r#"{"text":"x"}"#, "\"path\" is a required property"),
-        (r#"{"path":"a.txt","text":7}"#, "/text: 7 is not of type \"string\""),
-        (r#"{"path":"a.txt","text":"x","mode":"w"}"#, "Additional properties are not allowed ('mode' was unexpected)"),
-        (r#"{"path":null,"text":"x"}"#, "/path: null is not of type \"string\""),
+        (
+            r#"{"path":"a.txt","text":7}"#,
+            "/text: 7 is not of type \"string\"",
+        ),
+        (
+            r#"{"path":"a.txt","text":"x","mode":"w"}"#,
+            "Additional properties are not allowed ('mode' was unexpected)",
+        ),
+        (
+            r#"{"path":null,"text":"x"}"#,
+            "/path: null is not of type \"string\"",
+        ),
     ];
     for (args, expected) in cases {
         let outcome = invoke(&write, args, &project.request).await;
         assert!(!outcome.ok, "{args}");
-        assert!(outcome.result.contains(expected), "{args}: {}", outcome.result);
+        assert!(
+            outcome.result.contains(expected),
+            "{args}: {}",
+            outcome.result
+        );
     }
-    let outcome = invoke(&write, r#"{"path":"a/b.txt","text":"hello"}"#, &project.request).await;
+    let outcome = invoke(
+        &write,
+        r#"{"path":"a/b.txt","text":"hello"}"#,
+        &project.request,
+    )
+    .await;
     assert_eq!(outcome.result, r#"{"ok":true}"#);
     assert!(outcome.ok);
 }

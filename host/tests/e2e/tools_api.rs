@@ -9,7 +9,10 @@ use crate::support::{
 };
 
 fn names(tools: &[Value]) -> Vec<&str> {
-    tools.iter().map(|t| t["function"]["name"].as_str().unwrap()).collect()
+    tools
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect()
 }
 
 #[tokio::test]
@@ -25,8 +28,14 @@ async fn tools_lists_the_openai_definitions_of_the_five_plugins() {
         assert_eq!(tool["type"], "function");
         let parameters = &tool["function"]["parameters"];
         assert_eq!(parameters["type"], "object");
-        assert!(parameters["properties"]["path"]["type"] == "string", "{tool}");
-        assert!(parameters.get("additionalProperties").is_none(), "providers reject it: {tool}");
+        assert!(
+            parameters["properties"]["path"]["type"] == "string",
+            "{tool}"
+        );
+        assert!(
+            parameters.get("additionalProperties").is_none(),
+            "providers reject it: {tool}"
+        );
         assert!(tool["function"]["description"].as_str().unwrap().len() > 10);
     }
 }
@@ -34,12 +43,19 @@ async fn tools_lists_the_openai_definitions_of_the_five_plugins() {
 #[tokio::test]
 async fn a_plugin_left_out_of_the_load_list_is_not_offered() {
     let mut config = HostConfig::builtins();
-    config.load.retain(|p| !p.ends_with("librojos_tool_write_text_content.so"));
+    config
+        .load
+        .retain(|p| !p.ends_with("librojos_tool_write_text_content.so"));
     let host = TestHost::start(config).await;
     let tools: Vec<Value> = host.get("/tools").await.json().await.unwrap();
     assert_eq!(
         names(&tools),
-        ["create_directory", "get_text_content", "list_files", "read_path_meta"]
+        [
+            "create_directory",
+            "get_text_content",
+            "list_files",
+            "read_path_meta"
+        ]
     );
 }
 
@@ -71,11 +87,13 @@ async fn tools_requires_a_valid_token_and_a_known_rojo() {
 
 #[tokio::test]
 async fn healthz_answers_without_a_token() {
-    let host = TestHost::start(HostConfig {
-        load: vec![plugin_lib("rojos_tool_list_files")],
-        extra: String::new(),
-    })
-    .await;
-    let response = client().get(format!("{}/healthz", host.url)).send().await.unwrap();
+    let mut config = HostConfig::builtins();
+    config.load = vec![plugin_lib("rojos_tool_list_files")];
+    let host = TestHost::start(config).await;
+    let response = client()
+        .get(format!("{}/healthz", host.url))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 200);
 }

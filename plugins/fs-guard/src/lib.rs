@@ -1,1 +1,46 @@
-//! placeholder
+//! Confined file access under a project root, shared by every file tool.
+//!
+//! A tool gets the project root as an open folder descriptor in its
+//! [`CallContext`](rojos_plugin_api::CallContext); [`ProjectDir::from_context`] turns it into a
+//! `cap-std` capability, and every operation resolves the model's relative path beneath it in
+//! the kernel (`openat2` with `RESOLVE_BENEATH`), so `..`, absolute paths and symlinks that
+//! lead out are refused at the moment of use, with no check-then-act race. See
+//! `shared/PATHS.md` for the threat model.
+//!
+//! # Layout
+//!
+//! - [`args`]: [`parse_args`], the model's arguments as a JSON object only.
+//! - [`path`]: syntactic checks on the model's path string ([`check_path`]).
+//! - [`error`]: [`PathError`], the messages the model reads, and [`from_io`], the one mapping
+//!   from `io::Error`/errno.
+//! - [`project`]: [`ProjectDir`] and its operations: [`ProjectDir::meta`],
+//!   [`ProjectDir::read_text`], [`ProjectDir::write_text`], [`ProjectDir::list`],
+//!   [`ProjectDir::create_dir`], and (no tool yet) [`ProjectDir::delete`],
+//!   [`ProjectDir::rename`].
+//! - `testing` (feature `testing`): a temp world with leak markers outside the root.
+//!
+//! # Writing a file tool
+//!
+//! ```no_run
+//! use rojos_fs_guard::ProjectDir;
+//! use rojos_plugin_api::{CallContext, ToolError};
+//!
+//! fn call(ctx: &CallContext, path: &str) -> Result<String, ToolError> {
+//!     let dir = ProjectDir::from_context(ctx)?;
+//!     Ok(dir.read_text(path)?)
+//! }
+//! ```
+//!
+//! Never open paths with `std::fs` in a tool: `clippy.toml` in each tool crate forbids it.
+
+pub mod args;
+pub mod error;
+pub mod path;
+pub mod project;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+
+pub use args::parse_args;
+pub use error::{from_io, PathError, Shown};
+pub use path::{check_path, PathUse, RelPath, MAX_NAME_BYTES, MAX_PATH_BYTES};
+pub use project::{EntryType, ListEntry, Listing, PathMeta, ProjectDir};

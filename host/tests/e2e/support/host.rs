@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-
 use rojos::{config::Config, state::AppState};
 use tokio::sync::oneshot;
 
@@ -19,7 +18,9 @@ pub struct TestHost {
     pub url: String,
     /// The temp folder with `rojos.toml` and `storage/`.
     pub dir: tempfile::TempDir,
-    shutdown: Option<oneshot::Sender<()>>,
+    shutdown: Option<oneshot::Sender<oneshot::Sender<()>>>,
+    /// Told when the server has fully stopped (set by `restart`/`stop`).
+    stopped: Option<oneshot::Sender<()>>,
 }
 
 /// Builds a config for a test host.
@@ -29,6 +30,8 @@ pub struct HostConfig {
     pub load: Vec<PathBuf>,
     /// Extra TOML appended to the generated config (rojos, providers, limits...).
     pub extra: String,
+    /// The `base_url` of the `scripted` provider.
+    pub provider_url: String,
 }
 
 impl HostConfig {
@@ -37,7 +40,14 @@ impl HostConfig {
         HostConfig {
             load: super::builtin_libs(),
             extra: String::new(),
+            provider_url: "http://127.0.0.1:9/v1".to_owned(),
         }
+    }
+
+    /// Points the `scripted` provider at `upstream`.
+    pub fn upstream(mut self, upstream: &super::upstream::ScriptedUpstream) -> Self {
+        self.provider_url = upstream.base_url.clone();
+        self
     }
 
     /// Appends TOML to the config.
@@ -49,7 +59,11 @@ impl HostConfig {
 
     /// The config text, with the storage in `dir`.
     pub fn render(&self) -> String {
-        let load: Vec<String> = self.load.iter().map(|p| format!("{:?}", p.display().to_string())).collect();
+        let load: Vec<String> = self
+            .load
+            .iter()
+            .map(|p| format!("{:?}", p.display().to_string()))
+            .collect();
         let has_default_rojo = self.extra.contains("[rojos.default]");
         format!(
             r#"
@@ -70,13 +84,16 @@ load = [{load}]
 call_timeout_secs = 2
 
 [providers.scripted]
-base_url = "http://127.0.0.1:9/v1"
+base_url = "{provider_url}"
 model = "scripted-model"
+max_attempts = 2
+idle_timeout_secs = 5
 
 {default_rojo}
 {extra}
 "#,
             load = load.join(", "),
+            provider_url = self.provider_url,
             default_rojo = if has_default_rojo {
                 ""
             } else {
@@ -90,31 +107,82 @@ model = "scripted-model"
 impl TestHost {
     /// Writes the config, starts the server, and waits until it accepts connections.
     pub async fn start(config: HostConfig) -> TestHost {
-        let dir = tempfile::tempdir().expect("temp dir");
+        TestHost::start_in(tempfile::tempdir().expect("temp dir"), config).await
+    }
+
+    /// Stops this host and starts a new one on the same folder (storage and database).
+    pub async fn restart(mut self, config: HostConfig) -> TestHost {
+        let (done_tx, done_rx) = oneshot::channel();
+        self.stopped = Some(done_tx);
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("temp dir"));
+        drop(self);
+        let _ = done_rx.await;
+        TestHost::start_in(dir, config).await
+    }
+
+    async fn start_in(dir: tempfile::TempDir, config: HostConfig) -> TestHost {
         let config_path = dir.path().join("rojos.toml");
         std::fs::write(&config_path, config.render()).expect("write config");
-        let config = Config::load(&config_path).unwrap_or_else(|e| panic!("test config refused: {e}"));
+        let config =
+            Config::load(&config_path).unwrap_or_else(|e| panic!("test config refused: {e}"));
         let state = AppState::start(config).unwrap_or_else(|e| panic!("host failed to start: {e}"));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let url = format!("http://{}", listener.local_addr().expect("address"));
-        let (tx, rx) = oneshot::channel::<()>();
+        let (tx, rx) = oneshot::channel::<oneshot::Sender<()>>();
         tokio::spawn(async move {
+            let (stopped_tx, stopped_rx) = oneshot::channel::<Option<oneshot::Sender<()>>>();
             rojos::serve(listener, state, async move {
-                let _ = rx.await;
+                let notify = rx.await.ok();
+                let _ = stopped_tx.send(notify);
             })
             .await
             .expect("server runs");
+            if let Ok(Some(notify)) = stopped_rx.await {
+                let _ = notify.send(());
+            }
         });
         TestHost {
             url,
             dir,
             shutdown: Some(tx),
+            stopped: None,
         }
     }
 
     /// The folder holding `rojos.toml`.
     pub fn config_dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// Shuts the server down (open chats end with `ERROR` + `DONE`) and waits for it.
+    pub async fn stop(mut self) {
+        let (done_tx, done_rx) = oneshot::channel();
+        self.stopped = Some(done_tx);
+        drop(self);
+        let _ = done_rx.await;
+    }
+
+    /// `POST /chat` with `body` and the all-projects token.
+    pub async fn chat(&self, body: serde_json::Value) -> reqwest::Response {
+        self.chat_as(TOKEN, body).await
+    }
+
+    /// `POST /chat` with `body` and `token`.
+    pub async fn chat_as(&self, token: &str, body: serde_json::Value) -> reqwest::Response {
+        client()
+            .post(format!("{}/chat", self.url))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .expect("request reaches the host")
+    }
+
+    /// The project's root folder on disk.
+    pub fn project_root(&self, project: &str) -> PathBuf {
+        self.dir.path().join("storage").join(project).join("root")
     }
 
     /// `GET path` with the all-projects token.
@@ -131,7 +199,8 @@ impl TestHost {
 impl Drop for TestHost {
     fn drop(&mut self) {
         if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
+            let (ignored, _) = oneshot::channel();
+            let _ = tx.send(self.stopped.take().unwrap_or(ignored));
         }
     }
 }

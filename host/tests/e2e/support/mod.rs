@@ -1,6 +1,8 @@
 //! The harness: where the built plugin libraries are, and a host started on loopback.
 
 pub mod host;
+pub mod ndjson;
+pub mod upstream;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,40 @@
+//! The conversation store: where Rojos keeps each chat's OpenAI-format messages.
+//! Callers talk to the async [`ConversationStore`] trait; [`SqliteStore`] is the
+//! embedded implementation, one SQLite file per host. Knows nothing about HTTP,
+//! projects' files or models: the host checks who may read what.
+//!
+//! # Layout
+//!
+//! - `store`: the [`ConversationStore`] trait and the records it returns.
+//! - `id`: [`ConversationId`], the validated id newtype, and how new ids are made.
+//! - `error`: [`StoreError`], the one error type.
+//! - `title`: a conversation's title, taken from its first user message.
+//! - `sqlite`: [`SqliteStore`]: connections (`pool`), schema and migrations
+//!   (`schema`) and the blocking queries (`queries`).
+//!
+//! # Example
+//!
+//! ```no_run
+//! use rojos_conversations::{ConversationStore, SqliteStore};
+//! use serde_json::json;
+//!
+//! # async fn demo() -> Result<(), rojos_conversations::StoreError> {
+//! let store = SqliteStore::open("storage/rojos.db")?;
+//! let id = store.create("demo", "default").await?;
+//! store.append(&id, vec![json!({"role": "user", "content": "hello"})]).await?;
+//! let conversation = store.get(&id).await?.expect("just created");
+//! assert_eq!(conversation.messages.len(), 1);
+//! # Ok(()) }
+//! ```
+
+mod error;
+mod id;
+mod sqlite;
+mod store;
+mod title;
+
+pub use error::StoreError;
+pub use id::ConversationId;
+pub use sqlite::{SqliteOptions, SqliteStore, SCHEMA_VERSION};
+pub use store::{Conversation, ConversationStore, ConversationSummary};
+pub use title::TITLE_MAX_CHARS;

@@ -1,0 +1,146 @@
+//! The SQLite schema, its version (`PRAGMA user_version`) and the migrations that
+//! bring any older file up to it, plus the settings every connection gets.
+//! To evolve the schema, append a step to `MIGRATIONS`; never edit a shipped one.
+
+use std::time::Duration;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+/// Migration steps: `MIGRATIONS[n]` takes a database from version `n` to `n + 1`.
+/// Version 0 is an empty (or brand-new) file.
+const MIGRATIONS: &[&str] = &[
+    // 1: conversations and their messages.
+    //
+    // Times are Unix milliseconds (UTC). `activity` orders a project's
+    // conversations by last change even when two changes share a millisecond:
+    // each create or append sets it above every other in the project.
+    // `message_count` is also the `seq` of the next message; `step_count`
+    // numbers `append` calls, and all messages of one call share its `step`.
+    "CREATE TABLE conversations (
+        id            TEXT PRIMARY KEY NOT NULL,
+        project_id    TEXT NOT NULL,
+        rojo          TEXT NOT NULL,
+        title         TEXT,
+        created_at    INTEGER NOT NULL,
+        updated_at    INTEGER NOT NULL,
+        activity      INTEGER NOT NULL,
+        message_count INTEGER NOT NULL DEFAULT 0,
+        step_count    INTEGER NOT NULL DEFAULT 0
+    ) STRICT;
+    CREATE INDEX conversations_by_project_activity
+        ON conversations (project_id, activity);
+    CREATE TABLE messages (
+        conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+        seq             INTEGER NOT NULL,
+        step            INTEGER NOT NULL,
+        json            TEXT NOT NULL,
+        PRIMARY KEY (conversation_id, seq)
+    ) STRICT;",
+];
+
+/// The schema version this build creates and understands.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// What [`migrate`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Migrated {
+    /// The file is now at [`SCHEMA_VERSION`], having started at `from`.
+    UpTo { from: i64 },
+    /// The file has a newer version than this build knows; it was left alone.
+    TooNew { found: i64 },
+}
+
+/// Applies the per-connection settings: foreign keys, `synchronous=NORMAL` (safe
+/// with WAL: a power cut may lose the last commits, never corrupt the file) and
+/// a busy timeout so a locked database is waited for rather than failed.
+pub(crate) fn configure(conn: &Connection, busy_timeout: Duration) -> rusqlite::Result<()> {
+    conn.busy_timeout(busy_timeout)?;
+    conn.pragma_update(None, "foreign_keys", true)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    Ok(())
+}
+
+/// Switches the file to write-ahead logging, so readers never block the writer.
+/// The mode is stored in the file; returns the mode SQLite reports afterwards.
+pub(crate) fn enable_wal(conn: &Connection) -> rusqlite::Result<String> {
+    conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+}
+
+/// Brings the database up to [`SCHEMA_VERSION`] in one immediate transaction, so
+/// two processes opening the same new file migrate it once.
+pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Migrated> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let from: i64 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if from > SCHEMA_VERSION {
+        return Ok(Migrated::TooNew { found: from });
+    }
+    // `from` is within 0..=SCHEMA_VERSION here, so it indexes MIGRATIONS.
+    let start = usize::try_from(from).unwrap_or(0);
+    for step in &MIGRATIONS[start..] {
+        tx.execute_batch(step)?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.commit()?;
+    Ok(Migrated::UpTo { from })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pragma_i64(conn: &Connection, name: &str) -> i64 {
+        conn.pragma_query_value(None, name, |row| row.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn configured_connection_has_foreign_keys_normal_sync_and_a_busy_timeout() {
+        let conn = Connection::open_in_memory().unwrap();
+        configure(&conn, Duration::from_millis(1234)).unwrap();
+        assert_eq!(pragma_i64(&conn, "foreign_keys"), 1);
+        assert_eq!(pragma_i64(&conn, "synchronous"), 1, "1 is NORMAL");
+        assert_eq!(pragma_i64(&conn, "busy_timeout"), 1234);
+    }
+
+    #[test]
+    fn migrating_a_new_database_runs_every_step_and_records_the_version() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        assert_eq!(migrate(&mut conn).unwrap(), Migrated::UpTo { from: 0 });
+        assert_eq!(pragma_i64(&conn, "user_version"), SCHEMA_VERSION);
+        let tables: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'table'
+                 AND name IN ('conversations', 'messages')",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(tables, 2);
+    }
+
+    #[test]
+    fn migrating_an_up_to_date_database_changes_nothing() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn).unwrap();
+        assert_eq!(
+            migrate(&mut conn).unwrap(),
+            Migrated::UpTo {
+                from: SCHEMA_VERSION
+            }
+        );
+    }
+
+    #[test]
+    fn a_database_from_a_newer_build_is_left_alone() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        assert_eq!(
+            migrate(&mut conn).unwrap(),
+            Migrated::TooNew {
+                found: SCHEMA_VERSION + 1
+            }
+        );
+        assert_eq!(pragma_i64(&conn, "user_version"), SCHEMA_VERSION + 1);
+    }
+}

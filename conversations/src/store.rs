@@ -1,0 +1,94 @@
+//! The `ConversationStore` interface and the records it hands back.
+//! Any backend (the embedded SQLite one today, a server database for multi-host
+//! deployments later) implements this trait; the host holds an
+//! `Arc<dyn ConversationStore>` and never sees the backend.
+
+use async_trait::async_trait;
+use serde::Serialize;
+use serde_json::Value;
+use time::OffsetDateTime;
+
+use crate::error::StoreError;
+use crate::id::ConversationId;
+
+/// A stored conversation with its whole history.
+///
+/// Serializes with camelCase keys and RFC 3339 timestamps.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Conversation {
+    /// The conversation's id.
+    pub id: ConversationId,
+    /// The project it belongs to. The HTTP layer refuses the conversation to a
+    /// caller asking on behalf of another project.
+    pub project_id: String,
+    /// The rojo (assistant) it was started with.
+    pub rojo: String,
+    /// The OpenAI-format messages in the order they were appended: user,
+    /// assistant (with `tool_calls`), `tool` (with `tool_call_id`), ...
+    pub messages: Vec<Value>,
+    /// When it was created (UTC, millisecond precision).
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// When a step was last appended, or the creation time (UTC, millisecond precision).
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+/// One line of a project's conversation list (the chat panel's history).
+///
+/// Serializes with camelCase keys and an RFC 3339 timestamp.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversationSummary {
+    /// The conversation's id.
+    pub id: ConversationId,
+    /// The rojo it was started with.
+    pub rojo: String,
+    /// The text of its first user message, whitespace collapsed, cut to
+    /// [`TITLE_MAX_CHARS`](crate::TITLE_MAX_CHARS) characters (ending in `…` when
+    /// cut); `None` until a user message with text is stored.
+    pub title: Option<String>,
+    /// When a step was last appended, or the creation time.
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+    /// How many messages it holds.
+    pub message_count: u64,
+}
+
+/// Where conversations are kept. Implementations are safe to share between many
+/// concurrent tasks.
+///
+/// Project ids and rojo names are stored as given: validating them is the
+/// caller's job. Conversation ids are validated by [`ConversationId`].
+#[async_trait]
+pub trait ConversationStore: Send + Sync {
+    /// Starts an empty conversation in `project_id` with `rojo`, returning its new
+    /// random id.
+    async fn create(&self, project_id: &str, rojo: &str) -> Result<ConversationId, StoreError>;
+
+    /// The conversation with all its messages, or `Ok(None)` when no conversation
+    /// has this id.
+    async fn get(&self, id: &ConversationId) -> Result<Option<Conversation>, StoreError>;
+
+    /// Stores the messages of one step (a user message, or an assistant message
+    /// and its tool results) after those already stored: all of them in order, or
+    /// none. Appending no messages only checks that the conversation exists.
+    ///
+    /// Each message must be a JSON object with a string `role`. If the calling
+    /// task is cancelled, the step is still stored or refused as a whole.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`] for an unknown id, [`StoreError::InvalidMessage`]
+    /// for a message that is not an OpenAI-format message.
+    async fn append(&self, id: &ConversationId, messages: Vec<Value>) -> Result<(), StoreError>;
+
+    /// Up to `limit` conversations of `project_id`, the most recently updated
+    /// first.
+    async fn list(
+        &self,
+        project_id: &str,
+        limit: usize,
+    ) -> Result<Vec<ConversationSummary>, StoreError>;
+}

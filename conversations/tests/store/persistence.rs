@@ -1,0 +1,156 @@
+//! The database file: WAL mode, survival across restarts, schema versioning and
+//! migration, and refusal of files this build must not touch.
+
+use rojos_conversations::{
+    ConversationStore, SqliteOptions, SqliteStore, StoreError, SCHEMA_VERSION,
+};
+
+use crate::support::{assistant, chain, db_path, open_temp, raw, user};
+
+fn user_version(path: &std::path::Path) -> i64 {
+    raw(path)
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn conversations_survive_closing_and_reopening_the_store() {
+    let (dir, store) = open_temp();
+    let id = store.create("demo", "default").await.unwrap();
+    store.append(&id, vec![user("remember me")]).await.unwrap();
+    store.append(&id, vec![assistant("I will")]).await.unwrap();
+    let before = store.get(&id).await.unwrap().unwrap();
+    drop(store);
+
+    let reopened = SqliteStore::open(db_path(&dir)).unwrap();
+
+    assert_eq!(reopened.get(&id).await.unwrap().unwrap(), before);
+    reopened
+        .append(&id, vec![user("still here?")])
+        .await
+        .unwrap();
+    assert_eq!(reopened.get(&id).await.unwrap().unwrap().messages.len(), 3);
+    assert_eq!(reopened.list("demo", 10).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn the_database_file_is_in_wal_mode() {
+    let (dir, store) = open_temp();
+    store.create("demo", "default").await.unwrap();
+
+    let mode: String = raw(&db_path(&dir))
+        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+        .unwrap();
+
+    assert_eq!(mode, "wal");
+    assert!(dir.path().join("storage/rojos.db-wal").exists());
+}
+
+#[test]
+fn an_empty_file_is_migrated_to_the_current_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rojos.db");
+    std::fs::File::create(&path).unwrap();
+    assert_eq!(user_version(&path), 0);
+
+    SqliteStore::open(&path).unwrap();
+
+    assert_eq!(user_version(&path), SCHEMA_VERSION);
+    let tables: Vec<String> = raw(&path)
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(tables, ["conversations", "messages"]);
+}
+
+#[tokio::test]
+async fn an_already_migrated_file_opens_unchanged() {
+    let (dir, store) = open_temp();
+    let id = store.create("demo", "default").await.unwrap();
+    drop(store);
+    let path = db_path(&dir);
+    let schema_before: Vec<String> = raw(&path)
+        .prepare("SELECT sql FROM sqlite_schema ORDER BY name")
+        .unwrap()
+        .query_map([], |row| row.get::<_, Option<String>>(0))
+        .unwrap()
+        .map(|sql| sql.unwrap().unwrap_or_default())
+        .collect();
+
+    let store = SqliteStore::open(&path).unwrap();
+
+    assert_eq!(user_version(&path), SCHEMA_VERSION);
+    let schema_after: Vec<String> = raw(&path)
+        .prepare("SELECT sql FROM sqlite_schema ORDER BY name")
+        .unwrap()
+        .query_map([], |row| row.get::<_, Option<String>>(0))
+        .unwrap()
+        .map(|sql| sql.unwrap().unwrap_or_default())
+        .collect();
+    assert_eq!(schema_after, schema_before);
+    assert!(store.get(&id).await.unwrap().is_some());
+}
+
+#[test]
+fn a_file_from_a_newer_schema_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rojos.db");
+    raw(&path)
+        .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .unwrap();
+
+    let err = SqliteStore::open(&path).unwrap_err();
+
+    assert!(matches!(err, StoreError::SchemaTooNew { .. }));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "conversation database '{}' has schema version {}, newer than version {} that this build knows",
+            path.display(),
+            SCHEMA_VERSION + 1,
+            SCHEMA_VERSION
+        )
+    );
+    assert_eq!(user_version(&path), SCHEMA_VERSION + 1);
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rojos.db");
+    std::fs::write(
+        &path,
+        "this is not a database, just some text padding it out",
+    )
+    .unwrap();
+
+    let err = SqliteStore::open(&path).unwrap_err();
+
+    assert!(matches!(err, StoreError::Backend { .. }));
+    let text = chain(&err);
+    let expected = format!(
+        "conversation store could not open conversation database '{}'",
+        path.display()
+    );
+    assert!(text.starts_with(&expected), "{text}");
+}
+
+#[tokio::test]
+async fn two_stores_on_one_file_see_each_others_writes() {
+    let (dir, first) = open_temp();
+    let mut options = SqliteOptions::default();
+    options.readers = 1;
+    let second = SqliteStore::open_with(db_path(&dir), options).unwrap();
+    let id = first.create("demo", "default").await.unwrap();
+
+    second
+        .append(&id, vec![user("from the second")])
+        .await
+        .unwrap();
+
+    let messages = first.get(&id).await.unwrap().unwrap().messages;
+    assert_eq!(messages, vec![user("from the second")]);
+}

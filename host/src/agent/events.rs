@@ -1,0 +1,136 @@
+//! The NDJSON events a chat streams to its client: the wire format of `POST /chat`.
+//!
+//! One JSON object per line, flushed as each event happens:
+//!
+//! ```text
+//! {"type":"CHAT","text":"I'll create it."}
+//! {"type":"TOOL_CALL","id":"call_1","name":"create_directory","args":{"path":"docs/intro"}}
+//! {"type":"TOOL_RESULT","id":"call_1","name":"create_directory","result":"{\"ok\":true}","ok":true}
+//! {"type":"CHAT","text":"Done."}
+//! {"type":"DONE","conversationId":"3kTMd9aQ2xW7pLb0yZc1vE","stopReason":"completed"}
+//! ```
+//!
+//! `TOOL_CALL`/`TOOL_RESULT` pair by `id`; `ERROR` reports a failure after streaming began;
+//! `DONE` always ends the stream and says why the run stopped. See `docs/api.md`.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// One event of a chat stream.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Event {
+    /// A piece of the model's text, as it arrives.
+    Chat {
+        /// The text.
+        text: String,
+    },
+    /// The model asked for a tool call; it is about to run.
+    ToolCall {
+        /// The call id (pairs with its result).
+        id: String,
+        /// The tool name as the model gave it.
+        name: String,
+        /// The arguments (the raw text as a string when they are not valid JSON).
+        args: Value,
+    },
+    /// A tool call finished.
+    ToolResult {
+        /// The call id.
+        id: String,
+        /// The tool name.
+        name: String,
+        /// The text the model is given.
+        result: String,
+        /// Whether the tool succeeded.
+        ok: bool,
+    },
+    /// A failure after streaming began.
+    Error {
+        /// What went wrong, for the user.
+        message: String,
+    },
+    /// The end of the stream.
+    Done {
+        /// The conversation, to continue it.
+        #[serde(rename = "conversationId")]
+        conversation_id: String,
+        /// Why the run stopped.
+        #[serde(rename = "stopReason")]
+        stop_reason: StopReason,
+    },
+}
+
+/// Why a run stopped (`DONE.stopReason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model answered in text.
+    Completed,
+    /// `max_steps` model turns were used.
+    MaxSteps,
+    /// The provider failed (unreachable, error status, error in the stream, cut stream).
+    ProviderError,
+    /// The client went away or the server is shutting down.
+    Cancelled,
+    /// The server failed (e.g. the conversation store).
+    InternalError,
+}
+
+impl Event {
+    /// The event as one NDJSON line, newline included.
+    pub fn to_line(&self) -> String {
+        let mut line = serde_json::to_string(self).expect("events always serialise");
+        line.push('\n');
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn events_serialise_to_the_contract_wire_format() {
+        let cases = [
+            (
+                Event::Chat { text: "hi".into() },
+                r#"{"type":"CHAT","text":"hi"}"#,
+            ),
+            (
+                Event::ToolCall {
+                    id: "c1".into(),
+                    name: "list_files".into(),
+                    args: json!({"path": "."}),
+                },
+                r#"{"type":"TOOL_CALL","id":"c1","name":"list_files","args":{"path":"."}}"#,
+            ),
+            (
+                Event::ToolResult {
+                    id: "c1".into(),
+                    name: "list_files".into(),
+                    result: "[]".into(),
+                    ok: true,
+                },
+                r#"{"type":"TOOL_RESULT","id":"c1","name":"list_files","result":"[]","ok":true}"#,
+            ),
+            (
+                Event::Error {
+                    message: "boom".into(),
+                },
+                r#"{"type":"ERROR","message":"boom"}"#,
+            ),
+            (
+                Event::Done {
+                    conversation_id: "abc".into(),
+                    stop_reason: StopReason::MaxSteps,
+                },
+                r#"{"type":"DONE","conversationId":"abc","stopReason":"max_steps"}"#,
+            ),
+        ];
+        for (event, wire) in cases {
+            assert_eq!(event.to_line(), format!("{wire}\n"));
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! The agent loop's public face: [`Agent`] holds what every run needs, [`Agent::start`]
+//! spawns one run and returns the stream of [`Event`]s its client reads.
+//!
+//! `run` is the step loop (model turn, tool calls, next turn); `dispatch` decides what
+//! happens to one tool call; `history` builds provider requests and keeps the stored
+//! history one every provider accepts. The agent knows the registry, the provider clients and
+//! the store, but not HTTP.
+
+mod dispatch;
+pub mod events;
+mod history;
+mod run;
+
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
+
+use rojos_conversations::{ConversationId, ConversationStore};
+use rojos_plugin_api::Limits;
+use tokio::sync::mpsc;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+
+pub use events::{Event, StopReason};
+
+use crate::{
+    config::RojoConfig,
+    registry::RegistryHandle,
+    storage::{ProjectId, Storage},
+};
+
+/// How many events may wait for a slow client before the run pauses.
+const EVENT_BUFFER: usize = 64;
+
+/// Everything runs share.
+pub struct Agent {
+    /// The current tools.
+    pub registry: Arc<RegistryHandle>,
+    /// Conversation history.
+    pub store: Arc<dyn ConversationStore>,
+    /// Project folders.
+    pub storage: Arc<Storage>,
+    /// One client per configured provider.
+    pub providers: BTreeMap<String, rojos_llm::Client>,
+    /// Limits for file tools.
+    pub limits: Limits,
+    /// How long one tool call may take.
+    pub call_timeout: Duration,
+    /// Longest tool result given to the model; longer ones are cut with a marker.
+    pub max_result_bytes: usize,
+    /// Cancelled when the server shuts down: open runs end with `ERROR` + `DONE`.
+    pub shutdown: CancellationToken,
+    /// Every spawned run, so shutdown can wait for their history to be stored.
+    pub tasks: TaskTracker,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("providers", &self.providers.keys().collect::<Vec<_>>())
+            .field("limits", &self.limits)
+            .field("call_timeout", &self.call_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One user message to answer.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// The project the tools work on.
+    pub project: ProjectId,
+    /// The rojo's name (for logs).
+    pub rojo_name: String,
+    /// The rojo as configured when the message arrived.
+    pub rojo: RojoConfig,
+    /// The conversation to continue (already created or checked).
+    pub conversation: ConversationId,
+    /// Its stored messages.
+    pub history: Vec<serde_json::Value>,
+    /// The user's message.
+    pub message: String,
+}
+
+impl Agent {
+    /// Spawns a run; the receiver yields its events and ends after `DONE`. Dropping the
+    /// receiver cancels the run: the upstream request is dropped and no further tool starts.
+    pub fn start(self: &Arc<Self>, request: RunRequest) -> mpsc::Receiver<Event> {
+        let (tx, rx) = mpsc::channel(EVENT_BUFFER);
+        let agent = Arc::clone(self);
+        self.tasks
+            .spawn(async move { run::run(agent, request, tx).await });
+        rx
+    }
+}

@@ -1,0 +1,354 @@
+//! The step loop of one run: stream a model turn (text goes to the client as it arrives),
+//! run its tool calls in the order given, store the assistant message with its tool messages,
+//! and go again until the model answers in text, the step limit is reached, the provider
+//! fails or the client goes away. Whatever ends the run, the stored history stays one every
+//! provider accepts, and `DONE` comes last.
+
+use std::{collections::HashMap, sync::Arc};
+
+use futures_util::StreamExt;
+use rojos_conversations::StoreError;
+use rojos_llm::{tool_message, ChatRequest, ToolCall, Turn, TurnEvent};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use tracing::Instrument;
+
+use super::{dispatch, history, Agent, Event, RunRequest, StopReason};
+use crate::{plugins::CallRequest, registry::Registry};
+
+/// Runs one user message to its end and sends `DONE`.
+pub(super) async fn run(agent: Arc<Agent>, request: RunRequest, tx: mpsc::Sender<Event>) {
+    let span = tracing::info_span!(
+        "chat",
+        project_id = %request.project,
+        rojo = %request.rojo_name,
+        conversation_id = %request.conversation,
+    );
+    async move {
+        let out = Out {
+            tx,
+            shutdown: agent.shutdown.clone(),
+        };
+        let mut run = Run {
+            agent: &agent,
+            history: request.history.clone(),
+            request: &request,
+            out: &out,
+            seen: HashMap::new(),
+        };
+        let stop = match run.steps().await {
+            Ok(stop) => stop,
+            Err(e) => {
+                tracing::error!(error = %e, "conversation store failed");
+                out.send(Event::Error {
+                    message: format!("the conversation could not be saved: {e}"),
+                })
+                .await;
+                StopReason::InternalError
+            }
+        };
+        tracing::info!(stop_reason = ?stop, "chat finished");
+        out.send(Event::Done {
+            conversation_id: request.conversation.to_string(),
+            stop_reason: stop,
+        })
+        .await;
+    }
+    .instrument(span)
+    .await;
+}
+
+/// The client side of a run: events out, and whether anyone still listens.
+struct Out {
+    tx: mpsc::Sender<Event>,
+    shutdown: tokio_util::sync::CancellationToken,
+}
+
+impl Out {
+    /// Sends an event; a client that went away is noticed through [`Out::cancelled`].
+    async fn send(&self, event: Event) {
+        let _ = self.tx.send(event).await;
+    }
+
+    /// Resolves when the client disconnects or the server shuts down.
+    async fn cancelled(&self) {
+        tokio::select! {
+            () = self.tx.closed() => {},
+            () = self.shutdown.cancelled() => {},
+        }
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.tx.is_closed() || self.shutdown.is_cancelled()
+    }
+}
+
+/// How a model turn ended without a result.
+enum TurnEnd {
+    Cancelled { partial: String },
+    Failed { message: String, partial: String },
+}
+
+struct Run<'a> {
+    agent: &'a Agent,
+    request: &'a RunRequest,
+    out: &'a Out,
+    history: Vec<Value>,
+    /// Calls made in this run (tool name + canonical arguments) and the id that made them.
+    seen: HashMap<String, String>,
+}
+
+impl Run<'_> {
+    async fn steps(&mut self) -> Result<StopReason, StoreError> {
+        self.store(vec![
+            json!({"role": "user", "content": self.request.message}),
+        ])
+        .await?;
+        let rojo = &self.request.rojo;
+        let Some(client) = self.agent.providers.get(&rojo.provider) else {
+            return self
+                .fail(
+                    StopReason::InternalError,
+                    "the rojo's provider is not configured",
+                    String::new(),
+                )
+                .await;
+        };
+        let root = match self.agent.storage.project_root(&self.request.project) {
+            Ok(root) => Arc::new(root),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot open the project folder");
+                return self
+                    .fail(
+                        StopReason::InternalError,
+                        "the project folder cannot be opened",
+                        String::new(),
+                    )
+                    .await;
+            }
+        };
+        let calls = CallRequest {
+            project_id: self.request.project.to_string(),
+            root,
+            limits: self.agent.limits,
+            timeout: self.agent.call_timeout,
+        };
+        for step in 1..=rojo.max_steps {
+            let last = step == rojo.max_steps;
+            // One registry snapshot per model turn: a reload never changes tools mid-turn.
+            let registry = self.agent.registry.snapshot();
+            let request =
+                history::request(rojo, &self.history, registry.definitions(&rojo.tools), last);
+            let turn = match self
+                .model_turn(client, &request)
+                .instrument(tracing::info_span!("step", n = step))
+                .await
+            {
+                Ok(turn) => turn,
+                Err(TurnEnd::Cancelled { partial }) => return self.cancelled(partial).await,
+                Err(TurnEnd::Failed { message, partial }) => {
+                    return self
+                        .fail(StopReason::ProviderError, &message, partial)
+                        .await;
+                }
+            };
+            if !turn.wants_tools() || last {
+                return self.answer(client, turn, last && step > 1).await;
+            }
+            let mut messages = vec![client.assistant_message(&turn)];
+            for call in &turn.tool_calls {
+                if self.out.is_cancelled() {
+                    messages.push(tool_message(
+                        &call.id,
+                        "error: not run: the run was cancelled",
+                    ));
+                } else {
+                    messages.push(self.tool_call(&registry, call, &calls).await);
+                }
+            }
+            self.store(messages).await?;
+            if self.out.is_cancelled() {
+                return self.cancelled(String::new()).await;
+            }
+        }
+        unreachable!("the last step always returns")
+    }
+
+    /// Stores a text answer. On the last allowed step the model was asked to answer without
+    /// tools; calls it made anyway are dropped, not run.
+    async fn answer(
+        &mut self,
+        client: &rojos_llm::Client,
+        mut turn: Turn,
+        step_limit: bool,
+    ) -> Result<StopReason, StoreError> {
+        let ignored_calls = turn.tool_calls.len();
+        turn.tool_calls.clear();
+        self.store(vec![client.assistant_message(&turn)]).await?;
+        if !step_limit && ignored_calls == 0 {
+            return Ok(StopReason::Completed);
+        }
+        let max = self.request.rojo.max_steps;
+        let mut message = format!(
+            "step limit reached: {max} model turns; the model was asked to answer without tools"
+        );
+        if ignored_calls > 0 {
+            message.push_str(&format!(
+                " ({ignored_calls} further tool call(s) were not run)"
+            ));
+        }
+        self.out.send(Event::Error { message }).await;
+        Ok(StopReason::MaxSteps)
+    }
+
+    async fn model_turn(
+        &self,
+        client: &rojos_llm::Client,
+        request: &ChatRequest,
+    ) -> Result<Turn, TurnEnd> {
+        let mut stream = client.stream_turn(request);
+        let mut partial = String::new();
+        loop {
+            let item = tokio::select! {
+                biased;
+                () = self.out.cancelled() => return Err(TurnEnd::Cancelled { partial }),
+                item = stream.next() => item,
+            };
+            match item {
+                Some(Ok(TurnEvent::TextDelta(text))) => {
+                    partial.push_str(&text);
+                    self.out.send(Event::Chat { text }).await;
+                }
+                Some(Ok(TurnEvent::Finished(turn))) => return Ok(turn),
+                Some(Err(error)) => {
+                    tracing::warn!(error = %error_chain(&error), "model turn failed");
+                    return Err(TurnEnd::Failed {
+                        message: error_chain(&error),
+                        partial,
+                    });
+                }
+                None => {
+                    return Err(TurnEnd::Failed {
+                        message: "the model stream ended without a result".to_owned(),
+                        partial,
+                    })
+                }
+            }
+        }
+    }
+
+    /// Runs one call between its `TOOL_CALL` and `TOOL_RESULT` events; returns its `tool` message.
+    async fn tool_call(
+        &mut self,
+        registry: &Registry,
+        call: &ToolCall,
+        calls: &CallRequest,
+    ) -> Value {
+        let args = match &call.arguments {
+            Ok(map) => Value::Object(map.clone()),
+            Err(_) => Value::String(call.raw_arguments.clone()),
+        };
+        self.out
+            .send(Event::ToolCall {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                args,
+            })
+            .await;
+        let span = tracing::info_span!("tool", name = %call.name, call_id = %call.id);
+        let outcome = dispatch::run_call(
+            registry,
+            &self.request.rojo.tools,
+            &mut self.seen,
+            call,
+            calls,
+        )
+        .instrument(span)
+        .await;
+        let result = history::model_text(&outcome, self.agent.max_result_bytes);
+        self.out
+            .send(Event::ToolResult {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                result: result.clone(),
+                ok: outcome.ok,
+            })
+            .await;
+        tool_message(&call.id, result)
+    }
+
+    /// Ends a cancelled run; at shutdown the client is still there and is told why.
+    async fn cancelled(&mut self, partial: String) -> Result<StopReason, StoreError> {
+        if self.agent.shutdown.is_cancelled() {
+            let why = "the server is shutting down";
+            self.out
+                .send(Event::Error {
+                    message: format!("{why}; the run was stopped"),
+                })
+                .await;
+            return self.close(StopReason::Cancelled, partial, why).await;
+        }
+        self.close(StopReason::Cancelled, partial, "the run was cancelled")
+            .await
+    }
+
+    /// Reports a failure, then closes the history.
+    async fn fail(
+        &mut self,
+        stop: StopReason,
+        message: &str,
+        partial: String,
+    ) -> Result<StopReason, StoreError> {
+        self.out
+            .send(Event::Error {
+                message: message.to_owned(),
+            })
+            .await;
+        self.close(stop, partial, message).await
+    }
+
+    /// Ends the run so the stored history stays provider-valid: it must not end on a `user` or
+    /// `tool` message (unanswered, or a `user` right after `tool`, which Mistral rejects).
+    async fn close(
+        &mut self,
+        stop: StopReason,
+        partial: String,
+        why: &str,
+    ) -> Result<StopReason, StoreError> {
+        if history::needs_closing(&self.history) {
+            let content = if partial.is_empty() {
+                format!("(no answer: {why})")
+            } else {
+                partial
+            };
+            self.store(vec![json!({"role": "assistant", "content": content})])
+                .await?;
+        }
+        Ok(stop)
+    }
+
+    /// Stores one step's messages together, then adds them to the history sent upstream.
+    async fn store(&mut self, messages: Vec<Value>) -> Result<(), StoreError> {
+        self.agent
+            .store
+            .append(&self.request.conversation, messages.clone())
+            .await?;
+        self.history.extend(messages);
+        Ok(())
+    }
+}
+
+/// An error and its sources, joined by `: `.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let part = e.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = e.source();
+    }
+    text
+}

@@ -1,0 +1,91 @@
+//! `POST /chat`: validate the body, authorise the project, find or create the conversation,
+//! then start an agent run and stream its events as NDJSON.
+
+use axum::{
+    extract::{rejection::JsonRejection, State},
+    http::StatusCode,
+    response::Response,
+    Json,
+};
+use rojos_conversations::{ConversationId, StoreError};
+use serde::Deserialize;
+
+use super::{auth::Caller, error::ApiError, ndjson};
+use crate::{agent::RunRequest, state::AppState, storage::ProjectId};
+
+/// The request body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct ChatBody {
+    project_id: String,
+    rojo: Option<String>,
+    conversation_id: Option<String>,
+    message: String,
+}
+
+pub(super) async fn chat(
+    caller: Caller,
+    State(state): State<AppState>,
+    body: Result<Json<ChatBody>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let Json(body) =
+        body.map_err(|rejection| json_error(rejection, state.config.max_body_bytes))?;
+    let project =
+        ProjectId::parse(&body.project_id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    caller.authorize(&project)?;
+    let rojo_name = body.rojo.unwrap_or_else(|| "default".to_owned());
+    let rojo = state
+        .config
+        .rojos
+        .get(&rojo_name)
+        .ok_or_else(|| ApiError::BadRequest(format!("unknown rojo {rojo_name:?}")))?
+        .clone();
+    if body.message.trim().is_empty() {
+        return Err(ApiError::BadRequest("message must not be empty".to_owned()));
+    }
+    let store = &state.agent.store;
+    let (conversation, history) = match body.conversation_id {
+        None => (
+            store
+                .create(project.as_str(), &rojo_name)
+                .await
+                .map_err(internal)?,
+            Vec::new(),
+        ),
+        Some(id) => {
+            let id = ConversationId::parse(&id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+            let conversation = store
+                .get(&id)
+                .await
+                .map_err(internal)?
+                .ok_or_else(|| ApiError::NotFound(format!("no conversation {id}")))?;
+            if conversation.project_id != project.as_str() {
+                return Err(ApiError::Forbidden(format!(
+                    "conversation {id} belongs to another project"
+                )));
+            }
+            (id, conversation.messages)
+        }
+    };
+    let events = state.agent.start(RunRequest {
+        project,
+        rojo_name,
+        rojo,
+        conversation,
+        history,
+        message: body.message,
+    });
+    Ok(ndjson::response(events))
+}
+
+fn json_error(rejection: JsonRejection, limit: usize) -> ApiError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::PayloadTooLarge(limit)
+    } else {
+        ApiError::BadRequest(rejection.body_text())
+    }
+}
+
+pub(super) fn internal(e: StoreError) -> ApiError {
+    ApiError::Internal(e.to_string())
+}

@@ -1,0 +1,169 @@
+//! Reads a `POST /chat` response as the contract describes it, into the test's **own** event
+//! type (`deny_unknown_fields`), so the wire format is checked from outside the host.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// One NDJSON event, as a client sees it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", deny_unknown_fields)]
+pub enum Event {
+    /// Model text.
+    #[serde(rename = "CHAT")]
+    Chat { text: String },
+    /// A tool call about to run.
+    #[serde(rename = "TOOL_CALL")]
+    ToolCall {
+        id: String,
+        name: String,
+        args: Value,
+    },
+    /// Its result.
+    #[serde(rename = "TOOL_RESULT")]
+    ToolResult {
+        id: String,
+        name: String,
+        result: String,
+        ok: bool,
+    },
+    /// A failure after streaming began.
+    #[serde(rename = "ERROR")]
+    Error { message: String },
+    /// The end.
+    #[serde(rename = "DONE")]
+    Done {
+        #[serde(rename = "conversationId")]
+        conversation_id: String,
+        #[serde(rename = "stopReason")]
+        stop_reason: String,
+    },
+}
+
+/// A whole chat stream, checked for the contract's invariants.
+#[derive(Debug, Clone)]
+pub struct Stream {
+    /// The events in order.
+    pub events: Vec<Event>,
+}
+
+impl Stream {
+    /// Reads the whole body, checking the content type, that `DONE` comes last and only
+    /// once, and that every `TOOL_CALL` is followed by its `TOOL_RESULT` before the next call.
+    pub async fn read(response: reqwest::Response) -> Stream {
+        assert_eq!(response.status(), 200, "chat should stream");
+        assert_eq!(
+            response.headers()["content-type"],
+            "application/x-ndjson",
+            "the contract's content type"
+        );
+        let body = response.text().await.expect("body");
+        Stream::parse(&body)
+    }
+
+    /// Parses and checks an NDJSON body.
+    pub fn parse(body: &str) -> Stream {
+        assert!(
+            body.ends_with('\n'),
+            "every line ends with a newline: {body:?}"
+        );
+        let events: Vec<Event> = body
+            .lines()
+            .map(|line| {
+                serde_json::from_str(line)
+                    .unwrap_or_else(|e| panic!("bad event line {line:?}: {e}"))
+            })
+            .collect();
+        let dones = events
+            .iter()
+            .filter(|e| matches!(e, Event::Done { .. }))
+            .count();
+        assert_eq!(dones, 1, "exactly one DONE: {events:#?}");
+        assert!(
+            matches!(events.last(), Some(Event::Done { .. })),
+            "DONE last: {events:#?}"
+        );
+        let mut open: Option<&str> = None;
+        for event in &events {
+            match event {
+                Event::ToolCall { id, .. } => {
+                    assert!(
+                        open.is_none(),
+                        "a TOOL_CALL before the previous result: {events:#?}"
+                    );
+                    open = Some(id);
+                }
+                Event::ToolResult { id, .. } => {
+                    assert_eq!(
+                        open,
+                        Some(id.as_str()),
+                        "TOOL_RESULT pairs with its TOOL_CALL: {events:#?}"
+                    );
+                    open = None;
+                }
+                _ => {}
+            }
+        }
+        assert!(
+            open.is_none(),
+            "every TOOL_CALL gets its TOOL_RESULT: {events:#?}"
+        );
+        Stream { events }
+    }
+
+    /// All `CHAT` text joined.
+    pub fn text(&self) -> String {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Chat { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// `(name, args)` of every `TOOL_CALL`.
+    pub fn calls(&self) -> Vec<(String, Value)> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::ToolCall { name, args, .. } => Some((name.clone(), args.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// `(name, ok, result)` of every `TOOL_RESULT`.
+    pub fn results(&self) -> Vec<(String, bool, String)> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::ToolResult {
+                    name, ok, result, ..
+                } => Some((name.clone(), *ok, result.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every `ERROR` message.
+    pub fn errors(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Error { message } => Some(message.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// `DONE`'s conversation id and stop reason.
+    pub fn done(&self) -> (String, String) {
+        match self.events.last() {
+            Some(Event::Done {
+                conversation_id,
+                stop_reason,
+            }) => (conversation_id.clone(), stop_reason.clone()),
+            other => panic!("no DONE: {other:?}"),
+        }
+    }
+}

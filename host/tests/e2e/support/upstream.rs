@@ -1,0 +1,381 @@
+//! `ScriptedUpstream`: an OpenAI-compatible `POST /v1/chat/completions` on loopback that
+//! stands for the provider. It serves one scripted [`Turn`] per request from a queue (and
+//! fails loudly when the queue is empty), speaks the providers' exact SSE wire format, can
+//! pause between chunks, cut the connection or answer an error status, and records every
+//! request it received.
+
+use std::{
+    collections::VecDeque,
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc, Mutex,
+    },
+    time::Duration,
+};
+
+use axum::{
+    body::{Body, Bytes},
+    extract::State,
+    http::{HeaderMap, StatusCode},
+    response::{IntoResponse, Response},
+    routing::post,
+    Router,
+};
+use futures_util::stream;
+use serde_json::{json, Value};
+
+/// One model turn as the upstream will send it.
+#[derive(Debug, Clone)]
+pub struct Turn {
+    kind: TurnKind,
+    /// Bytes per chunk written to the socket (`None`: one write per SSE event).
+    split: Option<usize>,
+    /// Pause before each chunk.
+    delay: Duration,
+    /// Close the connection after this many bytes.
+    cut_after: Option<usize>,
+    /// Pause before the first byte (e.g. time to first token).
+    first_delay: Duration,
+}
+
+#[derive(Debug, Clone)]
+enum TurnKind {
+    Sse(Vec<String>),
+    Status {
+        code: u16,
+        body: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+/// The id of the OpenAI-style chunk stream.
+const CHUNK_ID: &str = "chatcmpl-scripted";
+
+fn chunk(delta: Value, finish: Option<&str>) -> String {
+    let body = json!({
+        "id": CHUNK_ID,
+        "object": "chat.completion.chunk",
+        "created": 1_756_212_345,
+        "model": "scripted-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+    });
+    format!("data: {body}\n\n")
+}
+
+impl Turn {
+    fn sse(events: Vec<String>) -> Turn {
+        Turn {
+            kind: TurnKind::Sse(events),
+            split: None,
+            delay: Duration::ZERO,
+            cut_after: None,
+            first_delay: Duration::ZERO,
+        }
+    }
+
+    /// A text answer, streamed a few characters per chunk, ending with `stop` and `[DONE]`.
+    pub fn text(text: &str) -> Turn {
+        let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+        let chars: Vec<char> = text.chars().collect();
+        for piece in chars.chunks(8) {
+            events.push(chunk(
+                json!({"content": piece.iter().collect::<String>()}),
+                None,
+            ));
+        }
+        events.push(chunk(json!({}), Some("stop")));
+        events.push("data: [DONE]\n\n".to_owned());
+        Turn::sse(events)
+    }
+
+    /// Tool calls `(id, name, arguments)`, in OpenAI's canonical shape: id and name in the
+    /// first delta of each call, arguments split across deltas, `tool_calls` finish.
+    pub fn tool_calls(calls: &[(&str, &str, Value)]) -> Turn {
+        let raw: Vec<(&str, &str, String)> = calls
+            .iter()
+            .map(|(id, name, args)| (*id, *name, args.to_string()))
+            .collect();
+        Turn::raw_tool_calls(
+            &raw.iter()
+                .map(|(i, n, a)| (*i, *n, a.as_str()))
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    /// Tool calls whose arguments are sent as given, valid JSON or not.
+    pub fn raw_tool_calls(calls: &[(&str, &str, &str)]) -> Turn {
+        let mut events = vec![chunk(json!({"role": "assistant", "content": null}), None)];
+        for (index, (id, name, args)) in calls.iter().enumerate() {
+            events.push(chunk(
+                json!({"tool_calls": [{"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}),
+                None,
+            ));
+            let chars: Vec<char> = args.chars().collect();
+            for piece in chars.chunks(7) {
+                events.push(chunk(
+                    json!({"tool_calls": [{"index": index, "function": {"arguments": piece.iter().collect::<String>()}}]}),
+                    None,
+                ));
+            }
+        }
+        events.push(chunk(json!({}), Some("tool_calls")));
+        events.push("data: [DONE]\n\n".to_owned());
+        Turn::sse(events)
+    }
+
+    /// The bytes of a real provider's stream from the fixtures, sent as they are.
+    pub fn fixture(name: &str) -> Turn {
+        Turn::sse(vec![fixture_text(name)])
+    }
+
+    /// An HTTP error status with a provider-style JSON error body.
+    pub fn status(code: u16, message: &str) -> Turn {
+        Turn {
+            kind: TurnKind::Status {
+                code,
+                body: json!({"error": {"message": message, "type": "scripted_error"}}).to_string(),
+                headers: Vec::new(),
+            },
+            ..Turn::sse(Vec::new())
+        }
+    }
+
+    /// Adds a response header (e.g. `Retry-After` on a 429).
+    pub fn header(mut self, name: &str, value: &str) -> Turn {
+        if let TurnKind::Status { headers, .. } = &mut self.kind {
+            headers.push((name.to_owned(), value.to_owned()));
+        }
+        self
+    }
+
+    /// Sends the body in chunks of `bytes` bytes, wherever they fall.
+    pub fn split_every(mut self, bytes: usize) -> Turn {
+        self.split = Some(bytes.max(1));
+        self
+    }
+
+    /// Pauses before each chunk.
+    pub fn chunk_delay(mut self, delay: Duration) -> Turn {
+        self.delay = delay;
+        self
+    }
+
+    /// Pauses before the first byte.
+    pub fn first_delay(mut self, delay: Duration) -> Turn {
+        self.first_delay = delay;
+        self
+    }
+
+    /// Closes the connection after `bytes` bytes of the body.
+    pub fn cut_after(mut self, bytes: usize) -> Turn {
+        self.cut_after = Some(bytes);
+        self
+    }
+
+    fn chunks(&self, events: &[String]) -> Vec<Bytes> {
+        let mut chunks: Vec<Vec<u8>> = match self.split {
+            None => events.iter().map(|e| e.as_bytes().to_vec()).collect(),
+            Some(n) => events
+                .concat()
+                .into_bytes()
+                .chunks(n)
+                .map(<[u8]>::to_vec)
+                .collect(),
+        };
+        if let Some(limit) = self.cut_after {
+            let mut left = limit;
+            chunks = chunks
+                .into_iter()
+                .filter_map(|mut c| {
+                    if left == 0 {
+                        return None;
+                    }
+                    c.truncate(left);
+                    left -= c.len();
+                    Some(c)
+                })
+                .collect();
+        }
+        chunks.into_iter().map(Bytes::from).collect()
+    }
+}
+
+/// The text of a shared provider fixture (the project's copy of them).
+pub fn fixture_text(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../llm/tests/fixtures/providers")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
+}
+
+/// What the upstream received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// The JSON request body.
+    pub body: Value,
+    /// The request headers.
+    pub headers: HeaderMap,
+}
+
+#[derive(Debug, Default)]
+struct Script {
+    turns: Mutex<VecDeque<Turn>>,
+    received: Mutex<Vec<Received>>,
+    /// Responses whose body stream was dropped before it ended (the client went away).
+    dropped: AtomicUsize,
+}
+
+/// A running scripted upstream.
+#[derive(Debug, Clone)]
+pub struct ScriptedUpstream {
+    /// `http://127.0.0.1:PORT/v1`, the `base_url` to configure.
+    pub base_url: String,
+    script: Arc<Script>,
+}
+
+impl ScriptedUpstream {
+    /// Starts an upstream on loopback that will serve `turns` in order.
+    pub async fn start(turns: Vec<Turn>) -> ScriptedUpstream {
+        let script = Arc::new(Script::default());
+        script.turns.lock().unwrap().extend(turns);
+        let app = Router::new()
+            .route("/v1/chat/completions", post(serve_turn))
+            .with_state(Arc::clone(&script));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind upstream");
+        let base_url = format!("http://{}/v1", listener.local_addr().expect("address"));
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.expect("upstream serves");
+        });
+        ScriptedUpstream { base_url, script }
+    }
+
+    /// Queues more turns.
+    pub fn push(&self, turns: impl IntoIterator<Item = Turn>) {
+        self.script.turns.lock().unwrap().extend(turns);
+    }
+
+    /// Every request received so far.
+    pub fn received(&self) -> Vec<Received> {
+        self.script.received.lock().unwrap().clone()
+    }
+
+    /// How many responses the client abandoned before their end.
+    pub fn dropped(&self) -> usize {
+        self.script.dropped.load(Ordering::SeqCst)
+    }
+
+    /// Panics if turns are left that the host never asked for.
+    pub fn assert_consumed(&self) {
+        let left = self.script.turns.lock().unwrap().len();
+        assert_eq!(
+            left, 0,
+            "the host made fewer model requests than scripted ({left} turns left)"
+        );
+    }
+}
+
+/// Counts a response as dropped unless it was marked finished.
+struct DropWatch {
+    script: Arc<Script>,
+    finished: bool,
+}
+
+impl DropWatch {
+    fn finish(&mut self) {
+        self.finished = true;
+    }
+}
+
+impl Drop for DropWatch {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.script.dropped.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+async fn serve_turn(
+    State(script): State<Arc<Script>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    script
+        .received
+        .lock()
+        .unwrap()
+        .push(Received { body, headers });
+    let Some(turn) = script.turns.lock().unwrap().pop_front() else {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "scripted upstream: no turn left for this request",
+        )
+            .into_response();
+    };
+    match &turn.kind {
+        TurnKind::Status {
+            code,
+            body,
+            headers,
+        } => {
+            let mut response = (
+                StatusCode::from_u16(*code).expect("valid status"),
+                body.clone(),
+            )
+                .into_response();
+            for (name, value) in headers {
+                response.headers_mut().insert(
+                    axum::http::HeaderName::from_bytes(name.as_bytes()).expect("header name"),
+                    value.parse().expect("header value"),
+                );
+            }
+            response
+        }
+        TurnKind::Sse(events) => {
+            let chunks = turn.chunks(events);
+            let cut = turn.cut_after.is_some();
+            let watch = DropWatch {
+                script,
+                finished: false,
+            };
+            let state = (
+                chunks.into_iter(),
+                watch,
+                turn.delay,
+                turn.first_delay,
+                true,
+            );
+            let body = stream::unfold(
+                state,
+                move |(mut chunks, mut watch, delay, first_delay, first)| async move {
+                    tokio::time::sleep(if first { first_delay } else { delay }).await;
+                    match chunks.next() {
+                        Some(bytes) => {
+                            Some((Ok(bytes), (chunks, watch, delay, first_delay, false)))
+                        }
+                        None if cut => {
+                            // An error ends the body without its terminating chunk: the
+                            // connection breaks mid-turn, as when a provider dies.
+                            watch.finish();
+                            Some((
+                                Err(std::io::Error::other("scripted cut")),
+                                (chunks, watch, delay, first_delay, false),
+                            ))
+                        }
+                        None => {
+                            watch.finish();
+                            None
+                        }
+                    }
+                },
+            );
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .header("cache-control", "no-cache")
+                .body(Body::from_stream(body))
+                .expect("response")
+        }
+    }
+}

@@ -1,0 +1,473 @@
+//! `Client`: sends one model turn to `POST {base_url}/chat/completions` and streams it back,
+//! retrying connect failures and transient statuses only while nothing was yielded yet.
+//! Decoding the body is `stream.rs`'s job; request shape `request.rs`'s.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use reqwest::{Response, Url};
+use serde_json::Value;
+use tokio::time::{sleep, timeout_at, Instant};
+
+use crate::assemble::Assembler;
+use crate::error::LlmError;
+use crate::history::assistant_message;
+use crate::provider::Provider;
+use crate::request::{build_body, chat_completions_url, ChatRequest};
+use crate::retry;
+use crate::sse::{self, truncate};
+use crate::stream::{DecodeOptions, Decoder, TurnStream};
+use crate::turn::{Turn, TurnEvent};
+use crate::wire::{describe_error, Chunk, ErrorInfo};
+
+/// A client for one provider. Cheap to clone; share one per provider.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    provider: Provider,
+    http: reqwest::Client,
+    url: Url,
+    /// `host[:port]`, the provider's name in errors and logs.
+    label: String,
+    headers: HeaderMap,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("provider", &self.inner.provider)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A client with its own connection pool, using the provider's connect timeout.
+    ///
+    /// # Errors
+    /// [`LlmError::InvalidConfig`] for a bad base URL, model, header or TLS setup.
+    pub fn new(provider: Provider) -> Result<Self, LlmError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(provider.timeouts.connect)
+            .user_agent(concat!("rojos-llm/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| LlmError::InvalidConfig {
+                detail: format!("cannot build the HTTP client: {e}"),
+            })?;
+        Client::with_http_client(provider, http)
+    }
+
+    /// A client over a caller-built `reqwest::Client` (its own timeouts then apply too).
+    ///
+    /// # Errors
+    /// [`LlmError::InvalidConfig`] for a bad base URL, model or header.
+    pub fn with_http_client(provider: Provider, http: reqwest::Client) -> Result<Self, LlmError> {
+        let url = chat_completions_url(&provider.base_url)?;
+        if provider.model.trim().is_empty() {
+            return Err(LlmError::InvalidConfig {
+                detail: format!("no model given for {}", provider.base_url),
+            });
+        }
+        let label = match (url.host_str(), url.port()) {
+            (Some(host), Some(port)) => format!("{host}:{port}"),
+            (Some(host), None) => host.to_string(),
+            (None, _) => String::from("unknown host"),
+        };
+        let headers = build_headers(&provider)?;
+        Ok(Client {
+            inner: Arc::new(Inner {
+                provider,
+                http,
+                url,
+                label,
+                headers,
+            }),
+        })
+    }
+
+    /// The provider this client talks to.
+    pub fn provider(&self) -> &Provider {
+        &self.inner.provider
+    }
+
+    /// The full endpoint, `{base_url}/chat/completions`.
+    pub fn endpoint(&self) -> &Url {
+        &self.inner.url
+    }
+
+    /// Starts one model turn. Nothing is sent until the stream is first polled; dropping
+    /// the stream cancels the turn and drops the connection.
+    ///
+    /// An invalid request (e.g. a bad tool name) comes out as the stream's only item.
+    pub fn stream_turn(&self, request: &ChatRequest) -> TurnStream {
+        let label = self.inner.label.clone();
+        let body = build_body(&self.inner.provider, request).and_then(|b| {
+            serde_json::to_vec(&b)
+                .map(Bytes::from)
+                .map_err(|e| LlmError::InvalidRequest {
+                    detail: format!("messages cannot be serialised: {e}"),
+                })
+        });
+        let run = Run {
+            inner: Arc::clone(&self.inner),
+            body,
+            deadline: None,
+            attempts: 0,
+            source: None,
+            yielded: false,
+            done: false,
+        };
+        let events = futures_util::stream::unfold(run, |mut run| async move {
+            let item = run.next().await?;
+            Some((item, run))
+        });
+        TurnStream::new(label, events)
+    }
+
+    /// The assistant message to append to the history for `turn`, with this provider's
+    /// choice of empty content (see [`crate::history::assistant_message`]).
+    pub fn assistant_message(&self, turn: &Turn) -> Value {
+        assistant_message(turn, self.inner.provider.empty_content)
+    }
+}
+
+fn build_headers(provider: &Provider) -> Result<HeaderMap, LlmError> {
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+    for (name, value) in &provider.headers {
+        let name =
+            HeaderName::from_bytes(name.as_bytes()).map_err(|_| LlmError::InvalidConfig {
+                detail: format!("header name {name:?} is not valid"),
+            })?;
+        let mut value = HeaderValue::from_str(value).map_err(|_| LlmError::InvalidConfig {
+            detail: format!("the value of header {name} is not valid"),
+        })?;
+        value.set_sensitive(true);
+        headers.insert(name, value);
+    }
+    if let Some(key) = &provider.api_key {
+        let mut value =
+            HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
+                LlmError::InvalidConfig {
+                    detail: "the API key contains characters not allowed in a header".into(),
+                }
+            })?;
+        value.set_sensitive(true);
+        headers.insert(AUTHORIZATION, value);
+    }
+    Ok(headers)
+}
+
+/// Where a turn's events come from once the provider answered.
+enum Source {
+    /// An SSE body.
+    Sse(Box<Decoder>),
+    /// Events already decoded (a non-streamed JSON answer).
+    Ready(VecDeque<Result<TurnEvent, LlmError>>),
+}
+
+/// One turn in progress: attempts, the chosen source, and whether output was yielded.
+struct Run {
+    inner: Arc<Inner>,
+    body: Result<Bytes, LlmError>,
+    deadline: Option<Instant>,
+    attempts: u32,
+    source: Option<Source>,
+    /// A text delta reached the caller: from now on nothing is retried.
+    yielded: bool,
+    done: bool,
+}
+
+impl Run {
+    async fn next(&mut self) -> Option<Result<TurnEvent, LlmError>> {
+        if self.done {
+            return None;
+        }
+        let turn_limit = self.inner.provider.timeouts.turn;
+        let deadline = *self
+            .deadline
+            .get_or_insert_with(|| Instant::now() + turn_limit);
+        loop {
+            if self.source.is_none() {
+                match self.open(deadline).await {
+                    Ok(source) => self.source = Some(source),
+                    Err(e) => return Some(self.end(Err(e))),
+                }
+            }
+            let item = match self.source.as_mut() {
+                Some(Source::Sse(decoder)) => decoder.next().await,
+                Some(Source::Ready(queue)) => queue.pop_front(),
+                None => None,
+            };
+            match item {
+                None => {
+                    self.done = true;
+                    return None;
+                }
+                Some(Ok(TurnEvent::TextDelta(text))) => {
+                    self.yielded = true;
+                    return Some(Ok(TurnEvent::TextDelta(text)));
+                }
+                Some(Ok(finished)) => return Some(self.end(Ok(finished))),
+                Some(Err(e)) => {
+                    if !self.yielded && retry::in_stream_error_is_retryable(&e) {
+                        if let Some(wait) = self.next_wait(None, deadline) {
+                            self.log_retry(&e, wait);
+                            self.source = None;
+                            sleep(wait).await;
+                            continue;
+                        }
+                    }
+                    return Some(self.end(Err(e)));
+                }
+            }
+        }
+    }
+
+    fn end(&mut self, item: Result<TurnEvent, LlmError>) -> Result<TurnEvent, LlmError> {
+        self.done = true;
+        self.source = None;
+        item
+    }
+
+    /// Sends the request until the provider answers 2xx, retrying what may be retried.
+    async fn open(&mut self, deadline: Instant) -> Result<Source, LlmError> {
+        let body = match &self.body {
+            Ok(body) => body.clone(),
+            Err(e) => return Err(clone_request_error(e)),
+        };
+        loop {
+            self.attempts += 1;
+            tracing::debug!(provider = %self.inner.label, attempt = self.attempts, "sending model request");
+            let send = self
+                .inner
+                .http
+                .post(self.inner.url.clone())
+                .headers(self.inner.headers.clone())
+                .body(body.clone())
+                .send();
+            let response = match timeout_at(self.inner.wait_limit(deadline), send).await {
+                Err(_) => return Err(self.inner.timeout_error(deadline)),
+                Ok(Ok(response)) => response,
+                Ok(Err(e)) => {
+                    let error = LlmError::Connect {
+                        provider: self.inner.label.clone(),
+                        source: Box::new(e.without_url()),
+                    };
+                    match self.next_wait(None, deadline) {
+                        Some(wait) => {
+                            self.log_retry(&error, wait);
+                            sleep(wait).await;
+                            continue;
+                        }
+                        None => return Err(error),
+                    }
+                }
+            };
+            if response.status().is_success() {
+                return Arc::clone(&self.inner).source_for(response, deadline).await;
+            }
+            let (error, retryable, hint) = Arc::clone(&self.inner)
+                .status_error(response, deadline)
+                .await;
+            if retryable {
+                if let Some(wait) = self.next_wait(hint, deadline) {
+                    self.log_retry(&error, wait);
+                    sleep(wait).await;
+                    continue;
+                }
+            }
+            return Err(error);
+        }
+    }
+
+    /// The wait before the next attempt, or `None` when attempts or time are used up.
+    fn next_wait(&self, hint: Option<Duration>, deadline: Instant) -> Option<Duration> {
+        let policy = &self.inner.provider.retry;
+        if self.attempts >= policy.max_attempts {
+            return None;
+        }
+        let wait = hint.unwrap_or_else(|| retry::backoff(policy, self.attempts, fastrand::f64()));
+        (Instant::now() + wait < deadline).then_some(wait)
+    }
+
+    fn log_retry(&self, error: &LlmError, wait: Duration) {
+        tracing::warn!(
+            provider = %self.inner.label,
+            attempt = self.attempts,
+            wait_ms = wait.as_millis() as u64,
+            error = %error,
+            "model request failed; retrying"
+        );
+    }
+}
+
+impl Inner {
+    /// Reads an error answer: the error, whether to retry, and the provider's requested wait.
+    async fn status_error(
+        &self,
+        response: Response,
+        deadline: Instant,
+    ) -> (LlmError, bool, Option<Duration>) {
+        let code = response.status().as_u16();
+        let headers = response.headers().clone();
+        let limit = self.provider.limits.max_error_body_bytes;
+        let body = read_capped(response, limit, self.wait_limit(deadline))
+            .await
+            .unwrap_or_default();
+        let text = String::from_utf8_lossy(&body);
+        let info = serde_json::from_str::<Value>(&text)
+            .ok()
+            .as_ref()
+            .and_then(describe_error);
+        let message = match &info {
+            Some(info) => info.message.clone(),
+            None if !text.trim().is_empty() => truncate(text.trim(), 500),
+            None => reqwest::StatusCode::from_u16(code)
+                .ok()
+                .and_then(|s| s.canonical_reason())
+                .unwrap_or("no message")
+                .to_lowercase(),
+        };
+        let quota = info.as_ref().is_some_and(retry::is_quota_error);
+        let retryable =
+            retry::status_is_retryable(code) && !quota && !retry::provider_vetoes_retry(&headers);
+        let hint = retry::retry_after(&headers, self.provider.retry.max_retry_after);
+        let error = LlmError::Status {
+            provider: self.label.clone(),
+            code,
+            message,
+        };
+        (error, retryable, hint)
+    }
+
+    /// An SSE decoder, or (for a server that ignored `"stream": true`) the decoded JSON answer.
+    async fn source_for(&self, response: Response, deadline: Instant) -> Result<Source, LlmError> {
+        let provider = &self.provider;
+        let options = DecodeOptions {
+            provider: self.label.clone(),
+            idle_timeout: Some(provider.timeouts.idle),
+            turn_timeout: None,
+            limits: provider.limits,
+        };
+        let is_json = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().starts_with("application/json"));
+        if !is_json {
+            let frames = sse::frames(response.bytes_stream(), provider.limits.max_response_bytes);
+            let turn = Some((deadline, provider.timeouts.turn));
+            return Ok(Source::Sse(Box::new(Decoder::new(frames, &options, turn))));
+        }
+        let body = read_capped(
+            response,
+            provider.limits.max_response_bytes,
+            self.wait_limit(deadline),
+        )
+        .await
+        .map_err(|e| match e {
+            ReadError::Timeout => self.timeout_error(deadline),
+            ReadError::Transport(source) => LlmError::StreamCut {
+                provider: self.label.clone(),
+                source: Some(Box::new(source)),
+            },
+        })?;
+        Ok(Source::Ready(self.decode_json(&body)))
+    }
+
+    fn decode_json(&self, body: &[u8]) -> VecDeque<Result<TurnEvent, LlmError>> {
+        let label = self.label.clone();
+        let mut events = VecDeque::new();
+        let chunk = match serde_json::from_slice::<Chunk>(body) {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                events.push_back(Err(LlmError::Malformed {
+                    provider: label,
+                    detail: format!("the JSON answer is unreadable: {e}"),
+                }));
+                return events;
+            }
+        };
+        let mut assembler = Assembler::new(self.provider.limits.max_argument_bytes);
+        match assembler.push(chunk) {
+            Ok(text) => {
+                if let Some(text) = text {
+                    events.push_back(Ok(TurnEvent::TextDelta(text)));
+                }
+                events.push_back(Ok(TurnEvent::Finished(assembler.finish())));
+            }
+            Err(ErrorInfo { message, code, .. }) => events.push_back(Err(LlmError::Provider {
+                provider: label,
+                message,
+                code,
+            })),
+        }
+        events
+    }
+
+    /// How long to wait for the provider's next sign of life.
+    fn wait_limit(&self, deadline: Instant) -> Instant {
+        (Instant::now() + self.provider.timeouts.idle).min(deadline)
+    }
+
+    fn timeout_error(&self, deadline: Instant) -> LlmError {
+        let timeouts = &self.provider.timeouts;
+        if Instant::now() >= deadline {
+            LlmError::TurnTimeout {
+                provider: self.label.clone(),
+                after: timeouts.turn,
+            }
+        } else {
+            LlmError::IdleTimeout {
+                provider: self.label.clone(),
+                after: timeouts.idle,
+            }
+        }
+    }
+}
+
+/// A request error is yielded once; the stream ends right after.
+fn clone_request_error(e: &LlmError) -> LlmError {
+    LlmError::InvalidRequest {
+        detail: match e {
+            LlmError::InvalidRequest { detail } => detail.clone(),
+            other => other.to_string(),
+        },
+    }
+}
+
+enum ReadError {
+    Timeout,
+    Transport(reqwest::Error),
+}
+
+/// Reads at most `limit` bytes of a body (the rest is dropped), giving up at `until`.
+async fn read_capped(
+    mut response: Response,
+    limit: usize,
+    until: Instant,
+) -> Result<Vec<u8>, ReadError> {
+    let mut body = Vec::new();
+    loop {
+        match timeout_at(until, response.chunk()).await {
+            Err(_) => return Err(ReadError::Timeout),
+            Ok(Err(e)) => return Err(ReadError::Transport(e.without_url())),
+            Ok(Ok(None)) => return Ok(body),
+            Ok(Ok(Some(chunk))) => {
+                let room = limit.saturating_sub(body.len());
+                body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                if body.len() >= limit {
+                    return Ok(body);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! `LlmError`: every way a model turn can fail, named for what the caller can do about it.
+//! Messages are lowercase, name the provider by host (never the URL's path, query or the
+//! API key) and chain under `{:#}`. Retry decisions live in `retry.rs`, not here.
+
+use std::time::Duration;
+
+/// The source of a transport failure, kept for the `{:#}` chain and logs.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why a model turn failed.
+///
+/// `provider` fields hold the endpoint's `host[:port]`, enough to tell the user which
+/// provider failed without leaking paths, queries or keys.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LlmError {
+    /// The provider could not be reached (DNS, refused, TLS, connect timeout), after retries.
+    #[error("could not reach the model provider at {provider}")]
+    Connect {
+        /// The endpoint's host.
+        provider: String,
+        /// What the HTTP client reported.
+        #[source]
+        source: BoxError,
+    },
+
+    /// The provider answered with an HTTP error status (after retries where they apply).
+    #[error("the model provider at {provider} answered HTTP {code}: {message}")]
+    Status {
+        /// The endpoint's host.
+        provider: String,
+        /// The HTTP status code.
+        code: u16,
+        /// The provider's own error message, or the start of its body.
+        message: String,
+    },
+
+    /// The provider reported an error inside a `200` stream (`{"error":…}`,
+    /// `{"object":"error",…}`, `event: error` or `finish_reason: "error"`).
+    #[error("the model provider at {provider} reported an error: {message}")]
+    Provider {
+        /// The endpoint's host.
+        provider: String,
+        /// The provider's message.
+        message: String,
+        /// The provider's error code or type, when it gave one (`api_error`, `overloaded_error`…).
+        code: Option<String>,
+    },
+
+    /// The stream ended (EOF or a broken connection) before `[DONE]` or a finish reason.
+    /// Text already yielded stays valid as a partial answer; no tool call may run.
+    #[error("the stream from the model provider at {provider} ended before the turn was complete")]
+    StreamCut {
+        /// The endpoint's host.
+        provider: String,
+        /// The transport error, when the connection broke rather than ended.
+        #[source]
+        source: Option<BoxError>,
+    },
+
+    /// No data event arrived for the idle timeout (keep-alive comments do not count).
+    #[error("the model provider at {provider} sent no data for {}s", .after.as_secs_f64())]
+    IdleTimeout {
+        /// The endpoint's host.
+        provider: String,
+        /// The configured idle timeout.
+        after: Duration,
+    },
+
+    /// The whole turn, retries included, took longer than its deadline.
+    #[error("the model turn with the provider at {provider} took longer than {}s", .after.as_secs_f64())]
+    TurnTimeout {
+        /// The endpoint's host.
+        provider: String,
+        /// The configured per-turn deadline.
+        after: Duration,
+    },
+
+    /// The provider sent something that is not a Chat Completions stream.
+    #[error("the model provider at {provider} sent a malformed stream: {detail}")]
+    Malformed {
+        /// The endpoint's host.
+        provider: String,
+        /// What was wrong.
+        detail: String,
+    },
+
+    /// The request cannot be sent as given (an invalid tool name, an unserialisable message).
+    #[error("invalid model request: {detail}")]
+    InvalidRequest {
+        /// What was wrong.
+        detail: String,
+    },
+
+    /// The provider configuration is unusable (bad base URL, bad header).
+    #[error("invalid provider configuration: {detail}")]
+    InvalidConfig {
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+impl LlmError {
+    /// The HTTP status, for [`LlmError::Status`].
+    pub fn status_code(&self) -> Option<u16> {
+        match self {
+            LlmError::Status { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_lowercase_and_name_the_host() {
+        let e = LlmError::Status {
+            provider: "api.example.com".into(),
+            code: 429,
+            message: "rate limited".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "the model provider at api.example.com answered HTTP 429: rate limited"
+        );
+        let e = LlmError::IdleTimeout {
+            provider: "127.0.0.1:11434".into(),
+            after: Duration::from_millis(1500),
+        };
+        assert_eq!(
+            e.to_string(),
+            "the model provider at 127.0.0.1:11434 sent no data for 1.5s"
+        );
+        let e = LlmError::StreamCut {
+            provider: "h".into(),
+            source: None,
+        };
+        assert_eq!(
+            e.to_string(),
+            "the stream from the model provider at h ended before the turn was complete"
+        );
+    }
+}

@@ -1,0 +1,145 @@
+//! Turn → the OpenAI-format messages to append to the history: the assistant message
+//! (content, `tool_calls` with valid JSON-object arguments, echoed provider extras) and one
+//! `tool` message per call. Storing them, and what the tools answered, is the caller's job.
+
+use serde_json::{json, Map, Value};
+
+use crate::turn::{ToolCall, Turn};
+
+/// How an assistant message without text carries its `content`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum EmptyContent {
+    /// `"content": null` (OpenAI's form).
+    #[default]
+    Null,
+    /// `"content": ""` (Gemini wants this).
+    EmptyString,
+}
+
+/// The assistant message for `turn`.
+///
+/// `content` is the turn's text; without text it is `null` or `""` per `empty` when the turn
+/// has tool calls, and `""` otherwise (a message needs content or calls). Each call's
+/// `arguments` is always a valid JSON object string (`{}` for calls whose arguments were
+/// unusable: their tool message carries the error), and its `extra` is merged in.
+pub fn assistant_message(turn: &Turn, empty: EmptyContent) -> Value {
+    let content = if !turn.text.is_empty() {
+        Value::String(turn.text.clone())
+    } else if turn.tool_calls.is_empty() || empty == EmptyContent::EmptyString {
+        Value::String(String::new())
+    } else {
+        Value::Null
+    };
+    let mut message = Map::new();
+    message.insert("role".into(), Value::String("assistant".into()));
+    message.insert("content".into(), content);
+    if !turn.tool_calls.is_empty() {
+        let calls = turn.tool_calls.iter().map(tool_call_json).collect();
+        message.insert("tool_calls".into(), Value::Array(calls));
+    }
+    Value::Object(message)
+}
+
+fn tool_call_json(call: &ToolCall) -> Value {
+    let arguments = match &call.arguments {
+        Ok(args) => Value::Object(args.clone()).to_string(),
+        Err(_) => String::from("{}"),
+    };
+    let mut out = json!({
+        "id": call.id,
+        "type": "function",
+        "function": { "name": call.name, "arguments": arguments },
+    });
+    if let (Value::Object(out), Some(Value::Object(extra))) = (&mut out, &call.extra) {
+        for (key, value) in extra {
+            out.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+    }
+    out
+}
+
+/// The `tool` message answering the call `call_id` with `content` (the tool's result, or
+/// the error text the model should see).
+pub fn tool_message(call_id: &str, content: impl Into<String>) -> Value {
+    json!({ "role": "tool", "tool_call_id": call_id, "content": content.into() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::turn::FinishReason;
+
+    fn call(
+        id: &str,
+        arguments: Result<Map<String, Value>, String>,
+        extra: Option<Value>,
+    ) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "create_directory".into(),
+            raw_arguments: String::new(),
+            arguments,
+            extra,
+        }
+    }
+
+    fn turn(text: &str, tool_calls: Vec<ToolCall>) -> Turn {
+        Turn {
+            text: text.into(),
+            tool_calls,
+            finish_reason: FinishReason::ToolCalls,
+            finish_reason_raw: None,
+            usage: None,
+        }
+    }
+
+    #[test]
+    fn assistant_message_echoes_calls_with_object_arguments_and_extras() {
+        let mut args = Map::new();
+        args.insert("path".into(), json!("docs/intro"));
+        let extra = json!({"extra_content": {"google": {"thought_signature": "sig"}}});
+        let t = turn(
+            "",
+            vec![
+                call("a", Ok(args), Some(extra)),
+                call("b", Err("the arguments are not valid JSON".into()), None),
+            ],
+        );
+        assert_eq!(
+            assistant_message(&t, EmptyContent::Null),
+            json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "a", "type": "function",
+                 "function": {"name": "create_directory", "arguments": "{\"path\":\"docs/intro\"}"},
+                 "extra_content": {"google": {"thought_signature": "sig"}}},
+                {"id": "b", "type": "function",
+                 "function": {"name": "create_directory", "arguments": "{}"}}
+            ]})
+        );
+        assert_eq!(
+            assistant_message(&t, EmptyContent::EmptyString)["content"],
+            json!("")
+        );
+    }
+
+    #[test]
+    fn text_only_turn_never_has_null_content() {
+        let t = turn("", vec![]);
+        assert_eq!(
+            assistant_message(&t, EmptyContent::Null),
+            json!({"role": "assistant", "content": ""})
+        );
+        let t = turn("hello", vec![]);
+        assert_eq!(
+            assistant_message(&t, EmptyContent::Null)["content"],
+            "hello"
+        );
+    }
+
+    #[test]
+    fn tool_message_pairs_by_id() {
+        assert_eq!(
+            tool_message("Xb7kP2mQa", "{\"ok\":true}"),
+            json!({"role": "tool", "tool_call_id": "Xb7kP2mQa", "content": "{\"ok\":true}"})
+        );
+    }
+}

@@ -1,0 +1,75 @@
+//! The provider client: streams one model turn from any OpenAI-compatible Chat Completions
+//! endpoint (OpenAI, Anthropic's and Gemini's compatible endpoints, Mistral, Ollama, LM
+//! Studio, vLLM, llama.cpp, OpenRouter) and absorbs their quirks. It knows the wire and
+//! nothing about tools' implementation, storage or HTTP serving.
+//!
+//! # Layout
+//!
+//! - `provider` — [`Provider`]: URL, model, key, headers, time-outs, retry policy, limits.
+//! - `request` — [`ChatRequest`], the request body, tool sanitising, the endpoint URL.
+//! - `client` — [`Client::stream_turn`]: connect, retry before output, pick the decoder.
+//! - `stream` — [`TurnStream`] and [`decode_stream`]: a body under idle/turn time-outs.
+//! - `sse` — bytes → SSE events → chunk / `[DONE]` / in-stream error.
+//! - `wire` — tolerant serde types for chunks and provider error objects.
+//! - `assemble` — chunks → text deltas and whole tool calls → [`Turn`] (provider quirks).
+//! - `turn` — [`Turn`], [`ToolCall`], [`FinishReason`], [`Usage`], [`TurnEvent`].
+//! - `history` — the assistant and `tool` messages to append to the history.
+//! - `retry` — retryable statuses, `Retry-After`, backoff.
+//! - `error` — [`LlmError`].
+//!
+//! # Use from an agent loop
+//!
+//! ```no_run
+//! use futures_util::StreamExt;
+//! use rojos_llm::{ChatRequest, Client, Provider, ToolChoice, TurnEvent};
+//!
+//! # async fn run() -> Result<(), rojos_llm::LlmError> {
+//! let client = Client::new(Provider::new("http://127.0.0.1:11434/v1", "qwen2.5:7b"))?;
+//! let mut history = vec![serde_json::json!({"role": "user", "content": "hi"})];
+//! let request = ChatRequest { messages: history.clone(), tools: vec![], tool_choice: Some(ToolChoice::Auto) };
+//! let mut turn = client.stream_turn(&request); // dropping it cancels the turn
+//! while let Some(event) = turn.next().await {
+//!     match event? {
+//!         TurnEvent::TextDelta(text) => print!("{text}"), // forward as it arrives
+//!         TurnEvent::Finished(turn) => {
+//!             history.push(client.assistant_message(&turn));
+//!             for call in &turn.tool_calls {
+//!                 let result = match &call.arguments {
+//!                     Ok(_args) => "…run the tool…".to_string(),
+//!                     Err(why) => format!("error: {why}"),
+//!                 };
+//!                 history.push(rojos_llm::tool_message(&call.id, result));
+//!             }
+//!         }
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+
+mod assemble;
+mod client;
+mod error;
+mod history;
+mod provider;
+mod request;
+mod retry;
+mod sse;
+mod stream;
+mod turn;
+mod wire;
+
+pub use client::Client;
+pub use error::{BoxError, LlmError};
+pub use history::{assistant_message, tool_message, EmptyContent};
+pub use provider::{ApiKey, Limits, Provider, RetryPolicy, Timeouts};
+pub use request::{
+    chat_completions_url, sanitize_schema, sanitize_tool, validate_tool_name, ChatRequest,
+    ToolChoice,
+};
+pub use stream::{decode_stream, DecodeOptions, TurnStream};
+pub use turn::{FinishReason, ToolCall, Turn, TurnEvent, Usage};
+
+/// Mints a tool-call id in the only shape every provider accepts back: `[A-Za-z0-9]{9}`.
+pub fn mint_tool_call_id() -> String {
+    assemble::mint_id()
+}

@@ -1,0 +1,329 @@
+//! What we send: `ChatRequest`, the JSON body of `POST {base_url}/chat/completions`, tool
+//! sanitising (names checked, parameter schemas cut to the subset every provider accepts)
+//! and the endpoint URL. Messages pass through untouched: history is the caller's.
+
+use reqwest::Url;
+use serde_json::{json, Map, Value};
+
+use crate::error::LlmError;
+use crate::provider::Provider;
+
+/// One model turn's input.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChatRequest {
+    /// OpenAI-format messages (`system`, `user`, `assistant` with `tool_calls`, `tool`).
+    pub messages: Vec<Value>,
+    /// The OpenAI `tools` array; each entry is sanitised by [`sanitize_tool`] before sending.
+    pub tools: Vec<Value>,
+    /// `tool_choice`; omitted when `None` or when there are no tools.
+    pub tool_choice: Option<ToolChoice>,
+}
+
+/// The `tool_choice` values every provider understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// The model decides (`"auto"`).
+    Auto,
+    /// The model must answer in text (`"none"`), e.g. for the last allowed step.
+    None,
+}
+
+impl ToolChoice {
+    fn as_str(self) -> &'static str {
+        match self {
+            ToolChoice::Auto => "auto",
+            ToolChoice::None => "none",
+        }
+    }
+}
+
+/// The schema keywords every provider accepts (Gemini rejects `additionalProperties`,
+/// `$schema` and most others).
+const KEPT_KEYWORDS: [&str; 6] = [
+    "type",
+    "properties",
+    "required",
+    "description",
+    "enum",
+    "items",
+];
+
+/// Checks a tool name against `^[a-zA-Z][a-zA-Z0-9_-]{0,63}$`, the intersection of what
+/// OpenAI, Anthropic, Gemini and Mistral accept.
+///
+/// # Errors
+/// [`LlmError::InvalidRequest`] naming the tool and the rule.
+pub fn validate_tool_name(name: &str) -> Result<(), LlmError> {
+    let mut chars = name.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
+    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if first_ok && rest_ok && name.len() <= 64 {
+        Ok(())
+    } else {
+        Err(LlmError::InvalidRequest {
+            detail: format!(
+                "tool name {name:?} must start with a letter and have at most 64 letters, digits, '_' or '-'"
+            ),
+        })
+    }
+}
+
+/// Reduces a JSON schema to `type/properties/required/description/enum/items`, recursively.
+///
+/// A `type` list such as `["string","null"]` becomes its first non-null entry, `required`
+/// keeps only names present in `properties`, and a missing top-level `type` is not added
+/// (see [`sanitize_tool`] for the parameters object).
+pub fn sanitize_schema(schema: &Value) -> Value {
+    let Some(obj) = schema.as_object() else {
+        return Value::Object(Map::new());
+    };
+    let mut out = Map::new();
+    for key in KEPT_KEYWORDS {
+        let Some(v) = obj.get(key) else { continue };
+        let kept = match key {
+            "type" => sanitize_type(v),
+            "properties" => v.as_object().map(|props| {
+                Value::Object(
+                    props
+                        .iter()
+                        .map(|(name, s)| (name.clone(), sanitize_schema(s)))
+                        .collect(),
+                )
+            }),
+            "items" => Some(match v {
+                Value::Array(list) => Value::Array(list.iter().map(sanitize_schema).collect()),
+                other => sanitize_schema(other),
+            }),
+            "required" => v.as_array().map(|names| {
+                let props = obj.get("properties").and_then(Value::as_object);
+                Value::Array(
+                    names
+                        .iter()
+                        .filter(|n| {
+                            n.as_str()
+                                .is_some_and(|n| props.is_none_or(|p| p.contains_key(n)))
+                        })
+                        .cloned()
+                        .collect(),
+                )
+            }),
+            "description" => v.is_string().then(|| v.clone()),
+            "enum" => v.is_array().then(|| v.clone()),
+            _ => None,
+        };
+        if let Some(kept) = kept {
+            out.insert(key.to_string(), kept);
+        }
+    }
+    Value::Object(out)
+}
+
+fn sanitize_type(v: &Value) -> Option<Value> {
+    match v {
+        Value::String(_) => Some(v.clone()),
+        Value::Array(types) => types
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null")
+            .map(|t| Value::String(t.to_string())),
+        _ => None,
+    }
+}
+
+/// Returns the canonical `{"type":"function","function":{name, description, parameters}}`
+/// form of a tool, with its name checked and its parameters sanitised. Accepts the flat
+/// `{name, description, parameters}` form too.
+///
+/// # Errors
+/// [`LlmError::InvalidRequest`] when the tool has no valid name.
+pub fn sanitize_tool(tool: &Value) -> Result<Value, LlmError> {
+    let function = tool.get("function").unwrap_or(tool);
+    let name = function.get("name").and_then(Value::as_str).unwrap_or("");
+    validate_tool_name(name)?;
+    let mut parameters = match function.get("parameters") {
+        Some(p) => sanitize_schema(p),
+        None => Value::Object(Map::new()),
+    };
+    if let Value::Object(p) = &mut parameters {
+        // OpenAI requires an object schema at the top, with `properties`.
+        p.insert("type".into(), Value::String("object".into()));
+        p.entry("properties")
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+    let mut out = Map::new();
+    out.insert("name".into(), Value::String(name.to_string()));
+    if let Some(d) = function.get("description").and_then(Value::as_str) {
+        out.insert("description".into(), Value::String(d.to_string()));
+    }
+    out.insert("parameters".into(), parameters);
+    Ok(json!({ "type": "function", "function": out }))
+}
+
+/// `{base_url}/chat/completions`, without a double slash, keeping any query string.
+///
+/// # Errors
+/// [`LlmError::InvalidConfig`] when `base_url` is not an `http(s)` URL.
+pub fn chat_completions_url(base_url: &str) -> Result<Url, LlmError> {
+    let mut url = Url::parse(base_url.trim()).map_err(|e| LlmError::InvalidConfig {
+        detail: format!("base_url {base_url:?} is not a URL: {e}"),
+    })?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(LlmError::InvalidConfig {
+            detail: format!("base_url {base_url:?} must be an http or https URL with a host"),
+        });
+    }
+    let path = format!("{}/chat/completions", url.path().trim_end_matches('/'));
+    url.set_path(&path);
+    Ok(url)
+}
+
+/// The request body for one streamed turn.
+pub(crate) fn build_body(provider: &Provider, req: &ChatRequest) -> Result<Value, LlmError> {
+    let tools = req
+        .tools
+        .iter()
+        .map(sanitize_tool)
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut body = provider.extra_body.clone();
+    body.insert("model".into(), Value::String(provider.model.clone()));
+    body.insert("messages".into(), Value::Array(req.messages.clone()));
+    body.insert("stream".into(), Value::Bool(true));
+    if provider.include_usage {
+        body.insert("stream_options".into(), json!({ "include_usage": true }));
+    }
+    if tools.is_empty() {
+        body.remove("tools");
+        body.remove("tool_choice");
+    } else {
+        body.insert("tools".into(), Value::Array(tools));
+        match req.tool_choice {
+            Some(choice) => {
+                body.insert("tool_choice".into(), Value::String(choice.as_str().into()));
+            }
+            None => {
+                body.remove("tool_choice");
+            }
+        }
+    }
+    Ok(Value::Object(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_follow_the_common_subset() {
+        for ok in ["a", "list_files", "Read-Path2", &"x".repeat(64)] {
+            assert!(validate_tool_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "1abc",
+            "_x",
+            "has space",
+            "dot.name",
+            "ünï",
+            &"x".repeat(65),
+        ] {
+            assert!(validate_tool_name(bad).is_err(), "{bad}");
+        }
+        let e = validate_tool_name("bad name").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid model request: tool name \"bad name\" must start with a letter and have at most 64 letters, digits, '_' or '-'"
+        );
+    }
+
+    #[test]
+    fn schema_keeps_only_the_portable_keywords_recursively() {
+        let schema = json!({
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "path": {"type": "string", "description": "relative path", "minLength": 1},
+                "mode": {"type": ["string", "null"], "enum": ["a", "b"], "default": "a"},
+                "tags": {"type": "array", "items": {"type": "string", "format": "uri"}},
+                "type": {"type": "object", "properties": {}, "additionalProperties": true}
+            },
+            "required": ["path", "ghost"]
+        });
+        assert_eq!(
+            sanitize_schema(&schema),
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "relative path"},
+                    "mode": {"type": "string", "enum": ["a", "b"]},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "type": {"type": "object", "properties": {}}
+                },
+                "required": ["path"]
+            })
+        );
+    }
+
+    #[test]
+    fn tool_is_canonicalised_from_flat_or_nested_form() {
+        let flat = json!({"name": "list_files", "description": "d", "parameters": {"type": "object", "$schema": "x"}});
+        let nested = json!({"type": "function", "function": flat.clone(), "strict": true});
+        let want = json!({"type": "function", "function": {
+            "name": "list_files", "description": "d",
+            "parameters": {"type": "object", "properties": {}}
+        }});
+        assert_eq!(sanitize_tool(&flat).unwrap(), want);
+        assert_eq!(sanitize_tool(&nested).unwrap(), want);
+        assert!(sanitize_tool(&json!({"function": {"name": "a b"}})).is_err());
+    }
+
+    #[test]
+    fn url_join_never_doubles_the_slash_and_keeps_the_query() {
+        for (base, want) in [
+            (
+                "http://127.0.0.1:11434/v1",
+                "http://127.0.0.1:11434/v1/chat/completions",
+            ),
+            (
+                "http://127.0.0.1:11434/v1/",
+                "http://127.0.0.1:11434/v1/chat/completions",
+            ),
+            ("https://h.example/", "https://h.example/chat/completions"),
+            ("https://h.example", "https://h.example/chat/completions"),
+            (
+                "https://h.example/openai/v1beta//?api-version=1",
+                "https://h.example/openai/v1beta/chat/completions?api-version=1",
+            ),
+        ] {
+            assert_eq!(chat_completions_url(base).unwrap().as_str(), want, "{base}");
+        }
+        assert!(chat_completions_url("ftp://h/").is_err());
+        assert!(chat_completions_url("not a url").is_err());
+    }
+
+    #[test]
+    fn body_streams_and_omits_tool_fields_without_tools() {
+        let mut p = Provider::new("http://h/v1", "m1");
+        p.extra_body.insert("temperature".into(), json!(0.2));
+        p.extra_body.insert("stream".into(), json!(false));
+        let req = ChatRequest {
+            messages: vec![json!({"role": "user", "content": "hi"})],
+            tools: vec![],
+            tool_choice: Some(ToolChoice::Auto),
+        };
+        let body = build_body(&p, &req).unwrap();
+        assert_eq!(
+            body,
+            json!({"model": "m1", "messages": [{"role": "user", "content": "hi"}],
+                   "stream": true, "temperature": 0.2})
+        );
+        let req = ChatRequest {
+            tools: vec![json!({"type": "function", "function": {"name": "t"}})],
+            tool_choice: Some(ToolChoice::None),
+            ..req
+        };
+        let body = build_body(&p, &req).unwrap();
+        assert_eq!(body["tool_choice"], "none");
+        assert_eq!(body["tools"][0]["function"]["name"], "t");
+    }
+}

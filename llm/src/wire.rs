@@ -1,0 +1,279 @@
+//! Tolerant serde types for what providers send: a stream chunk (or a whole non-streamed
+//! completion, which has the same shape with `message` for `delta`), and the error objects
+//! they use. Every field is optional and a field of an unexpected type reads as absent, so
+//! one provider's oddity never fails the whole chunk. Interpretation is `assemble.rs`'s job.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+/// Reads any JSON value and keeps it only if it has the expected type.
+fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    let v = Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).ok())
+}
+
+/// Reads an id given as a string or a number (LM Studio sends numeric strings; a number is
+/// one step further).
+fn string_or_number<'de, D>(d: D) -> Result<Option<String>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    Ok(match Value::deserialize(d)? {
+        Value::String(s) => Some(s),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    })
+}
+
+/// One `chat.completion.chunk` (or a whole `chat.completion`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Chunk {
+    /// Usually one choice; `[]` on a trailing usage chunk.
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) choices: Option<Vec<Choice>>,
+    /// On the last chunk, or on every chunk (often `null`).
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) usage: Option<WireUsage>,
+    /// `{"error":{…}}` or `{"error":"…"}`: an error inside a 200 stream.
+    pub(crate) error: Option<Value>,
+    /// `"error"` for vLLM/Mistral-style `{"object":"error","message":…}`.
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) object: Option<String>,
+    /// The message of an `{"object":"error"}` chunk.
+    pub(crate) message: Option<Value>,
+    /// The code of an `{"object":"error"}` chunk.
+    pub(crate) code: Option<Value>,
+    /// The type of an `{"object":"error"}` chunk.
+    #[serde(rename = "type")]
+    pub(crate) kind: Option<Value>,
+}
+
+/// One choice of a chunk.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Choice {
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) index: Option<u64>,
+    /// Streamed form.
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) delta: Option<Delta>,
+    /// Non-streamed form (a server that ignored `"stream": true`).
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) message: Option<Delta>,
+    /// `null`, `""` (absent), or a reason.
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) finish_reason: Option<String>,
+    /// Some proxies put the error next to `finish_reason: "error"`.
+    pub(crate) error: Option<Value>,
+}
+
+/// What a chunk adds to the message.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Delta {
+    /// A string, `null`, or (Mistral's reasoning models) a list of typed parts.
+    pub(crate) content: Option<Value>,
+    /// OpenAI's refusal text: shown to the user like an answer.
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) refusal: Option<String>,
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) tool_calls: Option<Vec<WireToolCall>>,
+    // `reasoning_content` / `reasoning` are deliberately not read: never answer text.
+}
+
+/// One fragment of a tool call.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct WireToolCall {
+    /// Slot number; absent on Gemini and Mistral (whole calls).
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) index: Option<u64>,
+    #[serde(deserialize_with = "string_or_number")]
+    pub(crate) id: Option<String>,
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) function: Option<WireFunction>,
+    /// Gemini: `{"google":{"thought_signature":…}}`, to be echoed back.
+    pub(crate) extra_content: Option<Value>,
+}
+
+/// The function part of a tool-call fragment.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct WireFunction {
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) name: Option<String>,
+    /// A text fragment, or (some servers) an already-parsed object.
+    pub(crate) arguments: Option<Value>,
+}
+
+/// Usage as sent; missing counts read as absent.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct WireUsage {
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) prompt_tokens: Option<u64>,
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) completion_tokens: Option<u64>,
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) total_tokens: Option<u64>,
+}
+
+/// A provider's error, from any of the shapes they use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ErrorInfo {
+    pub(crate) message: String,
+    /// `code`, else `type`, else `status`, as text.
+    pub(crate) code: Option<String>,
+    /// Every code-like string (`code`, `type`, `status`), for quota detection.
+    pub(crate) tags: Vec<String>,
+}
+
+fn as_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Reads `{"message","code","type"}`, `{"error":{…}}`, `{"error":"…"}`, a string, or
+/// Gemini's `[{"error":{…}}]`.
+pub(crate) fn describe_error(v: &Value) -> Option<ErrorInfo> {
+    match v {
+        Value::String(s) if !s.trim().is_empty() => Some(ErrorInfo {
+            message: s.trim().to_string(),
+            code: None,
+            tags: Vec::new(),
+        }),
+        Value::Array(list) => list.iter().find_map(describe_error),
+        Value::Object(obj) => {
+            if let Some(inner) = obj.get("error").filter(|e| !e.is_null()) {
+                if let Some(info) = describe_error(inner) {
+                    return Some(info);
+                }
+            }
+            let tags: Vec<String> = ["code", "type", "status"]
+                .iter()
+                .filter_map(|k| obj.get(*k).and_then(as_text))
+                .collect();
+            let message = obj
+                .get("message")
+                .or_else(|| obj.get("detail"))
+                .and_then(|m| match m {
+                    Value::String(s) => Some(s.clone()),
+                    Value::Null => None,
+                    other => Some(other.to_string()),
+                })
+                .filter(|m| !m.trim().is_empty());
+            if message.is_none() && tags.is_empty() {
+                return None;
+            }
+            Some(ErrorInfo {
+                message: message.unwrap_or_else(|| tags.join(": ")),
+                code: tags.first().cloned(),
+                tags,
+            })
+        }
+        _ => None,
+    }
+}
+
+impl Chunk {
+    /// An error carried by this chunk, in any of the shapes seen after HTTP 200.
+    pub(crate) fn error_info(&self) -> Option<ErrorInfo> {
+        if let Some(e) = self.error.as_ref().filter(|e| !e.is_null()) {
+            return Some(describe_error(e).unwrap_or_else(|| ErrorInfo {
+                message: e.to_string(),
+                code: None,
+                tags: Vec::new(),
+            }));
+        }
+        if self.object.as_deref() == Some("error") {
+            let mut obj = serde_json::Map::new();
+            for (k, v) in [
+                ("message", &self.message),
+                ("code", &self.code),
+                ("type", &self.kind),
+            ] {
+                if let Some(v) = v {
+                    obj.insert(k.to_string(), v.clone());
+                }
+            }
+            return Some(
+                describe_error(&Value::Object(obj)).unwrap_or_else(|| ErrorInfo {
+                    message: "unspecified error".into(),
+                    code: None,
+                    tags: Vec::new(),
+                }),
+            );
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn chunk(v: Value) -> Chunk {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn odd_field_types_read_as_absent() {
+        let c = chunk(json!({
+            "choices": [{"index": "zero", "delta": {"content": "hi", "tool_calls": "nope",
+                          "reasoning_content": "secret"}, "finish_reason": 7}],
+            "usage": "none", "unknown": {"deep": [1]}
+        }));
+        let choice = &c.choices.as_ref().unwrap()[0];
+        assert_eq!(choice.index, None);
+        assert_eq!(choice.finish_reason, None);
+        let delta = choice.delta.as_ref().unwrap();
+        assert_eq!(delta.content, Some(json!("hi")));
+        assert!(delta.tool_calls.is_none());
+        assert!(c.usage.is_none());
+    }
+
+    #[test]
+    fn ids_may_be_numbers() {
+        let c = chunk(json!({"choices": [{"delta": {"tool_calls": [{"id": 193629320}]}}]}));
+        let calls = c
+            .choices
+            .unwrap()
+            .remove(0)
+            .delta
+            .unwrap()
+            .tool_calls
+            .unwrap();
+        assert_eq!(calls[0].id.as_deref(), Some("193629320"));
+    }
+
+    #[test]
+    fn errors_are_read_from_every_shape() {
+        let shapes = [
+            json!({"error": {"code": "api_error", "message": "Internal server error", "type": "x"}}),
+            json!({"object": "error", "message": "Internal server error", "type": "api_error", "code": 500}),
+            json!({"error": "Internal server error"}),
+        ];
+        for s in shapes {
+            let info = chunk(s.clone()).error_info().unwrap();
+            assert_eq!(info.message, "Internal server error", "{s}");
+        }
+        let gemini = json!([{"error": {"code": 429, "message": "Quota exceeded", "status": "RESOURCE_EXHAUSTED"}}]);
+        let info = describe_error(&gemini).unwrap();
+        assert_eq!(info.message, "Quota exceeded");
+        assert_eq!(info.code.as_deref(), Some("429"));
+        assert!(info.tags.contains(&"RESOURCE_EXHAUSTED".to_string()));
+        assert!(chunk(json!({"error": null, "choices": []}))
+            .error_info()
+            .is_none());
+    }
+}

@@ -1,0 +1,421 @@
+//! The client over real HTTP on loopback against `ScriptedUpstream`: request shape, every
+//! fixture streamed in small chunks, retries (and the cases that must not retry), cuts,
+//! idle timeout, cancellation by drop, and servers that ignore `"stream": true`.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use rojos_llm::{ChatRequest, Client, LlmError, Provider, ToolChoice, TurnEvent};
+use serde_json::{json, Value};
+
+use crate::support::expect::{check, drain, Outcome};
+use crate::support::upstream::{End, Reply, ScriptedUpstream};
+
+/// A provider for the upstream with fast retries.
+fn provider(up: &ScriptedUpstream) -> Provider {
+    let mut p = Provider::new(up.base_url(), "test-model").with_api_key("sk-test-key");
+    p.retry.base_backoff = Duration::from_millis(1);
+    p.retry.max_backoff = Duration::from_millis(5);
+    p
+}
+
+fn request() -> ChatRequest {
+    ChatRequest {
+        messages: vec![json!({"role": "user", "content": "make docs/intro"})],
+        tools: vec![json!({"type": "function", "function": {
+            "name": "create_directory",
+            "description": "Create a directory",
+            "parameters": {
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {"path": {"type": "string", "minLength": 1}},
+                "required": ["path"]
+            }
+        }})],
+        tool_choice: Some(ToolChoice::Auto),
+    }
+}
+
+async fn turn(p: Provider) -> Outcome {
+    let client = Client::new(p).unwrap();
+    drain(client.stream_turn(&request())).await
+}
+
+const TEXT: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"}}]}\n\n";
+const DONE: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" world\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+
+fn ok_reply() -> Reply {
+    Reply::sse(&format!("{TEXT}{DONE}"), End::Close)
+}
+
+#[tokio::test]
+async fn request_streams_the_model_with_sanitised_tools_and_bearer_key() {
+    let up = ScriptedUpstream::start(vec![ok_reply()]).await;
+    let got = turn(provider(&up)).await;
+    assert_eq!(got.result.unwrap().text, "Hello world");
+    up.assert_consumed();
+    let requests = up.requests();
+    assert_eq!(requests.len(), 1);
+    let r = &requests[0];
+    assert_eq!(r.path, "/v1/chat/completions");
+    assert_eq!(r.headers["authorization"], "Bearer sk-test-key");
+    assert_eq!(r.headers["content-type"], "application/json");
+    assert_eq!(r.headers["accept"], "text/event-stream");
+    assert_eq!(
+        r.body,
+        json!({
+            "model": "test-model",
+            "stream": true,
+            "messages": [{"role": "user", "content": "make docs/intro"}],
+            "tools": [{"type": "function", "function": {
+                "name": "create_directory",
+                "description": "Create a directory",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}},
+                    "required": ["path"]
+                }
+            }}],
+            "tool_choice": "auto"
+        })
+    );
+}
+
+#[tokio::test]
+async fn no_key_means_no_authorization_header() {
+    let up = ScriptedUpstream::start(vec![ok_reply()]).await;
+    let mut p = provider(&up);
+    p.api_key = None;
+    p.headers.push(("X-Title".into(), "rojos".into()));
+    turn(p).await.result.unwrap();
+    let r = &up.requests()[0];
+    assert!(r.headers.get("authorization").is_none());
+    assert_eq!(r.headers["x-title"], "rojos");
+}
+
+#[tokio::test]
+async fn every_fixture_streams_over_http_in_small_chunks_with_pauses() {
+    for name in [
+        "openai-single-call.sse",
+        "openai-parallel-calls.sse",
+        "openai-text-reply.sse",
+        "openai-usage-chunk.sse",
+        "midstream-error.sse",
+        "gemini-compat-call.sse",
+        "mistral-call.sse",
+        "ollama-call.sse",
+        "lmstudio-call.sse",
+        "llamacpp-call.sse",
+        "openrouter-keepalive-comments.sse",
+        "no-arg-call.sse",
+    ] {
+        let up = ScriptedUpstream::start(vec![Reply::fixture(name, 97)]).await;
+        let got = turn(provider(&up)).await;
+        check(name, "over HTTP in 97-byte chunks", &got);
+        // midstream-error fails after text was yielded: never retried.
+        up.assert_consumed();
+        assert_eq!(up.requests().len(), 1, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn status_500_then_success_is_retried() {
+    let up = ScriptedUpstream::start(vec![
+        Reply::status(
+            500,
+            "{\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}",
+        ),
+        ok_reply(),
+    ])
+    .await;
+    let got = turn(provider(&up)).await;
+    assert_eq!(got.result.unwrap().text, "Hello world");
+    up.assert_consumed();
+    assert_eq!(up.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn status_429_honours_retry_after_instead_of_backoff() {
+    for (header, value) in [("retry-after", "0"), ("retry-after-ms", "5")] {
+        let up = ScriptedUpstream::start(vec![
+            Reply::status(
+                429,
+                "{\"error\":{\"message\":\"slow down\",\"type\":\"rate_limit_error\"}}",
+            )
+            .with_header(header, value),
+            ok_reply(),
+        ])
+        .await;
+        // A computed backoff would overshoot the turn deadline and give up; the provider's
+        // short Retry-After must be used instead.
+        let mut p = provider(&up);
+        p.retry.base_backoff = Duration::from_secs(3600);
+        p.retry.max_backoff = Duration::from_secs(3600);
+        let got = turn(p).await;
+        assert_eq!(got.result.unwrap().text, "Hello world", "{header}");
+        up.assert_consumed();
+    }
+}
+
+#[tokio::test]
+async fn a_retry_after_beyond_the_turn_deadline_gives_up_at_once() {
+    let up = ScriptedUpstream::start(vec![
+        Reply::status(429, "{\"error\":{\"message\":\"slow down\"}}")
+            .with_header("retry-after", "100"),
+        ok_reply(),
+    ])
+    .await;
+    let mut p = provider(&up);
+    p.timeouts.turn = Duration::from_secs(30);
+    let err = turn(p).await.result.unwrap_err();
+    assert_eq!(err.status_code(), Some(429));
+    assert_eq!(up.remaining(), 1);
+}
+
+#[tokio::test]
+async fn x_should_retry_false_vetoes_a_retry() {
+    let up = ScriptedUpstream::start(vec![
+        Reply::status(500, "boom").with_header("x-should-retry", "false"),
+        ok_reply(),
+    ])
+    .await;
+    let err = turn(provider(&up)).await.result.unwrap_err();
+    assert_eq!(err.status_code(), Some(500));
+    assert_eq!(up.remaining(), 1);
+}
+
+#[tokio::test]
+async fn status_400_is_not_retried_and_carries_the_provider_message() {
+    let up = ScriptedUpstream::start(vec![
+        Reply::status(400, "{\"error\":{\"message\":\"Invalid schema for function 'x'\",\"type\":\"invalid_request_error\"}}"),
+        ok_reply(),
+    ])
+    .await;
+    let got = turn(provider(&up)).await;
+    let err = got.result.unwrap_err();
+    assert_eq!(err.status_code(), Some(400));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the model provider at {} answered HTTP 400: Invalid schema for function 'x'",
+            up.host()
+        )
+    );
+    assert!(!format!("{err:?}{err}").contains("sk-test-key"));
+    assert_eq!(up.requests().len(), 1);
+    assert_eq!(up.remaining(), 1);
+}
+
+#[tokio::test]
+async fn client_errors_are_never_retried() {
+    for code in [401, 403, 404, 413, 422] {
+        let up = ScriptedUpstream::start(vec![Reply::status(code, "nope"), ok_reply()]).await;
+        let err = turn(provider(&up)).await.result.unwrap_err();
+        assert_eq!(err.status_code(), Some(code));
+        assert_eq!(up.requests().len(), 1, "{code}");
+    }
+}
+
+#[tokio::test]
+async fn quota_errors_are_not_retried_even_as_429() {
+    let up = ScriptedUpstream::start(vec![
+        Reply::status(429, "{\"error\":{\"message\":\"You exceeded your current quota\",\"type\":\"insufficient_quota\",\"code\":\"insufficient_quota\"}}"),
+        ok_reply(),
+    ])
+    .await;
+    let err = turn(provider(&up)).await.result.unwrap_err();
+    assert!(
+        matches!(&err, LlmError::Status { code: 429, message, .. } if message == "You exceeded your current quota"),
+        "{err:?}"
+    );
+    assert_eq!(up.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn retries_stop_after_max_attempts() {
+    let up = ScriptedUpstream::start(vec![
+        Reply::status(503, "down"),
+        Reply::status(529, "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"),
+        Reply::status(502, "bad gateway"),
+        ok_reply(),
+    ])
+    .await;
+    let err = turn(provider(&up)).await.result.unwrap_err();
+    assert_eq!(err.status_code(), Some(502));
+    assert_eq!(up.requests().len(), 3);
+    assert_eq!(up.remaining(), 1);
+}
+
+#[tokio::test]
+async fn a_cut_after_text_is_not_retried_and_gives_stream_cut() {
+    let up = ScriptedUpstream::start(vec![Reply::sse(TEXT, End::Cut), ok_reply()]).await;
+    let got = turn(provider(&up)).await;
+    assert_eq!(got.deltas, ["Hello"]);
+    assert!(
+        matches!(got.result, Err(LlmError::StreamCut { .. })),
+        "{:?}",
+        got.result
+    );
+    assert_eq!(up.requests().len(), 1);
+    assert_eq!(up.remaining(), 1);
+}
+
+#[tokio::test]
+async fn a_clean_eof_without_done_after_text_is_a_stream_cut() {
+    let up = ScriptedUpstream::start(vec![Reply::sse(TEXT, End::Close), ok_reply()]).await;
+    let got = turn(provider(&up)).await;
+    assert_eq!(got.deltas, ["Hello"]);
+    assert!(
+        matches!(got.result, Err(LlmError::StreamCut { source: None, .. })),
+        "{:?}",
+        got.result
+    );
+    assert_eq!(up.remaining(), 1);
+}
+
+#[tokio::test]
+async fn a_cut_before_any_output_is_retried() {
+    let role_only = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n";
+    let up = ScriptedUpstream::start(vec![Reply::sse(role_only, End::Cut), ok_reply()]).await;
+    let got = turn(provider(&up)).await;
+    assert_eq!(got.deltas, ["Hello", " world"]);
+    assert_eq!(got.result.unwrap().text, "Hello world");
+    up.assert_consumed();
+}
+
+#[tokio::test]
+async fn a_transient_in_stream_error_before_output_is_retried() {
+    let overloaded = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
+    let up = ScriptedUpstream::start(vec![Reply::sse(overloaded, End::Close), ok_reply()]).await;
+    let got = turn(provider(&up)).await;
+    assert_eq!(got.result.unwrap().text, "Hello world");
+    up.assert_consumed();
+}
+
+#[tokio::test]
+async fn a_non_transient_in_stream_error_is_reported_at_once() {
+    let invalid = "data: {\"object\":\"error\",\"message\":\"context too long\",\"type\":\"BadRequestError\",\"code\":400}\n\n";
+    let up = ScriptedUpstream::start(vec![Reply::sse(invalid, End::Close), ok_reply()]).await;
+    let err = turn(provider(&up)).await.result.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the model provider at {} reported an error: context too long",
+            up.host()
+        )
+    );
+    assert_eq!(up.remaining(), 1);
+}
+
+#[tokio::test]
+async fn keep_alive_comments_alone_hit_the_idle_timeout() {
+    let up = ScriptedUpstream::start(vec![
+        Reply::sse(
+            ": OPENROUTER PROCESSING\n\n",
+            End::KeepAlive {
+                every: Duration::from_millis(20),
+                count: 3000,
+            },
+        ),
+        ok_reply(),
+    ])
+    .await;
+    let mut p = provider(&up);
+    p.timeouts.idle = Duration::from_millis(300);
+    let err = turn(p).await.result.unwrap_err();
+    assert!(matches!(err, LlmError::IdleTimeout { .. }), "{err:?}");
+    assert_eq!(up.requests().len(), 1, "an idle timeout is not retried");
+}
+
+#[tokio::test]
+async fn dropping_the_stream_drops_the_upstream_connection() {
+    let up = ScriptedUpstream::start(vec![Reply::sse(
+        TEXT,
+        End::KeepAlive {
+            every: Duration::from_millis(20),
+            count: 3000,
+        },
+    )])
+    .await;
+    let client = Client::new(provider(&up)).unwrap();
+    let mut stream = client.stream_turn(&request());
+    let first = stream.next().await.unwrap().unwrap();
+    assert_eq!(first, TurnEvent::TextDelta("Hello".into()));
+    drop(stream);
+    // Without the drop the upstream would stream keep-alives for a minute.
+    tokio::time::timeout(Duration::from_secs(20), up.body_dropped())
+        .await
+        .expect("the upstream saw the client go away");
+}
+
+#[tokio::test]
+async fn connect_errors_are_retried_then_reported() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut p = Provider::new(format!("http://127.0.0.1:{port}/v1"), "m");
+    p.retry.base_backoff = Duration::from_millis(1);
+    let client = Client::new(p).unwrap();
+    let err = drain(client.stream_turn(&request()))
+        .await
+        .result
+        .unwrap_err();
+    assert!(matches!(err, LlmError::Connect { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!("could not reach the model provider at 127.0.0.1:{port}")
+    );
+}
+
+#[tokio::test]
+async fn a_json_answer_to_a_stream_request_is_accepted() {
+    let completion = json!({
+        "object": "chat.completion",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [{"id": "call_1", "type": "function",
+                            "function": {"name": "create_directory", "arguments": "{\"path\":\"docs\"}"}}]
+        }}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
+    });
+    let up = ScriptedUpstream::start(vec![Reply::Json(completion)]).await;
+    let t = turn(provider(&up)).await.result.unwrap();
+    assert_eq!(t.tool_calls.len(), 1);
+    assert_eq!(t.tool_calls[0].id, "call_1");
+    assert_eq!(
+        t.tool_calls[0].arguments.clone().map(Value::Object),
+        Ok(json!({"path": "docs"}))
+    );
+    assert_eq!(t.usage.map(|u| u.total_tokens), Some(8));
+}
+
+#[tokio::test]
+async fn an_invalid_tool_name_fails_before_anything_is_sent() {
+    let up = ScriptedUpstream::start(vec![ok_reply()]).await;
+    let client = Client::new(provider(&up)).unwrap();
+    let mut req = request();
+    req.tools
+        .push(json!({"type": "function", "function": {"name": "bad name"}}));
+    let err = drain(client.stream_turn(&req)).await.result.unwrap_err();
+    assert!(matches!(err, LlmError::InvalidRequest { .. }), "{err:?}");
+    assert!(up.requests().is_empty());
+}
+
+#[tokio::test]
+async fn the_assistant_message_round_trips_the_gemini_signature() {
+    let up = ScriptedUpstream::start(vec![Reply::fixture("gemini-compat-call.sse", 50)]).await;
+    let mut p = provider(&up);
+    p.empty_content = rojos_llm::EmptyContent::EmptyString;
+    let client = Client::new(p).unwrap();
+    let t = drain(client.stream_turn(&request())).await.result.unwrap();
+    let msg = client.assistant_message(&t);
+    assert_eq!(msg["content"], "");
+    assert_eq!(msg["tool_calls"][0]["id"], "call_4817302");
+    assert_eq!(
+        msg["tool_calls"][0]["function"]["arguments"],
+        "{\"path\":\"docs/intro\"}"
+    );
+    assert!(msg["tool_calls"][0]["extra_content"]["google"]["thought_signature"].is_string());
+}

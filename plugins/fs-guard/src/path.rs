@@ -1,0 +1,253 @@
+//! Syntactic checks on the model's path string (PATHS.md §2.3 step 2), before any file
+//! system call. They only give clear messages and refuse names the model may not create;
+//! confinement itself is the kernel's job through `cap-std` (`..` is left to it). Nothing is
+//! trimmed, percent-decoded, `~`-expanded or Unicode-normalised.
+
+use crate::error::{PathError, Shown};
+
+/// Longest path accepted, in bytes (Linux `PATH_MAX`).
+pub const MAX_PATH_BYTES: usize = 4096;
+/// Longest single name accepted, in bytes (Linux `NAME_MAX`).
+pub const MAX_NAME_BYTES: usize = 255;
+
+/// Whether the path names something that must exist, or something the model creates (which
+/// also refuses control and bidi formatting characters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathUse {
+    /// Read, stat, list, delete: the name exists already.
+    Existing,
+    /// Write, create a folder, move destination: the name may be new.
+    Create,
+}
+
+/// A path string that passed [`check_path`]: relative, still unresolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RelPath<'a>(&'a str);
+
+/// A checked path cut into the folder that holds the last name, and that name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Split<'a> {
+    /// The path is the root itself (`.`, `./`, `.//.`).
+    Root,
+    /// The last part is `..`, `.` or empty (trailing `/`): it names a folder, not an entry.
+    NotAName,
+    /// `parent` (a relative path, `.` for the root) holds the entry `leaf`.
+    Named {
+        /// The folder's path, as the model wrote it minus empty and `.` parts.
+        parent: String,
+        /// The last name: never empty, `.` or `..`.
+        leaf: &'a str,
+    },
+}
+
+impl<'a> RelPath<'a> {
+    /// The path as the model wrote it.
+    pub fn as_str(&self) -> &'a str {
+        self.0
+    }
+
+    /// Cuts the path into parent folder and last name.
+    pub(crate) fn split(&self) -> Split<'a> {
+        let parts: Vec<&'a str> = self.0.split('/').collect();
+        if parts.iter().all(|p| p.is_empty() || *p == ".") {
+            return Split::Root;
+        }
+        let (leaf, parents) = match parts.split_last() {
+            Some((leaf, parents)) => (*leaf, parents),
+            None => return Split::Root,
+        };
+        if leaf.is_empty() || leaf == "." || leaf == ".." {
+            return Split::NotAName;
+        }
+        let parent: Vec<&str> = parents
+            .iter()
+            .copied()
+            .filter(|p| !p.is_empty() && *p != ".")
+            .collect();
+        let parent = if parent.is_empty() {
+            ".".to_owned()
+        } else {
+            parent.join("/")
+        };
+        Split::Named { parent, leaf }
+    }
+}
+
+/// Checks the model's `path` for `use_`: non-empty, relative, at most [`MAX_PATH_BYTES`] and
+/// [`MAX_NAME_BYTES`] per name, no NUL, no backslash, no drive prefix; for
+/// [`PathUse::Create`] also no C0/C1 control, DEL or bidi formatting character.
+///
+/// # Errors
+///
+/// [`PathError::Outside`] for absolute and drive-prefixed paths, otherwise an
+/// invalid-arguments [`PathError`] saying what to fix.
+pub fn check_path(path: &str, use_: PathUse) -> Result<RelPath<'_>, PathError> {
+    let shown = || Shown::new(path);
+    if path.is_empty() {
+        return Err(PathError::Empty);
+    }
+    if path.starts_with('/') || has_drive_prefix(path) {
+        return Err(PathError::Outside { path: shown() });
+    }
+    if path.len() > MAX_PATH_BYTES {
+        return Err(PathError::PathTooLong { len: path.len() });
+    }
+    if path.contains('\0') {
+        return Err(PathError::Nul { path: shown() });
+    }
+    if path.contains('\\') {
+        return Err(PathError::Backslash { path: shown() });
+    }
+    if path.split('/').any(|name| name.len() > MAX_NAME_BYTES) {
+        return Err(PathError::NameTooLong { path: shown() });
+    }
+    if use_ == PathUse::Create {
+        if let Some(c) = path.chars().find(|&c| c.is_control() || is_bidi_control(c)) {
+            return Err(PathError::ForbiddenChar {
+                path: shown(),
+                code: c as u32,
+            });
+        }
+    }
+    Ok(RelPath(path))
+}
+
+/// `C:`, `c:` …: a Windows drive, absolute in the model's mind.
+fn has_drive_prefix(path: &str) -> bool {
+    let bytes = path.as_bytes();
+    bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':'
+}
+
+/// The bidirectional formatting characters that can make a name display as another:
+/// embeddings and overrides U+202A–U+202E, isolates U+2066–U+2069, and the marks LRM, RLM
+/// and ALM.
+pub(crate) fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rojos_plugin_api::ErrorKind;
+
+    fn refusal(path: &str, use_: PathUse) -> (ErrorKind, String) {
+        let error = check_path(path, use_).expect_err(path);
+        (error.kind(), error.to_string())
+    }
+
+    #[test]
+    fn empty_path_is_refused_with_a_hint_to_use_dot() {
+        assert_eq!(
+            refusal("", PathUse::Existing),
+            (
+                ErrorKind::INVALID_ARGUMENTS,
+                "path is empty: use '.' for the project root".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn absolute_and_drive_paths_lead_outside_the_project() {
+        for path in ["/etc/passwd", "/", "//x", "C:\\x", "c:x", "Z:/x"] {
+            let (kind, message) = refusal(path, PathUse::Existing);
+            assert_eq!(kind, ErrorKind::OUTSIDE_ROOT, "{path}");
+            assert!(message.contains("leads outside the project"), "{message}");
+        }
+    }
+
+    #[test]
+    fn backslashes_nul_and_long_names_are_invalid_arguments() {
+        let long_name = "n".repeat(256);
+        let long_path = "a/".repeat(2049);
+        let cases: [(&str, &str); 4] = [
+            ("a\\b", "contains a backslash"),
+            ("a\0b", "contains a NUL character"),
+            (&long_name, "name too long"),
+            (
+                &long_path,
+                "path is 4098 bytes long, over the limit of 4096 bytes",
+            ),
+        ];
+        for (path, expected) in cases {
+            let (kind, message) = refusal(path, PathUse::Existing);
+            assert_eq!(kind, ErrorKind::INVALID_ARGUMENTS, "{message}");
+            assert!(message.contains(expected), "{message}");
+        }
+    }
+
+    #[test]
+    fn a_name_of_exactly_255_bytes_passes_the_check() {
+        let name = "n".repeat(255);
+        assert!(check_path(&name, PathUse::Create).is_ok());
+    }
+
+    #[test]
+    fn literal_lookalikes_tilde_and_percent_escapes_pass_unchanged() {
+        for path in [
+            "~/x",
+            "%2e%2e/x",
+            "\u{2025}/x",
+            "\u{ff0e}\u{ff0e}/x",
+            "a\u{2215}b",
+            "..",
+        ] {
+            assert_eq!(
+                check_path(path, PathUse::Create).map(|p| p.as_str()).ok(),
+                Some(path)
+            );
+        }
+    }
+
+    #[test]
+    fn control_and_bidi_characters_are_refused_only_in_created_names() {
+        for path in [
+            "a\u{1}b",
+            "a\nb",
+            "a\u{7f}",
+            "a\u{85}",
+            "x\u{202e}txt.exe",
+            "\u{2066}a",
+            "\u{200f}",
+        ] {
+            let (kind, message) = refusal(path, PathUse::Create);
+            assert_eq!(kind, ErrorKind::INVALID_ARGUMENTS);
+            assert!(
+                message.contains("new names may not contain control"),
+                "{message}"
+            );
+            assert!(check_path(path, PathUse::Existing).is_ok(), "{path:?}");
+        }
+    }
+
+    #[test]
+    fn split_finds_the_parent_folder_and_the_last_name() {
+        let split = |p| check_path(p, PathUse::Existing).map(|r| r.split()).unwrap();
+        assert_eq!(split("."), Split::Root);
+        assert_eq!(split("./"), Split::Root);
+        assert_eq!(split(".//./"), Split::Root);
+        assert_eq!(split("a/"), Split::NotAName);
+        assert_eq!(split("a/.."), Split::NotAName);
+        assert_eq!(split("a/."), Split::NotAName);
+        assert_eq!(
+            split("x.txt"),
+            Split::Named {
+                parent: ".".into(),
+                leaf: "x.txt"
+            }
+        );
+        assert_eq!(
+            split("./a//b/./c.txt"),
+            Split::Named {
+                parent: "a/b".into(),
+                leaf: "c.txt"
+            }
+        );
+        assert_eq!(
+            split("a/../b"),
+            Split::Named {
+                parent: "a/..".into(),
+                leaf: "b"
+            }
+        );
+    }
+}

@@ -1,0 +1,525 @@
+//! `ProjectDir`: the project root as a `cap-std` capability, and every file operation the
+//! tools perform on it (PATHS.md §2.3 step 4). Each path is resolved once, by the kernel,
+//! beneath the root (`openat2` with `RESOLVE_BENEATH`); creations, replacements, moves and
+//! deletions act on the last name through an open handle of its parent folder.
+
+use std::io::{Read, Write};
+use std::os::fd::BorrowedFd;
+
+use cap_std::fs::{Dir, Metadata, OpenOptions, OpenOptionsExt, Permissions};
+use cap_tempfile::TempFile;
+use rojos_plugin_api::{CallContext, ErrorKind, Limits, ToolError};
+use rustix::fs::{OFlags, RenameFlags};
+use serde::Serialize;
+use serde_json::{json, Value};
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+use crate::error::{describe_type, from_io, PathError, Shown};
+use crate::path::{check_path, PathUse, Split};
+
+/// The two kinds of entry the tools report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EntryType {
+    /// A regular file.
+    File,
+    /// A folder.
+    Directory,
+}
+
+/// What `read_path_meta` returns.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PathMeta {
+    /// File or folder (after following in-root symlinks).
+    #[serde(rename = "type")]
+    pub kind: EntryType,
+    /// Size in bytes; for a folder, what the file system reports.
+    pub size: u64,
+    /// Last modification, RFC 3339 in UTC, whole seconds (`2026-04-20T10:11:12Z`).
+    #[serde(rename = "modifiedAt")]
+    pub modified_at: String,
+}
+
+/// One entry of a folder listing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ListEntry {
+    /// The entry's name (never a path).
+    pub name: String,
+    /// Its type; for an in-root symlink, the type of its target.
+    #[serde(rename = "type")]
+    pub kind: EntryType,
+}
+
+/// A folder listing, sorted by name, cut at `max_list_entries`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listing {
+    /// The entries returned, at most `max_list_entries`.
+    pub entries: Vec<ListEntry>,
+    /// How many entries could have been listed.
+    pub total: usize,
+}
+
+impl Listing {
+    /// Whether entries were left out because of `max_list_entries`.
+    pub fn truncated(&self) -> bool {
+        self.total > self.entries.len()
+    }
+
+    /// The tool result: the plain array, or `{"entries":[…],"truncated":true,"total":N}`
+    /// when the listing was cut.
+    pub fn to_json(&self) -> Value {
+        let entries = Value::Array(
+            self.entries
+                .iter()
+                .map(|e| json!({ "name": e.name, "type": e.kind }))
+                .collect(),
+        );
+        if self.truncated() {
+            json!({ "entries": entries, "truncated": true, "total": self.total })
+        } else {
+            entries
+        }
+    }
+}
+
+/// The project root of one call, with the limits to apply. Every method takes the model's
+/// relative path string and never touches anything outside the root.
+#[derive(Debug)]
+pub struct ProjectDir {
+    dir: Dir,
+    limits: Limits,
+}
+
+impl ProjectDir {
+    /// Wraps an open root folder (for the host and tests).
+    pub fn new(dir: Dir, limits: Limits) -> Self {
+        ProjectDir { dir, limits }
+    }
+
+    /// Opens the call's project root by duplicating the host's `root_fd` (the host keeps
+    /// owning and closes its own descriptor).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::INTERNAL`] if the descriptor is negative, closed or not a folder: a host
+    /// bug, not something the model can fix.
+    pub fn from_context(ctx: &CallContext) -> Result<Self, ToolError> {
+        let internal =
+            |what: String| ToolError::new(ErrorKind::INTERNAL, format!("call context: {what}"));
+        if ctx.root_fd < 0 {
+            return Err(internal(format!(
+                "root_fd {} is not a descriptor",
+                ctx.root_fd
+            )));
+        }
+        // SAFETY: `root_fd` is non-negative, and the host keeps it open for the whole call
+        // (the plugin-api contract of `CallContext::root_fd`). We only borrow it long enough
+        // to duplicate it; the duplicate is ours to close, the original stays the host's.
+        let borrowed = unsafe { BorrowedFd::borrow_raw(ctx.root_fd) };
+        let owned = borrowed
+            .try_clone_to_owned()
+            .map_err(|e| internal(format!("root_fd {} cannot be duplicated: {e}", ctx.root_fd)))?;
+        let stat = rustix::fs::fstat(&owned)
+            .map_err(|e| internal(format!("root_fd {} cannot be inspected: {e}", ctx.root_fd)))?;
+        if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::Directory {
+            return Err(internal(format!("root_fd {} is not a folder", ctx.root_fd)));
+        }
+        let dir = Dir::from_std_file(std::fs::File::from(owned));
+        Ok(ProjectDir::new(dir, ctx.limits))
+    }
+
+    /// The limits this project applies.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Type, size and modification time of a file or folder, following in-root symlinks.
+    ///
+    /// # Errors
+    ///
+    /// Anything that is not a regular file or a folder is refused, saying what it is.
+    pub fn meta(&self, path: &str) -> Result<PathMeta, PathError> {
+        check_path(path, PathUse::Existing)?;
+        let meta = self.dir.metadata(path).map_err(|e| from_io(path, e))?;
+        let kind = entry_type(&meta).ok_or_else(|| special(path, &meta))?;
+        let modified = meta.modified().map_err(|e| from_io(path, e))?.into_std();
+        let modified = OffsetDateTime::from(modified)
+            .replace_nanosecond(0)
+            .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+            .format(&Rfc3339)
+            .map_err(|e| PathError::Io {
+                path: Shown::new(path),
+                kind: std::io::ErrorKind::InvalidData,
+                source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            })?;
+        Ok(PathMeta {
+            kind,
+            size: meta.len(),
+            modified_at: modified,
+        })
+    }
+
+    /// The UTF-8 text of a regular file, verbatim. Special files are never opened in the
+    /// common case (a `stat` first), and never block when a race swaps one in (the open is
+    /// `O_NONBLOCK | O_NOCTTY`, then `fstat` decides). At most `max_read_bytes` are read,
+    /// even from a file that grows.
+    ///
+    /// # Errors
+    ///
+    /// Too large (size and limit named), NUL bytes (binary or UTF-16), invalid UTF-8 (byte
+    /// offset named), not a regular file, and the resolution errors.
+    pub fn read_text(&self, path: &str) -> Result<String, PathError> {
+        check_path(path, PathUse::Existing)?;
+        let io = |e| from_io(path, e);
+        let limit = self.limits.max_read_bytes;
+        let before = self.dir.metadata(path).map_err(io)?;
+        regular_size(path, &before, limit)?;
+
+        let mut options = OpenOptions::new();
+        options
+            .read(true)
+            .custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32);
+        let file = self.dir.open_with(path, &options).map_err(io)?;
+        let size = regular_size(path, &file.metadata().map_err(io)?, limit)?;
+
+        let capacity = usize::try_from(size.min(limit)).unwrap_or(0);
+        let mut bytes = Vec::with_capacity(capacity);
+        file.take(limit.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+        if bytes.len() as u64 > limit {
+            return Err(PathError::FileGrew {
+                path: Shown::new(path),
+                limit,
+            });
+        }
+        if let Some(offset) = bytes.iter().position(|&b| b == 0) {
+            return Err(PathError::Binary {
+                path: Shown::new(path),
+                offset,
+            });
+        }
+        String::from_utf8(bytes).map_err(|e| PathError::NotUtf8 {
+            path: Shown::new(path),
+            offset: e.utf8_error().valid_up_to(),
+        })
+    }
+
+    /// Replaces or creates a file with `text`, creating missing parent folders: written to a
+    /// temporary file in the same folder, synced, given the old file's mode, renamed onto the
+    /// name, and the folder synced. Nothing is ever half-written, and a hard link's other
+    /// names keep the old content.
+    ///
+    /// # Errors
+    ///
+    /// Text over `max_write_bytes`; an existing folder, FIFO, socket, device or symlink at
+    /// the name (an in-root symlink's target is named so the model can write there).
+    pub fn write_text(&self, path: &str, text: &str) -> Result<(), PathError> {
+        let rel = check_path(path, PathUse::Create)?;
+        let limit = self.limits.max_write_bytes;
+        if text.len() as u64 > limit {
+            return Err(PathError::TextTooLarge {
+                size: text.len() as u64,
+                limit,
+            });
+        }
+        let (parent, leaf) = match rel.split() {
+            Split::Named { parent, leaf } => (parent, leaf),
+            Split::Root | Split::NotAName => return Err(self.not_a_file_name(path)),
+        };
+        let io = |e| from_io(path, e);
+        self.dir.create_dir_all(&parent).map_err(|e| {
+            if e.kind() != std::io::ErrorKind::AlreadyExists {
+                return from_io(path, e);
+            }
+            // Something that is not a folder stands on the way: say whether it leads out.
+            match self.dir.metadata(&parent) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => from_io(path, e),
+                _ => PathError::NotADirectory {
+                    path: Shown::new(path),
+                },
+            }
+        })?;
+        let folder = self.open_folder(&parent).map_err(io)?;
+        let permissions = self.existing_file_permissions(&folder, leaf, path)?;
+
+        let mut temp = TempFile::new(&folder).map_err(io)?;
+        temp.write_all(text.as_bytes()).map_err(io)?;
+        if let Some(permissions) = permissions {
+            temp.as_file().set_permissions(permissions).map_err(io)?;
+        }
+        temp.as_file().sync_all().map_err(io)?;
+        temp.replace(leaf).map_err(io)?;
+        rustix::fs::fsync(&folder).map_err(|e| io(e.into()))
+    }
+
+    /// The entries of a folder (in-root symlinks followed), sorted by name, at most
+    /// `max_list_entries`. Symlinks that lead outside, dangle or loop, FIFOs, sockets and
+    /// devices are left out and never opened; so are names that are not UTF-8.
+    ///
+    /// # Errors
+    ///
+    /// Not a folder, and the resolution errors.
+    pub fn list(&self, path: &str) -> Result<Listing, PathError> {
+        check_path(path, PathUse::Existing)?;
+        let io = |e| from_io(path, e);
+        let mut entries = Vec::new();
+        for entry in self.dir.read_dir(path).map_err(io)? {
+            let entry = entry.map_err(io)?;
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            let file_type = entry.file_type().map_err(io)?;
+            let kind = if file_type.is_file() {
+                Some(EntryType::File)
+            } else if file_type.is_dir() {
+                Some(EntryType::Directory)
+            } else if file_type.is_symlink() {
+                // Resolved from the root, not from the listed folder, so a relative link
+                // such as `../x` that stays inside the project is still followed.
+                let target = format!("{}/{}", path.trim_end_matches('/'), name);
+                self.dir.metadata(&target).ok().and_then(|m| entry_type(&m))
+            } else {
+                None
+            };
+            if let Some(kind) = kind {
+                entries.push(ListEntry { name, kind });
+            }
+        }
+        entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        let total = entries.len();
+        let max = usize::try_from(self.limits.max_list_entries).unwrap_or(usize::MAX);
+        entries.truncate(max);
+        Ok(Listing { entries, total })
+    }
+
+    /// Creates a folder and its missing parents; an existing folder (or in-root symlink to
+    /// one) is fine.
+    ///
+    /// # Errors
+    ///
+    /// An existing non-folder at the name, or a symlink that leads nowhere in the project.
+    pub fn create_dir(&self, path: &str) -> Result<(), PathError> {
+        check_path(path, PathUse::Create)?;
+        match self.dir.create_dir_all(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(from_io(path, e)),
+        }
+        match self.dir.metadata(path) {
+            Ok(meta) if meta.is_dir() => Ok(()),
+            Ok(_) => Err(PathError::ExistsNotAFolder {
+                path: Shown::new(path),
+            }),
+            Err(e) => {
+                let is_link = self
+                    .dir
+                    .symlink_metadata(path)
+                    .is_ok_and(|m| m.file_type().is_symlink());
+                Err(match from_io(path, e) {
+                    PathError::NotFound { path } | PathError::Loop { path } if is_link => {
+                        PathError::SymlinkElsewhere { path }
+                    }
+                    other => other,
+                })
+            }
+        }
+    }
+
+    /// Removes a file, symlink (the link itself, never its target), special file or empty
+    /// folder, through its parent folder's handle. Not yet exposed as a tool.
+    ///
+    /// # Errors
+    ///
+    /// The root itself, a path not ending in a name, a folder that is not empty.
+    pub fn delete(&self, path: &str) -> Result<(), PathError> {
+        let rel = check_path(path, PathUse::Existing)?;
+        let (parent, leaf) = match rel.split() {
+            Split::Named { parent, leaf } => (parent, leaf),
+            Split::Root => return Err(PathError::Root { action: "deleted" }),
+            Split::NotAName => return Err(self.not_a_file_name(path)),
+        };
+        let io = |e| from_io(path, e);
+        let folder = self.open_folder(&parent).map_err(io)?;
+        let meta = folder.symlink_metadata(leaf).map_err(io)?;
+        if meta.is_dir() {
+            folder.remove_dir(leaf).map_err(io)
+        } else {
+            folder.remove_file(leaf).map_err(io)
+        }
+    }
+
+    /// Moves `from` to `to` (both relative to the root) with `renameat2(RENAME_NOREPLACE)`
+    /// between the two parent folders' handles: no check-then-act, an existing destination is
+    /// never replaced, a symlink is moved as a link. The destination's folder must exist. Not
+    /// yet exposed as a tool.
+    ///
+    /// # Errors
+    ///
+    /// The root itself, paths not ending in a name, an existing destination.
+    pub fn rename(&self, from: &str, to: &str) -> Result<(), PathError> {
+        let from_rel = check_path(from, PathUse::Existing)?;
+        let to_rel = check_path(to, PathUse::Create)?;
+        let (from_parent, from_leaf) = match from_rel.split() {
+            Split::Named { parent, leaf } => (parent, leaf),
+            Split::Root => return Err(PathError::Root { action: "moved" }),
+            Split::NotAName => return Err(self.not_a_file_name(from)),
+        };
+        let (to_parent, to_leaf) = match to_rel.split() {
+            Split::Named { parent, leaf } => (parent, leaf),
+            Split::Root => {
+                return Err(PathError::AlreadyExists {
+                    path: Shown::new(to),
+                })
+            }
+            Split::NotAName => return Err(self.not_a_file_name(to)),
+        };
+        let from_folder = self
+            .open_folder(&from_parent)
+            .map_err(|e| from_io(from, e))?;
+        let to_folder = self.open_folder(&to_parent).map_err(|e| from_io(to, e))?;
+        // The source must exist before blame for ENOENT can go to it.
+        from_folder
+            .symlink_metadata(from_leaf)
+            .map_err(|e| from_io(from, e))?;
+        rustix::fs::renameat_with(
+            &from_folder,
+            from_leaf,
+            &to_folder,
+            to_leaf,
+            RenameFlags::NOREPLACE,
+        )
+        .map_err(|errno| match errno {
+            rustix::io::Errno::EXIST | rustix::io::Errno::NOTEMPTY => PathError::AlreadyExists {
+                path: Shown::new(to),
+            },
+            rustix::io::Errno::XDEV => PathError::Io {
+                path: Shown::new(to),
+                kind: std::io::ErrorKind::CrossesDevices,
+                source: errno.into(),
+            },
+            other => from_io(from, other.into()),
+        })?;
+        rustix::fs::fsync(&to_folder).map_err(|e| from_io(to, e.into()))?;
+        rustix::fs::fsync(&from_folder).map_err(|e| from_io(from, e.into()))
+    }
+
+    /// Opens a folder for reading (not `O_PATH`, so it can be synced), beneath the root.
+    fn open_folder(&self, path: &str) -> std::io::Result<Dir> {
+        let mut options = OpenOptions::new();
+        options
+            .read(true)
+            .custom_flags((OFlags::DIRECTORY | OFlags::NONBLOCK).bits() as i32);
+        let file = self.dir.open_with(path, &options)?;
+        Ok(Dir::from_std_file(file.into_std()))
+    }
+
+    /// What stands at `leaf` before a write: `None` if nothing, the mode of a regular file to
+    /// keep, or the refusal for anything else (including any symlink).
+    fn existing_file_permissions(
+        &self,
+        folder: &Dir,
+        leaf: &str,
+        path: &str,
+    ) -> Result<Option<Permissions>, PathError> {
+        let meta = match folder.symlink_metadata(leaf) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(from_io(path, e)),
+        };
+        let file_type = meta.file_type();
+        if file_type.is_file() {
+            Ok(Some(meta.permissions()))
+        } else if file_type.is_dir() {
+            Err(PathError::IsADirectory {
+                path: Shown::new(path),
+            })
+        } else if file_type.is_symlink() {
+            Err(self.symlink_refusal(path))
+        } else {
+            Err(special(path, &meta))
+        }
+    }
+
+    /// A write named an existing symlink: name its in-root target, or say it leads nowhere
+    /// in the project (without saying where).
+    fn symlink_refusal(&self, path: &str) -> PathError {
+        let target = self.dir.canonicalize(path).ok().and_then(|target| {
+            let target = target.to_str()?.to_owned();
+            Some(if target.is_empty() {
+                ".".to_owned()
+            } else {
+                target
+            })
+        });
+        match target {
+            Some(target) => PathError::SymlinkInside {
+                path: Shown::new(path),
+                target: Shown::new(&target),
+            },
+            None => PathError::SymlinkElsewhere {
+                path: Shown::new(path),
+            },
+        }
+    }
+
+    /// The error for a write or delete whose path ends in `/`, `.` or `..`: what it resolves
+    /// to if that fails, else that it names a folder.
+    fn not_a_file_name(&self, path: &str) -> PathError {
+        match self.dir.metadata(path) {
+            Ok(meta) if !meta.is_dir() => PathError::NotADirectory {
+                path: Shown::new(path),
+            },
+            Ok(_) => PathError::NamesAFolder {
+                path: Shown::new(path),
+            },
+            Err(e) => match from_io(path, e) {
+                PathError::NotFound { path } => PathError::NamesAFolder { path },
+                other => other,
+            },
+        }
+    }
+}
+
+/// File or folder, else `None`.
+fn entry_type(meta: &Metadata) -> Option<EntryType> {
+    if meta.is_file() {
+        Some(EntryType::File)
+    } else if meta.is_dir() {
+        Some(EntryType::Directory)
+    } else {
+        None
+    }
+}
+
+/// The refusal for a special file at `path`.
+fn special(path: &str, meta: &Metadata) -> PathError {
+    PathError::Special {
+        path: Shown::new(path),
+        what: describe_type(&meta.file_type()),
+    }
+}
+
+/// The size of a regular file within `limit`, or why it cannot be read.
+fn regular_size(path: &str, meta: &Metadata, limit: u64) -> Result<u64, PathError> {
+    if meta.is_dir() {
+        return Err(PathError::IsADirectory {
+            path: Shown::new(path),
+        });
+    }
+    if !meta.is_file() {
+        return Err(special(path, meta));
+    }
+    if meta.len() > limit {
+        return Err(PathError::FileTooLarge {
+            path: Shown::new(path),
+            size: meta.len(),
+            limit,
+        });
+    }
+    Ok(meta.len())
+}
+
+#[cfg(test)]
+mod tests;
