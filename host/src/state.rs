@@ -73,11 +73,21 @@ impl AppState {
     ///
     /// [`StartError`] naming what is wrong; every plugin that failed is listed.
     pub fn start(config: Config) -> Result<AppState, StartError> {
+        let loader = Arc::new(Loader::new(config.plugins.max_concurrent_calls)?);
+        AppState::start_with(config, loader)
+    }
+
+    /// [`AppState::start`] with an existing loader, so libraries it already loaded are not
+    /// loaded again (a loaded library is never unloaded).
+    ///
+    /// # Errors
+    ///
+    /// [`StartError`] naming what is wrong; every plugin that failed is listed.
+    pub fn start_with(config: Config, loader: Arc<Loader>) -> Result<AppState, StartError> {
         let storage = Storage::open(&config.storage).map_err(|source| StartError::Storage {
             path: config.storage.display().to_string(),
             source,
         })?;
-        let loader = Loader::new(config.plugins.max_concurrent_calls)?;
         let mut loaded = Vec::new();
         let mut errors = Vec::new();
         for path in &config.plugins.load {
@@ -125,7 +135,7 @@ impl AppState {
             registry,
             storage,
             auth: Arc::new(auth),
-            loader: Arc::new(loader),
+            loader,
             agent: Arc::new(agent),
         })
     }

@@ -32,7 +32,11 @@ async fn check_fixture(fixture: &str) {
         }
         let upstream = ScriptedUpstream::start(turns).await;
         let host = TestHost::start(HostConfig::builtins().upstream(&upstream)).await;
-        let stream = Stream::read(host.chat(json!({"projectId": "demo", "message": "go"})).await).await;
+        let stream = Stream::read(
+            host.chat(json!({"projectId": "demo", "message": "go"}))
+                .await,
+        )
+        .await;
         let context = format!("{fixture} split {split:?}: {stream:#?}");
 
         let calls = stream.calls();
@@ -53,14 +57,24 @@ async fn check_fixture(fixture: &str) {
         for (id, want) in ids.iter().zip(expected_calls) {
             match want["id"].as_str() {
                 Some(want_id) if !want_id.is_empty() => assert_eq!(id, want_id, "{context}"),
-                _ => assert!(id.len() == 9 && id.chars().all(|c| c.is_ascii_alphanumeric()), "minted id {id}: {context}"),
+                _ => assert!(
+                    id.len() == 9 && id.chars().all(|c| c.is_ascii_alphanumeric()),
+                    "minted id {id}: {context}"
+                ),
             }
         }
         match case["outcome"].as_str().unwrap() {
             "error" => {
-                assert_eq!(stream.text(), case["text"].as_str().unwrap(), "partial text kept: {context}");
+                assert_eq!(
+                    stream.text(),
+                    case["text"].as_str().unwrap(),
+                    "partial text kept: {context}"
+                );
                 let message = case["error"]["message"].as_str().unwrap();
-                assert!(stream.errors().iter().any(|e| e.contains(message)), "{context}");
+                assert!(
+                    stream.errors().iter().any(|e| e.contains(message)),
+                    "{context}"
+                );
                 assert_eq!(stream.done().1, "provider_error", "{context}");
             }
             "text" => {
@@ -68,7 +82,11 @@ async fn check_fixture(fixture: &str) {
                 assert_eq!(stream.done().1, "completed", "{context}");
             }
             _ => {
-                assert_eq!(stream.text(), format!("{}ok", case["text"].as_str().unwrap()), "{context}");
+                assert_eq!(
+                    stream.text(),
+                    format!("{}ok", case["text"].as_str().unwrap()),
+                    "{context}"
+                );
                 assert_eq!(stream.done().1, "completed", "{context}");
                 // Each call got exactly one tool message, same id, same order, and the
                 // assistant message echoes the calls with valid JSON object arguments.
@@ -76,8 +94,15 @@ async fn check_fixture(fixture: &str) {
                 let assistant = &second[1];
                 for (i, id) in ids.iter().enumerate() {
                     assert_eq!(assistant["tool_calls"][i]["id"], id.as_str(), "{context}");
-                    let arguments = assistant["tool_calls"][i]["function"]["arguments"].as_str().unwrap();
-                    assert!(serde_json::from_str::<Value>(arguments).unwrap().is_object(), "{context}");
+                    let arguments = assistant["tool_calls"][i]["function"]["arguments"]
+                        .as_str()
+                        .unwrap();
+                    assert!(
+                        serde_json::from_str::<Value>(arguments)
+                            .unwrap()
+                            .is_object(),
+                        "{context}"
+                    );
                     assert_eq!(second[2 + i]["role"], "tool", "{context}");
                     assert_eq!(second[2 + i]["tool_call_id"], id.as_str(), "{context}");
                 }

@@ -125,7 +125,8 @@ impl TestHost {
         std::fs::write(&config_path, config.render()).expect("write config");
         let config =
             Config::load(&config_path).unwrap_or_else(|e| panic!("test config refused: {e}"));
-        let state = AppState::start(config).unwrap_or_else(|e| panic!("host failed to start: {e}"));
+        let state = AppState::start_with(config, shared_loader())
+            .unwrap_or_else(|e| panic!("host failed to start: {e}"));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -203,6 +204,16 @@ impl Drop for TestHost {
             let _ = tx.send(self.stopped.take().unwrap_or(ignored));
         }
     }
+}
+
+/// One loader for every host of the test process: a loaded library is never unloaded, so
+/// each host loading its own copies would map hundreds of megabytes.
+fn shared_loader() -> std::sync::Arc<rojos::plugins::Loader> {
+    static LOADER: std::sync::OnceLock<std::sync::Arc<rojos::plugins::Loader>> =
+        std::sync::OnceLock::new();
+    LOADER
+        .get_or_init(|| std::sync::Arc::new(rojos::plugins::Loader::new(8).expect("plugin loader")))
+        .clone()
 }
 
 /// A plain HTTP client.
