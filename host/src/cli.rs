@@ -35,4 +35,10 @@ pub enum Command {
     },
     /// Check the configuration and load every plugin, then exit.
     Check,
+    /// Send one small streaming tool-call exchange to a configured provider and report
+    /// whether streaming, tool calls and the follow-up turn work.
+    Probe {
+        /// The provider's name in `[providers]`.
+        provider: String,
+    },
 }

@@ -74,6 +74,7 @@ struct RawServer {
     bind: Option<String>,
     storage: Option<PathBuf>,
     max_body_bytes: Option<usize>,
+    max_concurrent_chats: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -81,6 +82,7 @@ struct RawServer {
 struct RawAuth {
     #[serde(default)]
     tokens: Vec<RawToken>,
+    rate_limit_per_minute: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -170,6 +172,10 @@ pub struct Config {
     pub max_result_bytes: usize,
     /// Largest accepted request body (`413` beyond).
     pub max_body_bytes: usize,
+    /// Chat streams open at once, all tokens together (`429` beyond).
+    pub max_concurrent_chats: usize,
+    /// Chats each token may start per minute (`429` beyond); `None`: no rate limit.
+    pub rate_limit_per_minute: Option<u32>,
     /// OpenAI-compatible endpoints, by name.
     pub providers: BTreeMap<String, ProviderConfig>,
     /// Assistants, by name.
@@ -337,6 +343,17 @@ impl Config {
         if max_body_bytes < 1024 {
             return Err(invalid("server.max_body_bytes", "must be at least 1024"));
         }
+        let max_concurrent_chats = raw.server.max_concurrent_chats.unwrap_or(2048);
+        if max_concurrent_chats == 0 {
+            return Err(invalid("server.max_concurrent_chats", "must be at least 1"));
+        }
+        let rate_limit_per_minute = raw.auth.rate_limit_per_minute;
+        if rate_limit_per_minute == Some(0) {
+            return Err(invalid(
+                "auth.rate_limit_per_minute",
+                "must be at least 1 (leave it out for no rate limit)",
+            ));
+        }
         let providers = raw
             .providers
             .iter()
@@ -357,6 +374,8 @@ impl Config {
             limits,
             max_result_bytes,
             max_body_bytes,
+            max_concurrent_chats,
+            rate_limit_per_minute,
             providers,
             rojos,
         })
@@ -683,6 +702,36 @@ tools = ["list_files"]
             e,
             r#"rojos.default.tools: no loaded plugin provides a tool named "list_files""#
         );
+    }
+
+    #[test]
+    fn chat_limits_are_read_and_checked() {
+        let c = parse(
+            &GOOD
+                .replace(
+                    "storage = \"data\"",
+                    "storage = \"data\"\nmax_concurrent_chats = 16",
+                )
+                .replace(
+                    "[[auth.tokens]]",
+                    "[auth]\nrate_limit_per_minute = 30\n\n[[auth.tokens]]",
+                ),
+        )
+        .unwrap();
+        assert_eq!(c.max_concurrent_chats, 16);
+        assert_eq!(c.rate_limit_per_minute, Some(30));
+        let defaults = parse("").unwrap();
+        assert_eq!(defaults.max_concurrent_chats, 2048);
+        assert_eq!(defaults.rate_limit_per_minute, None);
+        let e = error("[server]\nmax_concurrent_chats = 0\n");
+        assert_eq!(e, "server.max_concurrent_chats: must be at least 1");
+        let e = error("[auth]\nrate_limit_per_minute = 0\n");
+        assert_eq!(
+            e,
+            "auth.rate_limit_per_minute: must be at least 1 (leave it out for no rate limit)"
+        );
+        let e = error("[auth]\nrate_limit_per_minute = -1\n");
+        assert!(e.contains("rate_limit_per_minute"), "{e}");
     }
 
     #[test]

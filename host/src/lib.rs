@@ -8,9 +8,12 @@
 //! - [`storage`]: `<storage>/<projectId>/root/`, opened as capabilities; [`storage::ProjectId`].
 //! - [`plugins`]: loading a tool plugin library, and running one call of it.
 //! - [`registry`]: the loaded tools as an atomically swapped snapshot; OpenAI definitions.
+//! - [`probe`]: `rojos probe`, a provider's streaming and tool-call check.
+//! - [`live`]: rojos and providers, reloaded when `rojos.toml` is edited.
 //! - [`state`]: [`state::AppState`], built once at start.
 //! - [`agent`]: the agent loop: model turns, tool calls, events, stored history.
 //! - [`http`]: the routes, authentication, API errors and the NDJSON body.
+//! - [`metrics`]: the Prometheus counters and histograms `GET /metrics` renders.
 //!
 //! [`serve`] runs the server on a bound listener until `shutdown` completes; the binary and
 //! the end-to-end tests both start it this way.
@@ -19,7 +22,10 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod http;
+pub mod live;
+pub mod metrics;
 pub mod plugins;
+pub mod probe;
 pub mod registry;
 pub mod secret;
 pub mod state;

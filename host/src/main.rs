@@ -31,8 +31,13 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     let config = Config::load(&cli.config)?;
+    let command = cli.command.unwrap_or(Command::Serve);
+    if let Command::Probe { provider } = &command {
+        return probe(&config, provider);
+    }
     let state = AppState::start(config)?;
-    match cli.command.unwrap_or(Command::Serve) {
+    match command {
+        Command::Probe { .. } => unreachable!("handled above"),
         Command::Serve => serve(state),
         Command::Tools { rojo } => {
             let selection = &state
@@ -60,7 +65,31 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+fn probe(config: &Config, name: &str) -> anyhow::Result<()> {
+    let provider = config
+        .providers
+        .get(name)
+        .with_context(|| format!("no provider named {name:?} in the config"))?;
+    let client = rojos_llm::Client::new(provider.client.clone())?;
+    println!(
+        "probing {} (model {})",
+        client.endpoint(),
+        provider.client.model
+    );
+    let checks = tokio::runtime::Runtime::new()?.block_on(rojos::probe::run(&client));
+    for check in &checks {
+        println!("{check}");
+    }
+    if checks.len() == 3 && checks.iter().all(|c| c.ok) {
+        println!("the provider works with rojos");
+        Ok(())
+    } else {
+        anyhow::bail!("the provider failed the probe")
+    }
+}
+
 fn serve(state: AppState) -> anyhow::Result<()> {
+    raise_open_files_limit();
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(state.config.bind)
@@ -77,6 +106,24 @@ fn serve(state: AppState) -> anyhow::Result<()> {
         rojos::serve(listener, state, shutdown_signal()).await?;
         Ok(())
     })
+}
+
+/// Every open chat holds two sockets (client and provider): lift the soft limit on open
+/// files to the hard one, as the often-default 1024 would refuse clients from ~500 chats on.
+fn raise_open_files_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    // `None` is unlimited; then aim for the kernel's usual `nr_open`.
+    let target = limit.maximum.unwrap_or(1 << 20);
+    if limit.current.is_some_and(|current| current < target) {
+        let raised = Rlimit {
+            current: Some(target),
+            maximum: limit.maximum,
+        };
+        if let Err(e) = setrlimit(Resource::Nofile, raised) {
+            tracing::warn!(error = %e, "cannot raise the open files limit");
+        }
+    }
 }
 
 async fn shutdown_signal() {

@@ -10,8 +10,10 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use crate::{
     agent::Agent,
     config::{Config, ConfigError},
-    http::auth::Auth,
-    plugins::{LoadError, Loader},
+    http::{auth::Auth, limits::ChatLimits},
+    live::{Live, Settings},
+    metrics::Metrics,
+    plugins::{check_folder, DropIn, LoadError, Loader, WatchGuard},
     registry::{Registry, RegistryHandle},
     storage::Storage,
 };
@@ -19,7 +21,7 @@ use crate::{
 /// Shared server state; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct AppState {
-    /// The validated configuration.
+    /// The configuration as loaded at start (rojos and providers: see `live`).
     pub config: Arc<Config>,
     /// The current tool registry.
     pub registry: Arc<RegistryHandle>,
@@ -31,6 +33,12 @@ pub struct AppState {
     pub loader: Arc<Loader>,
     /// Runs chats.
     pub agent: Arc<Agent>,
+    /// How many chats may stream at once, and how often each token may start one.
+    pub limits: Arc<ChatLimits>,
+    /// The rojos and providers, reloaded when `rojos.toml` changes.
+    pub live: Arc<Live>,
+    /// Stops the drop-in folder and config watchers when the last state is dropped.
+    _watchers: Arc<Vec<WatchGuard>>,
 }
 
 /// Why the server could not start.
@@ -61,6 +69,9 @@ pub enum StartError {
         /// Why.
         source: rojos_llm::LlmError,
     },
+    /// The drop-in folder is unusable or unsafe.
+    #[error("{0}")]
+    DropIn(String),
     /// Any other I/O failure at start.
     #[error("cannot start: {0}")]
     Io(#[from] std::io::Error),
@@ -96,40 +107,48 @@ impl AppState {
                 Err(e) => errors.push(e),
             }
         }
-        let (registry, duplicates) = Registry::build(loaded);
+        let (registry, duplicates) = Registry::build(loaded.iter().cloned());
         errors.extend(duplicates);
         if !errors.is_empty() {
             return Err(StartError::Plugins(errors));
         }
-        config.check_tools(&|name| registry.get(name).is_some())?;
+        let registry = Arc::new(RegistryHandle::new(registry));
+        let mut watchers = Vec::new();
+        if let Some(dir) = &config.plugins.dir {
+            check_folder(dir).map_err(StartError::DropIn)?;
+            let mut dropin = DropIn::new(
+                dir.clone(),
+                Arc::clone(&loader),
+                loaded,
+                Arc::clone(&registry),
+            );
+            dropin.scan();
+            watchers.push(dropin.spawn());
+        }
+        let tools = registry.snapshot();
+        config.check_tools(&|name| tools.get(name).is_some())?;
         let auth = Auth::from_config(&config.tokens);
         let store = SqliteStore::open(config.storage.join("rojos.db"))?;
-        let providers = config
-            .providers
-            .iter()
-            .map(|(name, p)| {
-                let client = rojos_llm::Client::new(p.client.clone()).map_err(|source| {
-                    StartError::Provider {
-                        name: name.clone(),
-                        source,
-                    }
-                })?;
-                Ok((name.clone(), client))
-            })
-            .collect::<Result<_, StartError>>()?;
-        let registry = Arc::new(RegistryHandle::new(registry));
+        let live = Arc::new(Live::new(Settings::from_config(&config)?));
+        if config.path.is_file() {
+            watchers.push(live.watch(config.path.clone(), Arc::clone(&registry)));
+        }
         let storage = Arc::new(storage);
         let agent = Agent {
             registry: Arc::clone(&registry),
             store: Arc::new(store),
             storage: Arc::clone(&storage),
-            providers,
             limits: config.limits,
             call_timeout: config.plugins.call_timeout,
             max_result_bytes: config.max_result_bytes,
             shutdown: CancellationToken::new(),
             tasks: TaskTracker::new(),
+            metrics: Arc::new(Metrics::new()),
         };
+        let limits = Arc::new(ChatLimits::new(
+            config.max_concurrent_chats,
+            config.rate_limit_per_minute,
+        ));
         Ok(AppState {
             config: Arc::new(config),
             registry,
@@ -137,6 +156,9 @@ impl AppState {
             auth: Arc::new(auth),
             loader,
             agent: Arc::new(agent),
+            limits,
+            live,
+            _watchers: Arc::new(watchers),
         })
     }
 }

@@ -108,6 +108,22 @@ impl LlmError {
             _ => None,
         }
     }
+
+    /// A short, stable name for the variant (`connect`, `status`, `stream_cut`…), for
+    /// metrics labels and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LlmError::Connect { .. } => "connect",
+            LlmError::Status { .. } => "status",
+            LlmError::Provider { .. } => "provider",
+            LlmError::StreamCut { .. } => "stream_cut",
+            LlmError::IdleTimeout { .. } => "idle_timeout",
+            LlmError::TurnTimeout { .. } => "turn_timeout",
+            LlmError::Malformed { .. } => "malformed",
+            LlmError::InvalidRequest { .. } => "invalid_request",
+            LlmError::InvalidConfig { .. } => "invalid_config",
+        }
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ pub mod events;
 mod history;
 mod run;
 
-use std::{collections::BTreeMap, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
 use rojos_conversations::{ConversationId, ConversationStore};
 use rojos_plugin_api::Limits;
@@ -22,6 +22,7 @@ pub use events::{Event, StopReason};
 
 use crate::{
     config::RojoConfig,
+    metrics::Metrics,
     registry::RegistryHandle,
     storage::{ProjectId, Storage},
 };
@@ -37,8 +38,6 @@ pub struct Agent {
     pub store: Arc<dyn ConversationStore>,
     /// Project folders.
     pub storage: Arc<Storage>,
-    /// One client per configured provider.
-    pub providers: BTreeMap<String, rojos_llm::Client>,
     /// Limits for file tools.
     pub limits: Limits,
     /// How long one tool call may take.
@@ -49,12 +48,13 @@ pub struct Agent {
     pub shutdown: CancellationToken,
     /// Every spawned run, so shutdown can wait for their history to be stored.
     pub tasks: TaskTracker,
+    /// Counts chats, model turns and tool calls for `GET /metrics`.
+    pub metrics: Arc<Metrics>,
 }
 
 impl std::fmt::Debug for Agent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Agent")
-            .field("providers", &self.providers.keys().collect::<Vec<_>>())
             .field("limits", &self.limits)
             .field("call_timeout", &self.call_timeout)
             .finish_non_exhaustive()
@@ -70,6 +70,8 @@ pub struct RunRequest {
     pub rojo_name: String,
     /// The rojo as configured when the message arrived.
     pub rojo: RojoConfig,
+    /// The client of the rojo's provider, as configured when the message arrived.
+    pub client: rojos_llm::Client,
     /// The conversation to continue (already created or checked).
     pub conversation: ConversationId,
     /// Its stored messages.
@@ -88,4 +90,19 @@ impl Agent {
             .spawn(async move { run::run(agent, request, tx).await });
         rx
     }
+}
+
+/// An error and its sources, joined by `: `.
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let part = e.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = e.source();
+    }
+    text
 }

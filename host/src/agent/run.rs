@@ -4,7 +4,7 @@
 //! fails or the client goes away. Whatever ends the run, the stored history stays one every
 //! provider accepts, and `DONE` comes last.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{collections::HashMap, sync::Arc, time::Instant};
 
 use futures_util::StreamExt;
 use rojos_conversations::StoreError;
@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use super::{dispatch, history, Agent, Event, RunRequest, StopReason};
-use crate::{plugins::CallRequest, registry::Registry};
+use super::{dispatch, error_chain, history, Agent, Event, RunRequest, StopReason};
+use crate::{metrics::UNKNOWN_TOOL, plugins::CallRequest, registry::Registry};
 
 /// Runs one user message to its end and sends `DONE`.
 pub(super) async fn run(agent: Arc<Agent>, request: RunRequest, tx: mpsc::Sender<Event>) {
@@ -25,6 +25,7 @@ pub(super) async fn run(agent: Arc<Agent>, request: RunRequest, tx: mpsc::Sender
         conversation_id = %request.conversation,
     );
     async move {
+        agent.metrics.chat_started();
         let out = Out {
             tx,
             shutdown: agent.shutdown.clone(),
@@ -48,6 +49,7 @@ pub(super) async fn run(agent: Arc<Agent>, request: RunRequest, tx: mpsc::Sender
             }
         };
         tracing::info!(stop_reason = ?stop, "chat finished");
+        agent.metrics.chat_finished(stop);
         out.send(Event::Done {
             conversation_id: request.conversation.to_string(),
             stop_reason: stop,
@@ -105,15 +107,7 @@ impl Run<'_> {
         ])
         .await?;
         let rojo = &self.request.rojo;
-        let Some(client) = self.agent.providers.get(&rojo.provider) else {
-            return self
-                .fail(
-                    StopReason::InternalError,
-                    "the rojo's provider is not configured",
-                    String::new(),
-                )
-                .await;
-        };
+        let client = &self.request.client;
         let root = match self.agent.storage.project_root(&self.request.project) {
             Ok(root) => Arc::new(root),
             Err(e) => {
@@ -206,6 +200,9 @@ impl Run<'_> {
         client: &rojos_llm::Client,
         request: &ChatRequest,
     ) -> Result<Turn, TurnEnd> {
+        let metrics = &self.agent.metrics;
+        metrics.model_turn_started();
+        let started = Instant::now();
         let mut stream = client.stream_turn(request);
         let mut partial = String::new();
         loop {
@@ -219,8 +216,13 @@ impl Run<'_> {
                     partial.push_str(&text);
                     self.out.send(Event::Chat { text }).await;
                 }
-                Some(Ok(TurnEvent::Finished(turn))) => return Ok(turn),
+                Some(Ok(TurnEvent::Finished(turn))) => {
+                    metrics.model_turn_ended(started.elapsed());
+                    return Ok(turn);
+                }
                 Some(Err(error)) => {
+                    metrics.model_turn_ended(started.elapsed());
+                    metrics.provider_error(error.kind());
                     tracing::warn!(error = %error_chain(&error), "model turn failed");
                     return Err(TurnEnd::Failed {
                         message: error_chain(&error),
@@ -228,10 +230,12 @@ impl Run<'_> {
                     });
                 }
                 None => {
+                    metrics.model_turn_ended(started.elapsed());
+                    metrics.provider_error("no_result");
                     return Err(TurnEnd::Failed {
                         message: "the model stream ended without a result".to_owned(),
                         partial,
-                    })
+                    });
                 }
             }
         }
@@ -256,6 +260,7 @@ impl Run<'_> {
             })
             .await;
         let span = tracing::info_span!("tool", name = %call.name, call_id = %call.id);
+        let started = Instant::now();
         let outcome = dispatch::run_call(
             registry,
             &self.request.rojo.tools,
@@ -265,6 +270,10 @@ impl Run<'_> {
         )
         .instrument(span)
         .await;
+        let tool = registry.get(&call.name).map_or(UNKNOWN_TOOL, |t| t.name());
+        self.agent
+            .metrics
+            .tool_call(tool, outcome.ok, started.elapsed());
         let result = history::model_text(&outcome, self.agent.max_result_bytes);
         self.out
             .send(Event::ToolResult {
@@ -336,19 +345,4 @@ impl Run<'_> {
         self.history.extend(messages);
         Ok(())
     }
-}
-
-/// An error and its sources, joined by `: `.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let part = e.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = e.source();
-    }
-    text
 }

@@ -51,9 +51,11 @@ impl Auth {
             .ok_or(ApiError::Unauthorized)?;
         self.tokens
             .iter()
-            .find(|t| constant_time_eq(t.token.expose().as_bytes(), presented.as_bytes()))
-            .map(|t| Caller {
+            .enumerate()
+            .find(|(_, t)| constant_time_eq(t.token.expose().as_bytes(), presented.as_bytes()))
+            .map(|(index, t)| Caller {
                 scope: t.projects.clone(),
+                token: index,
             })
             .ok_or(ApiError::Unauthorized)
     }
@@ -63,9 +65,16 @@ impl Auth {
 #[derive(Debug, Clone)]
 pub struct Caller {
     scope: ProjectScope,
+    /// Which configured token it presented (its place in the table), for per-token limits.
+    token: usize,
 }
 
 impl Caller {
+    /// Which configured token the caller presented: its index in `[[auth.tokens]]`.
+    pub fn token(&self) -> usize {
+        self.token
+    }
+
     /// Checks the caller may work on `project`.
     ///
     /// # Errors

@@ -1,5 +1,6 @@
-//! `POST /chat`: validate the body, authorise the project, find or create the conversation,
-//! then start an agent run and stream its events as NDJSON.
+//! `POST /chat`: admit the chat under the limits (`429` beyond), validate the body, authorise
+//! the project, find or create the conversation, then start an agent run and stream its
+//! events as NDJSON.
 
 use axum::{
     extract::{rejection::JsonRejection, State},
@@ -9,6 +10,7 @@ use axum::{
 };
 use rojos_conversations::{ConversationId, StoreError};
 use serde::Deserialize;
+use serde_json::Value;
 
 use super::{auth::Caller, error::ApiError, ndjson};
 use crate::{agent::RunRequest, state::AppState, storage::ProjectId};
@@ -26,19 +28,34 @@ pub(super) struct ChatBody {
 pub(super) async fn chat(
     caller: Caller,
     State(state): State<AppState>,
-    body: Result<Json<ChatBody>, JsonRejection>,
+    body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
+    let permit = state.limits.admit(caller.token(), &state.agent.metrics)?;
     let Json(body) =
         body.map_err(|rejection| json_error(rejection, state.config.max_body_bytes))?;
+    // serde maps a JSON array onto a struct's fields by position: accept objects only.
+    if !body.is_object() {
+        return Err(ApiError::BadRequest(
+            "invalid type: the body must be a JSON object".to_owned(),
+        ));
+    }
+    let body: ChatBody = serde_json::from_value(body)
+        .map_err(|e| ApiError::BadRequest(format!("invalid body: {e}")))?;
     let project =
         ProjectId::parse(&body.project_id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     caller.authorize(&project)?;
     let rojo_name = body.rojo.unwrap_or_else(|| "default".to_owned());
-    let rojo = state
-        .config
+    // One snapshot of the live settings for the whole message.
+    let settings = state.live.settings();
+    let rojo = settings
         .rojos
         .get(&rojo_name)
         .ok_or_else(|| ApiError::BadRequest(format!("unknown rojo {rojo_name:?}")))?
+        .clone();
+    let client = settings
+        .providers
+        .get(&rojo.provider)
+        .ok_or_else(|| ApiError::Internal(format!("rojo {rojo_name}: no client for its provider")))?
         .clone();
     if body.message.trim().is_empty() {
         return Err(ApiError::BadRequest("message must not be empty".to_owned()));
@@ -71,11 +88,15 @@ pub(super) async fn chat(
         project,
         rojo_name,
         rojo,
+        client,
         conversation,
         history,
         message: body.message,
     });
-    Ok(ndjson::response(events))
+    Ok(ndjson::response(
+        events,
+        (permit, state.agent.metrics.open_stream()),
+    ))
 }
 
 fn json_error(rejection: JsonRejection, limit: usize) -> ApiError {

@@ -26,6 +26,14 @@ pub enum ApiError {
     /// 413: the body is too large.
     #[error("request body too large (limit {0} bytes)")]
     PayloadTooLarge(usize),
+    /// 429: a limit is reached; `Retry-After` says when to try again.
+    #[error("{message}")]
+    TooManyRequests {
+        /// What limit, for the user.
+        message: String,
+        /// Seconds to wait before retrying.
+        retry_after: u64,
+    },
     /// 500: something failed inside the server; the detail is logged, not returned.
     #[error("internal error")]
     Internal(String),
@@ -39,12 +47,19 @@ impl IntoResponse for ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(detail) => {
                 tracing::error!(%detail, "internal error");
                 StatusCode::INTERNAL_SERVER_ERROR
             }
         };
         let mut response = (status, Json(json!({ "error": self.to_string() }))).into_response();
+        if let ApiError::TooManyRequests { retry_after, .. } = &self {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(*retry_after),
+            );
+        }
         if status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,

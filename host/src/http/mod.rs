@@ -5,7 +5,12 @@ pub mod auth;
 mod chat;
 mod conversations;
 pub mod error;
+pub mod limits;
+mod metrics;
 mod ndjson;
+mod panel;
+mod projects;
+mod rojos;
 mod tools;
 
 use axum::{
@@ -23,7 +28,14 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/tools", get(tools::list))
         .route("/chat", post(chat::chat))
+        .route("/metrics", get(metrics::get))
         .route("/conversations/{id}", get(conversations::get))
+        .route("/conversations", get(conversations::list))
+        .route("/rojos", get(rojos::list))
+        .route("/projects", get(projects::list))
+        .route("/", get(panel::index))
+        .route("/assets/panel.js", get(panel::script))
+        .route("/assets/panel.css", get(panel::style))
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(TraceLayer::new_for_http())
         .with_state(state)

@@ -1,6 +1,7 @@
 //! A run's events as the response body: `application/x-ndjson`, one JSON object a line,
 //! each line flushed as it happens. Dropping the body (the client went away) drops the
-//! receiver, which cancels the run.
+//! receiver, which cancels the run. The body holds the chat's admission permit and its place
+//! in `rojos_streams_open` until it ends or is dropped.
 
 use axum::{
     body::{Body, Bytes},
@@ -10,15 +11,18 @@ use axum::{
 use futures_util::stream;
 use tokio::sync::mpsc;
 
-use crate::agent::Event;
+use super::limits::ChatPermit;
+use crate::{agent::Event, metrics::OpenStream};
 
-/// The streaming response for a run's events.
-pub(super) fn response(events: mpsc::Receiver<Event>) -> Response {
-    let lines = stream::unfold(events, |mut events| async move {
+/// The streaming response for a run's events; `held` is released when the body ends.
+pub(super) fn response(events: mpsc::Receiver<Event>, held: (ChatPermit, OpenStream)) -> Response {
+    // The state, `held` included, is dropped when `recv` yields `None` (the run sent `DONE`
+    // and ended) or when the body is dropped, whichever comes first.
+    let lines = stream::unfold((events, held), |(mut events, held)| async move {
         let event = events.recv().await?;
         Some((
             Ok::<_, std::convert::Infallible>(Bytes::from(event.to_line())),
-            events,
+            (events, held),
         ))
     });
     (

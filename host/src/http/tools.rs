@@ -21,8 +21,8 @@ pub(super) async fn list(
     Query(query): Query<ToolsQuery>,
 ) -> Result<Json<Vec<Value>>, ApiError> {
     let name = query.rojo.as_deref().unwrap_or("default");
-    let rojo = state
-        .config
+    let settings = state.live.settings();
+    let rojo = settings
         .rojos
         .get(name)
         .ok_or_else(|| ApiError::BadRequest(format!("unknown rojo {name:?}")))?;

@@ -11,7 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use abi_stable::std_types::RStr;
+use abi_stable::std_types::{RStr, RString};
 use cap_std::fs::Dir;
 use rojos_plugin_api::{CallContext, Limits, ToolError};
 use serde_json::Value;
@@ -95,6 +95,18 @@ pub async fn invoke(tool: &Arc<Tool>, args: &str, request: &CallRequest) -> Tool
                 request.timeout.as_secs_f64()
             ))
         }
+    }
+}
+
+impl Tool {
+    /// Calls the plugin's `call` on this thread, with no argument check, permit or deadline:
+    /// the bare plugin boundary, for the benchmark (the server always goes through
+    /// [`invoke`]). `context` is a [`CallContext`] as JSON; an error is a [`ToolError`] as JSON.
+    pub fn call_blocking(&self, context: &str, args: &str) -> Result<String, String> {
+        self.library.module.call()(RStr::from_str(context), RStr::from_str(args))
+            .into_result()
+            .map(RString::into_string)
+            .map_err(RString::into_string)
     }
 }
 

@@ -7,6 +7,8 @@
 mod elf;
 mod invoke;
 mod loader;
+mod watch;
 
 pub use invoke::{invoke, CallRequest, ToolOutcome};
 pub use loader::{Library, LoadError, LoadFailure, Loader, Tool};
+pub use watch::{check_folder, DropIn, WatchGuard};

@@ -489,3 +489,54 @@ async fn shutdown_ends_open_streams_with_error_then_done() {
     assert!(matches!(stream.events[0], Event::Error { .. }));
     assert_eq!(stream.done().1, "cancelled");
 }
+
+#[tokio::test]
+async fn a_client_gone_during_a_tool_turn_runs_no_tool_and_leaves_a_valid_history() {
+    let calls = Turn::tool_calls(&[(
+        "w1",
+        "write_text_content",
+        json!({"path": "late.txt", "text": "too late"}),
+    )])
+    .chunk_delay(Duration::from_millis(50));
+    let (host, upstream) = host_with(vec![calls]).await;
+    // A raw connection, closed as soon as the response headers arrive (no event has come yet).
+    let body = message("write late.txt").to_string();
+    let address = host.url.trim_start_matches("http://");
+    let mut socket = tokio::net::TcpStream::connect(address).await.unwrap();
+    let request = format!(
+        "POST /chat HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        crate::support::host::TOKEN,
+        body.len()
+    );
+    tokio::io::AsyncWriteExt::write_all(&mut socket, request.as_bytes())
+        .await
+        .unwrap();
+    let mut head = [0u8; 12];
+    tokio::io::AsyncReadExt::read_exact(&mut socket, &mut head)
+        .await
+        .unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
+    // Leave once the model has started streaming the tool call (no event has reached us).
+    while upstream.received().is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(120)).await;
+    drop(socket);
+    for _ in 0..100 {
+        if upstream.dropped() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        upstream.dropped(),
+        1,
+        "the upstream saw the connection dropped"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !host.project_root("demo").join("late.txt").exists(),
+        "no tool started after the client left"
+    );
+    assert_eq!(upstream.received().len(), 1, "no further model turn");
+}

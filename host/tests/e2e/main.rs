@@ -6,8 +6,10 @@
 // A test binary: its items are reachable only from within it.
 #![allow(unreachable_pub)]
 
+mod auth;
 mod chat;
 mod cli;
+mod dropin;
 mod plugins;
 mod providers;
 mod support;

@@ -208,6 +208,56 @@ pub enum PathError {
         /// The model's path.
         path: Shown,
     },
+    /// The destination of a move already exists (moves never replace anything).
+    #[error("{path} already exists{}", destination_hint(.into_folder))]
+    DestinationExists {
+        /// The model's destination path.
+        path: Shown,
+        /// When the destination is a folder: the full path to give to move into it.
+        into_folder: Option<Shown>,
+    },
+    /// The folder a move would put its entry in does not exist.
+    #[error("{path}: the folder {folder} does not exist; create it first")]
+    NoDestinationFolder {
+        /// The model's destination path.
+        path: Shown,
+        /// The destination's folder, as the model wrote it.
+        folder: Shown,
+    },
+    /// A folder would be moved into itself or one of its own subfolders.
+    #[error("{from} cannot be moved into itself ({to})")]
+    IntoItself {
+        /// The model's source path.
+        from: Shown,
+        /// The model's destination path.
+        to: Shown,
+    },
+    /// A move or delete path ends in `.` or `..`: it names no entry of a folder.
+    #[error("{path} does not end in a name: give the path of the file or folder itself, without '.' or '..' at the end")]
+    NotAnEntry {
+        /// The model's path.
+        path: Shown,
+    },
+    /// A recursive delete met a folder that another file system is mounted on.
+    #[error("{path} is a mount point of another file system: it is left as it is")]
+    MountPoint {
+        /// The model's path (or the path of the entry under it).
+        path: Shown,
+    },
+    /// A recursive delete met folders nested deeper than it goes.
+    #[error("{path} holds folders nested more than {max} deep: delete the deepest ones first")]
+    TooDeep {
+        /// The model's path.
+        path: Shown,
+        /// How deep a recursive delete goes.
+        max: usize,
+    },
+    /// Something else kept changing the folder while a recursive delete emptied it.
+    #[error("{path} kept changing while it was deleted: part of it may be left, try again")]
+    Changed {
+        /// The model's path (or the path of the entry under it).
+        path: Shown,
+    },
     /// A folder to delete still has entries.
     #[error("{path} is a folder that is not empty")]
     NotEmpty {
@@ -264,6 +314,13 @@ impl PathError {
             | Loop { .. }
             | ExistsNotAFolder { .. }
             | AlreadyExists { .. }
+            | DestinationExists { .. }
+            | NoDestinationFolder { .. }
+            | IntoItself { .. }
+            | NotAnEntry { .. }
+            | MountPoint { .. }
+            | TooDeep { .. }
+            | Changed { .. }
             | NotEmpty { .. }
             | Root { .. }
             | PermissionDenied { .. } => ErrorKind::REFUSED,
@@ -274,6 +331,19 @@ impl PathError {
 impl From<PathError> for ToolError {
     fn from(error: PathError) -> Self {
         ToolError::new(error.kind(), error.to_string())
+    }
+}
+
+/// The end of [`PathError::DestinationExists`]'s message.
+fn destination_hint(into_folder: &Option<Shown>) -> String {
+    match into_folder {
+        Some(full) => format!(
+            " and is a folder; moving never replaces anything: to move into that folder, give \
+             the full new path, such as {full}"
+        ),
+        None => {
+            "; moving never replaces anything: delete it first or choose another name".to_owned()
+        }
     }
 }
 

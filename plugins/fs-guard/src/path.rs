@@ -40,6 +40,26 @@ pub(crate) enum Split<'a> {
     },
 }
 
+/// A checked path cut for a move or a delete, which act on an entry itself: trailing `/` are
+/// allowed (they say the entry must be a folder), a last part `.` or `..` is not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Entry<'a> {
+    /// The path is the root itself (`.`, `./`, `.//.`).
+    Root,
+    /// The last part (after trailing `/`) is `.` or `..`: it resolves to some folder, maybe
+    /// the root, but does not name an entry of its parent.
+    Dotted,
+    /// `parent` (a relative path, `.` for the root) holds the entry `leaf`.
+    Named {
+        /// The folder's path, as the model wrote it minus empty and `.` parts.
+        parent: String,
+        /// The last name: never empty, `.` or `..`, never holds `/`.
+        leaf: &'a str,
+        /// The path ended in `/`: the entry must be a folder.
+        dir_only: bool,
+    },
+}
+
 impl<'a> RelPath<'a> {
     /// The path as the model wrote it.
     pub fn as_str(&self) -> &'a str {
@@ -70,6 +90,21 @@ impl<'a> RelPath<'a> {
             parent.join("/")
         };
         Split::Named { parent, leaf }
+    }
+
+    /// Cuts the path into parent folder and the entry it names, for a move or a delete.
+    pub(crate) fn entry(&self) -> Entry<'a> {
+        let trimmed = self.0.trim_end_matches('/');
+        let dir_only = trimmed.len() != self.0.len();
+        match RelPath(trimmed).split() {
+            Split::Root => Entry::Root,
+            Split::NotAName => Entry::Dotted,
+            Split::Named { parent, leaf } => Entry::Named {
+                parent,
+                leaf,
+                dir_only,
+            },
+        }
     }
 }
 
@@ -247,6 +282,41 @@ mod tests {
             Split::Named {
                 parent: "a/..".into(),
                 leaf: "b"
+            }
+        );
+    }
+
+    #[test]
+    fn entry_allows_trailing_slashes_and_flags_dot_endings() {
+        let entry = |p| check_path(p, PathUse::Existing).map(|r| r.entry()).unwrap();
+        for root in [".", "./", ".//./", "./."] {
+            assert_eq!(entry(root), Entry::Root, "{root}");
+        }
+        for dotted in ["..", "../", "a/..", "a/.", "a/./", "a/../", "./.."] {
+            assert_eq!(entry(dotted), Entry::Dotted, "{dotted}");
+        }
+        assert_eq!(
+            entry("sub//"),
+            Entry::Named {
+                parent: ".".into(),
+                leaf: "sub",
+                dir_only: true
+            }
+        );
+        assert_eq!(
+            entry("./a//b.txt"),
+            Entry::Named {
+                parent: "a".into(),
+                leaf: "b.txt",
+                dir_only: false
+            }
+        );
+        assert_eq!(
+            entry("a/../b/"),
+            Entry::Named {
+                parent: "a/..".into(),
+                leaf: "b",
+                dir_only: true
             }
         );
     }

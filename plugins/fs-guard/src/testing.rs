@@ -157,6 +157,96 @@ pub const CREATE_DIR_ESCAPES: &[(&str, ErrorKind)] = &[
     ("bidi\u{202e}dir", INVALID),
 ];
 
+/// Hostile paths for deleting (and for the source of a move), after
+/// [`Fixture::plant_links`], with the error kind each must give: absolute, `..` in every
+/// position, sibling prefix, other project, symlinks leading out as a parent component, a
+/// loop, and the root itself, also as paths that resolve to it (`sub/..`, `in-dir/..`).
+/// A symlink as the last name is not in the list: it is deleted (moved) as a link.
+pub const DELETE_ESCAPES: &[(&str, ErrorKind)] = &[
+    ("/etc/passwd", OUTSIDE),
+    ("/", OUTSIDE),
+    ("..", OUTSIDE),
+    ("../", OUTSIDE),
+    ("../x", OUTSIDE),
+    ("./..", OUTSIDE),
+    ("sub/../../x", OUTSIDE),
+    ("sub/deeper/../../../x", OUTSIDE),
+    ("../root", OUTSIDE),
+    ("../root/hello.txt", OUTSIDE),
+    ("../root-evil/x", OUTSIDE),
+    ("../../p2/root/x", OUTSIDE),
+    ("../../p2/root", OUTSIDE),
+    ("abs-dir/secret.txt", OUTSIDE),
+    ("abs-dir/dir", OUTSIDE),
+    ("rel-dir/secret.txt", OUTSIDE),
+    ("rel-dir/dir/", OUTSIDE),
+    ("rel-dir/dir/x", OUTSIDE),
+    ("chain-a/secret.txt", OUTSIDE),
+    ("proc-root/tmp", OUTSIDE),
+    ("evil/x", OUTSIDE),
+    ("other-project/x", OUTSIDE),
+    ("sub/up-dir/../x", OUTSIDE),
+    ("sub/up-dir/..", OUTSIDE),
+    ("C:\\x", OUTSIDE),
+    (".", REFUSED),
+    ("./", REFUSED),
+    (".//.", REFUSED),
+    ("sub/..", REFUSED),
+    ("sub/deeper/../..", REFUSED),
+    ("in-dir/..", REFUSED),
+    ("sub/up-dir/.", REFUSED),
+    ("sub/up-dir/", REFUSED),
+    ("loop-a/x", REFUSED),
+    ("hello.txt/", REFUSED),
+    ("hello.txt/x", REFUSED),
+    ("dangling-in/x", NOT_FOUND),
+    ("missing", NOT_FOUND),
+    ("a/../x", NOT_FOUND),
+    ("a\\b", INVALID),
+    ("", INVALID),
+];
+
+/// Hostile destinations for moving `hello.txt` or `sub` (after [`Fixture::plant_links`]):
+/// outside through every escape, and every existing name, which a move never replaces (a
+/// file, a folder, a link, a dangling link whose target would be created outside).
+pub const MOVE_DEST_ESCAPES: &[(&str, ErrorKind)] = &[
+    ("/tmp/rojos-escape-moved", OUTSIDE),
+    ("..", OUTSIDE),
+    ("../moved", OUTSIDE),
+    ("./../moved", OUTSIDE),
+    ("sub/../../moved", OUTSIDE),
+    ("../root-evil/moved", OUTSIDE),
+    ("../../p2/root/moved", OUTSIDE),
+    ("abs-dir/moved", OUTSIDE),
+    ("abs-dir/dir/moved", OUTSIDE),
+    ("rel-dir/moved", OUTSIDE),
+    ("rel-dir/dir/moved", OUTSIDE),
+    ("chain-a/moved", OUTSIDE),
+    ("proc-root/tmp/rojos-escape-moved", OUTSIDE),
+    ("evil/moved", OUTSIDE),
+    ("other-project/moved", OUTSIDE),
+    ("sub/up-dir/../moved", OUTSIDE),
+    ("C:\\moved", OUTSIDE),
+    (".", REFUSED),
+    ("sub/..", REFUSED),
+    ("sub/deeper", REFUSED),
+    ("sub/inner.txt", REFUSED),
+    ("in-file", REFUSED),
+    ("in-dir", REFUSED),
+    ("rel-dir", REFUSED),
+    ("abs-file", REFUSED),
+    ("dangling-out", REFUSED),
+    ("dangling-abs", REFUSED),
+    ("dangling-in", REFUSED),
+    ("loop-a", REFUSED),
+    ("loop-a/moved", REFUSED),
+    ("missing/moved", REFUSED),
+    ("hello.txt/moved", REFUSED),
+    ("a\\b", INVALID),
+    ("new\u{202e}name", INVALID),
+    ("", INVALID),
+];
+
 /// Arguments that are not `{"path": string}`, each with a piece of the message it must give
 /// (all `invalid_arguments`): missing, wrong types, extra keys, not JSON, not an object,
 /// duplicate keys, deep nesting, a lone surrogate.
@@ -579,24 +669,112 @@ impl Fixture {
     /// Starts a thread that swaps two existing names under the root again and again with
     /// `renameat2(RENAME_EXCHANGE)`, until [`Swapper::stop`].
     pub fn start_exchange(&self, a: &str, b: &str) -> Swapper {
+        self.exchange_thread(a, b, false)
+    }
+
+    /// Like [`Fixture::start_exchange`], but a failed exchange (a name is gone, e.g. deleted)
+    /// is only skipped, and [`Swapper::pause`] can stop the swapping for a while.
+    pub fn start_loose_exchange(&self, a: &str, b: &str) -> Swapper {
+        self.exchange_thread(a, b, true)
+    }
+
+    fn exchange_thread(&self, a: &str, b: &str, loose: bool) -> Swapper {
         let (a, b) = (self.path(a), self.path(b));
-        let stop = Arc::new(AtomicBool::new(false));
-        let flips = Arc::new(AtomicU64::new(0));
+        let state = Arc::new(SwapState::default());
         let handle = {
-            let (stop, flips) = (Arc::clone(&stop), Arc::clone(&flips));
+            let state = Arc::clone(&state);
             std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    rustix::fs::renameat_with(CWD, &a, CWD, &b, RenameFlags::EXCHANGE)
-                        .expect("exchange names");
-                    flips.fetch_add(1, Ordering::Relaxed);
+                while !state.stop.load(Ordering::SeqCst) {
+                    if state.paused.load(Ordering::SeqCst) {
+                        state.parked.store(true, Ordering::SeqCst);
+                        while state.paused.load(Ordering::SeqCst)
+                            && !state.stop.load(Ordering::SeqCst)
+                        {
+                            std::thread::yield_now();
+                        }
+                        state.parked.store(false, Ordering::SeqCst);
+                        continue;
+                    }
+                    match rustix::fs::renameat_with(CWD, &a, CWD, &b, RenameFlags::EXCHANGE) {
+                        Ok(()) => {
+                            state.flips.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) if !loose => panic!("exchange names: {e}"),
+                        Err(_) => std::thread::yield_now(),
+                    }
                 }
             })
         };
         Swapper {
-            stop,
-            flips,
+            state,
             handle: Some(handle),
         }
+    }
+
+    /// Recursively deletes `rel` the naive way (`std::fs`, by path: `lstat`, then list and
+    /// delete by path), as a control in race tests: a folder swapped for a symlink between
+    /// the `lstat` and the listing makes it delete what the link points to.
+    pub fn naive_remove_tree(&self, rel: &str) {
+        fn remove(path: &Path) {
+            match fs::symlink_metadata(path) {
+                Ok(meta) if meta.is_dir() => {
+                    if let Ok(entries) = fs::read_dir(path) {
+                        for entry in entries.flatten() {
+                            remove(&entry.path());
+                        }
+                    }
+                    let _ = fs::remove_dir(path);
+                }
+                Ok(_) => {
+                    let _ = fs::remove_file(path);
+                }
+                Err(_) => {}
+            }
+        }
+        remove(&self.path(rel));
+    }
+
+    /// Races a recursive delete against a concurrent swap, `rounds` times: each round plants
+    /// `victim/a/` (files named like the outside ones, a subfolder, twenty more files) and
+    /// `victim/a.swap-link`, a relative symlink to `outside/`, lets a thread exchange the two
+    /// names again and again, and calls `delete` (which should delete `victim`). Then it
+    /// checks that the files in `outside/` are all still there. Stops early at the first
+    /// round that lost one if `stop_at_loss`.
+    pub fn race_tree_delete(
+        &self,
+        rounds: usize,
+        stop_at_loss: bool,
+        mut delete: impl FnMut(&Fixture),
+    ) -> TreeRace {
+        let canaries =
+            ["x", "secret.txt", "dir/x", "dir/secret.txt"].map(|name| self.outside().join(name));
+        self.mkdir("victim");
+        let swapper = self.start_loose_exchange("victim/a", "victim/a.swap-link");
+        let mut race = TreeRace::default();
+        for _ in 0..rounds {
+            swapper.pause();
+            let victim = self.path("victim");
+            // Nothing races now, and remove_dir_all never follows links.
+            let _ = fs::remove_dir_all(&victim);
+            for name in ["x", "secret.txt", "dir/x", "dir/secret.txt"] {
+                self.write(&format!("victim/a/{name}"), b"inside\n");
+            }
+            for i in 0..20 {
+                self.write(&format!("victim/a/more/f{i}"), b"inside\n");
+            }
+            self.symlink("victim/a.swap-link", "../../../../outside");
+            swapper.resume();
+            delete(self);
+            race.rounds += 1;
+            if canaries.iter().any(|c| fs::symlink_metadata(c).is_err()) {
+                race.losses += 1;
+                if stop_at_loss {
+                    break;
+                }
+            }
+        }
+        race.flips = swapper.stop();
+        race
     }
 
     /// Starts a thread that swaps `root/<name>` (a real folder) with a symlink to `target`
@@ -608,11 +786,29 @@ impl Fixture {
     }
 }
 
+/// What [`Fixture::race_tree_delete`] saw.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TreeRace {
+    /// Rounds run.
+    pub rounds: usize,
+    /// Rounds after which a file outside the root was missing.
+    pub losses: usize,
+    /// Successful swaps.
+    pub flips: u64,
+}
+
+#[derive(Debug, Default)]
+struct SwapState {
+    stop: AtomicBool,
+    paused: AtomicBool,
+    parked: AtomicBool,
+    flips: AtomicU64,
+}
+
 /// The thread of [`Fixture::start_exchange`]; stops when dropped.
 #[derive(Debug)]
 pub struct Swapper {
-    stop: Arc<AtomicBool>,
-    flips: Arc<AtomicU64>,
+    state: Arc<SwapState>,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -620,11 +816,27 @@ impl Swapper {
     /// Stops the thread and returns how many swaps it made.
     pub fn stop(mut self) -> u64 {
         self.halt();
-        self.flips.load(Ordering::Relaxed)
+        self.state.flips.load(Ordering::Relaxed)
+    }
+
+    /// Makes the thread stop swapping, and returns once it is idle.
+    pub fn pause(&self) {
+        self.state.paused.store(true, Ordering::SeqCst);
+        while !self.state.parked.load(Ordering::SeqCst) {
+            if self.handle.as_ref().is_none_or(|h| h.is_finished()) {
+                return;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// Lets a paused thread swap again.
+    pub fn resume(&self) {
+        self.state.paused.store(false, Ordering::SeqCst);
     }
 
     fn halt(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.state.stop.store(true, Ordering::SeqCst);
         if let Some(handle) = self.handle.take() {
             handle.join().expect("swapper thread panicked");
         }

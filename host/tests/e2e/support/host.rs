@@ -32,6 +32,8 @@ pub struct HostConfig {
     pub extra: String,
     /// The `base_url` of the `scripted` provider.
     pub provider_url: String,
+    /// Whether `[plugins].dir = "plugins.d"` is set.
+    pub dropin: bool,
 }
 
 impl HostConfig {
@@ -41,6 +43,7 @@ impl HostConfig {
             load: super::builtin_libs(),
             extra: String::new(),
             provider_url: "http://127.0.0.1:9/v1".to_owned(),
+            dropin: false,
         }
     }
 
@@ -82,6 +85,7 @@ projects = ["demo"]
 [plugins]
 load = [{load}]
 call_timeout_secs = 2
+{dropin}
 
 [providers.scripted]
 base_url = "{provider_url}"
@@ -94,6 +98,11 @@ idle_timeout_secs = 5
 "#,
             load = load.join(", "),
             provider_url = self.provider_url,
+            dropin = if self.dropin {
+                "dir = \"plugins.d\""
+            } else {
+                ""
+            },
             default_rojo = if has_default_rojo {
                 ""
             } else {
@@ -150,6 +159,19 @@ impl TestHost {
             shutdown: Some(tx),
             stopped: None,
         }
+    }
+
+    /// The drop-in plugin folder (`plugins.d` beside the config).
+    pub fn dropin_dir(&self) -> PathBuf {
+        self.dir.path().join("plugins.d")
+    }
+
+    /// Rewrites `rojos.toml` (the host reloads it).
+    pub fn rewrite_config(&self, config: &HostConfig) {
+        let path = self.dir.path().join("rojos.toml");
+        let tmp = self.dir.path().join(".rojos.toml.tmp");
+        std::fs::write(&tmp, config.render()).expect("write config");
+        std::fs::rename(tmp, path).expect("replace config");
     }
 
     /// The folder holding `rojos.toml`.

@@ -1,7 +1,8 @@
 //! `ProjectDir`: the project root as a `cap-std` capability, and every file operation the
 //! tools perform on it (PATHS.md §2.3 step 4). Each path is resolved once, by the kernel,
 //! beneath the root (`openat2` with `RESOLVE_BENEATH`); creations, replacements, moves and
-//! deletions act on the last name through an open handle of its parent folder.
+//! deletions act on the last name through an open handle of its parent folder, and a
+//! recursive delete walks down by folder handles opened with `O_NOFOLLOW` (see `tree`).
 
 use std::io::{Read, Write};
 use std::os::fd::BorrowedFd;
@@ -16,7 +17,11 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 use crate::error::{describe_type, from_io, PathError, Shown};
-use crate::path::{check_path, PathUse, Split};
+use crate::path::{check_path, Entry, PathUse, Split};
+
+mod tree;
+
+pub use tree::MAX_DELETE_DEPTH;
 
 /// The two kinds of entry the tools report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -49,6 +54,11 @@ pub struct ListEntry {
     /// Its type; for an in-root symlink, the type of its target.
     #[serde(rename = "type")]
     pub kind: EntryType,
+    /// Whether the entry itself is a symbolic link (to something in the project). Not part of
+    /// `list_files`' result; a tool that walks folders skips these to visit each file once
+    /// and never loop.
+    #[serde(skip)]
+    pub symlink: bool,
 }
 
 /// A folder listing, sorted by name, cut at `max_list_entries`.
@@ -284,7 +294,11 @@ impl ProjectDir {
                 None
             };
             if let Some(kind) = kind {
-                entries.push(ListEntry { name, kind });
+                entries.push(ListEntry {
+                    name,
+                    kind,
+                    symlink: file_type.is_symlink(),
+                });
             }
         }
         entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
@@ -327,62 +341,133 @@ impl ProjectDir {
         }
     }
 
-    /// Removes a file, symlink (the link itself, never its target), special file or empty
-    /// folder, through its parent folder's handle. Not yet exposed as a tool.
+    /// Removes a file, a symlink (the link itself, never its target) or a special file (a
+    /// FIFO or device is never opened), with one `unlinkat` on its parent folder's handle;
+    /// then syncs that folder. Folders are refused (the kernel refuses them in the same
+    /// call): see [`ProjectDir::delete_recursive`].
     ///
     /// # Errors
     ///
-    /// The root itself, a path not ending in a name, a folder that is not empty.
+    /// A folder ([`PathError::IsADirectory`]); the root itself, also as `a/..`
+    /// ([`PathError::Root`]); a path ending in `.` or `..` ([`PathError::NotAnEntry`]); a
+    /// trailing `/` on something that is not a folder; and the resolution errors of the
+    /// parent folder (a symlink on the way that leads out is [`PathError::Outside`]).
     pub fn delete(&self, path: &str) -> Result<(), PathError> {
-        let rel = check_path(path, PathUse::Existing)?;
-        let (parent, leaf) = match rel.split() {
-            Split::Named { parent, leaf } => (parent, leaf),
-            Split::Root => return Err(PathError::Root { action: "deleted" }),
-            Split::NotAName => return Err(self.not_a_file_name(path)),
-        };
+        let (folder, leaf, dir_only) = self.entry_to_change(path, "deleted")?;
         let io = |e| from_io(path, e);
-        let folder = self.open_folder(&parent).map_err(io)?;
-        let meta = folder.symlink_metadata(leaf).map_err(io)?;
-        if meta.is_dir() {
-            folder.remove_dir(leaf).map_err(io)
-        } else {
-            folder.remove_file(leaf).map_err(io)
+        if dir_only {
+            // `x/` names a folder, which this never deletes: say which refusal applies.
+            let meta = folder.symlink_metadata(leaf).map_err(io)?;
+            return Err(if meta.is_dir() {
+                PathError::IsADirectory {
+                    path: Shown::new(path),
+                }
+            } else {
+                not_a_folder(path, &meta)
+            });
         }
+        rustix::fs::unlinkat(&folder, leaf, rustix::fs::AtFlags::empty())
+            .map_err(|e| io(e.into()))?;
+        rustix::fs::fsync(&folder).map_err(|e| io(e.into()))
+    }
+
+    /// Removes a file, symlink or special file like [`ProjectDir::delete`], or a folder with
+    /// everything in it; then syncs the parent folder. Never follows a symlink: a link inside
+    /// the tree is removed as a link, and a folder swapped for a link while the delete runs
+    /// is found as the link (`O_NOFOLLOW`) and only the link is removed, so nothing outside
+    /// the root is ever touched. Does not descend into other file systems mounted inside.
+    ///
+    /// # Errors
+    ///
+    /// As [`ProjectDir::delete`] (except that folders are deleted); a trailing `/` on a
+    /// symlink (name the link without it); a mount point ([`PathError::MountPoint`]); folders
+    /// nested deeper than [`MAX_DELETE_DEPTH`]; a tree that kept changing
+    /// ([`PathError::Changed`]); an entry that cannot be removed (named by its path). A
+    /// failure partway leaves the rest in place.
+    pub fn delete_recursive(&self, path: &str) -> Result<(), PathError> {
+        let (folder, leaf, dir_only) = self.entry_to_change(path, "deleted")?;
+        let io = |e| from_io(path, e);
+        if dir_only {
+            let meta = folder.symlink_metadata(leaf).map_err(io)?;
+            if !meta.is_dir() {
+                return Err(not_a_folder(path, &meta));
+            }
+        }
+        tree::remove(&folder, leaf, path.trim_end_matches('/'))?;
+        rustix::fs::fsync(&folder).map_err(|e| io(e.into()))
     }
 
     /// Moves `from` to `to` (both relative to the root) with `renameat2(RENAME_NOREPLACE)`
     /// between the two parent folders' handles: no check-then-act, an existing destination is
-    /// never replaced, a symlink is moved as a link. The destination's folder must exist. Not
-    /// yet exposed as a tool.
+    /// never replaced (a file, a folder, even an empty one, or a link), a symlink is moved as
+    /// a link. The destination's folder must exist. A trailing `/` on either path says the
+    /// source must be a folder. Both folders are synced afterwards.
     ///
     /// # Errors
     ///
-    /// The root itself, paths not ending in a name, an existing destination.
+    /// The root itself as source, also as `a/..` ([`PathError::Root`]); a path ending in `.`
+    /// or `..`; an existing destination ([`PathError::DestinationExists`], which says how to
+    /// move into it when it is a folder); a missing destination folder
+    /// ([`PathError::NoDestinationFolder`]); a folder moved into itself
+    /// ([`PathError::IntoItself`]); the resolution errors of both parent folders.
     pub fn rename(&self, from: &str, to: &str) -> Result<(), PathError> {
         let from_rel = check_path(from, PathUse::Existing)?;
         let to_rel = check_path(to, PathUse::Create)?;
-        let (from_parent, from_leaf) = match from_rel.split() {
-            Split::Named { parent, leaf } => (parent, leaf),
-            Split::Root => return Err(PathError::Root { action: "moved" }),
-            Split::NotAName => return Err(self.not_a_file_name(from)),
+        let (from_parent, from_leaf, from_dir_only) = match from_rel.entry() {
+            Entry::Named {
+                parent,
+                leaf,
+                dir_only,
+            } => (parent, leaf, dir_only),
+            Entry::Root => return Err(PathError::Root { action: "moved" }),
+            Entry::Dotted => return Err(self.dotted(from, "moved")),
         };
-        let (to_parent, to_leaf) = match to_rel.split() {
-            Split::Named { parent, leaf } => (parent, leaf),
-            Split::Root => {
-                return Err(PathError::AlreadyExists {
-                    path: Shown::new(to),
+        let exists = |into: String| PathError::DestinationExists {
+            path: Shown::new(to),
+            into_folder: Some(Shown::new(&into)),
+        };
+        let (to_parent, to_leaf, to_dir_only) = match to_rel.entry() {
+            Entry::Named {
+                parent,
+                leaf,
+                dir_only,
+            } => (parent, leaf, dir_only),
+            Entry::Root => return Err(exists(from_leaf.to_owned())),
+            Entry::Dotted => {
+                return Err(match self.open_folder(to) {
+                    Ok(folder) if self.is_root(&folder) => exists(from_leaf.to_owned()),
+                    Ok(_) => PathError::NotAnEntry {
+                        path: Shown::new(to),
+                    },
+                    Err(e) => from_io(to, e),
                 })
             }
-            Split::NotAName => return Err(self.not_a_file_name(to)),
         };
         let from_folder = self
             .open_folder(&from_parent)
             .map_err(|e| from_io(from, e))?;
-        let to_folder = self.open_folder(&to_parent).map_err(|e| from_io(to, e))?;
-        // The source must exist before blame for ENOENT can go to it.
-        from_folder
+        // Only to blame the right path and word the refusals: the move itself checks nothing
+        // in advance, the kernel decides in the one renameat2 call.
+        let source = from_folder
             .symlink_metadata(from_leaf)
             .map_err(|e| from_io(from, e))?;
+        if from_dir_only && !source.is_dir() {
+            return Err(not_a_folder(from, &source));
+        }
+        if to_dir_only && !source.is_dir() {
+            return Err(PathError::NamesAFolder {
+                path: Shown::new(to),
+            });
+        }
+        let to_folder = self
+            .open_folder(&to_parent)
+            .map_err(|e| match from_io(to, e) {
+                PathError::NotFound { path } => PathError::NoDestinationFolder {
+                    path,
+                    folder: Shown::new(&to_parent),
+                },
+                other => other,
+            })?;
         rustix::fs::renameat_with(
             &from_folder,
             from_leaf,
@@ -391,8 +476,21 @@ impl ProjectDir {
             RenameFlags::NOREPLACE,
         )
         .map_err(|errno| match errno {
-            rustix::io::Errno::EXIST | rustix::io::Errno::NOTEMPTY => PathError::AlreadyExists {
-                path: Shown::new(to),
+            rustix::io::Errno::EXIST | rustix::io::Errno::NOTEMPTY => {
+                let is_folder = to_folder
+                    .symlink_metadata(to_leaf)
+                    .is_ok_and(|meta| meta.is_dir());
+                PathError::DestinationExists {
+                    path: Shown::new(to),
+                    into_folder: is_folder
+                        .then(|| Shown::new(&format!("{}/{from_leaf}", to.trim_end_matches('/')))),
+                }
+            }
+            // With RENAME_NOREPLACE on a file system that supports it, EINVAL for a folder
+            // means "a folder cannot be made a subfolder of itself".
+            rustix::io::Errno::INVAL if source.is_dir() => PathError::IntoItself {
+                from: Shown::new(from),
+                to: Shown::new(to),
             },
             rustix::io::Errno::XDEV => PathError::Io {
                 path: Shown::new(to),
@@ -403,6 +501,49 @@ impl ProjectDir {
         })?;
         rustix::fs::fsync(&to_folder).map_err(|e| from_io(to, e.into()))?;
         rustix::fs::fsync(&from_folder).map_err(|e| from_io(from, e.into()))
+    }
+
+    /// For a delete: the open parent folder of the entry `path` names, the entry's name, and
+    /// whether the path ended in `/`. Refuses the root and paths ending in `.` or `..`.
+    fn entry_to_change<'p>(
+        &self,
+        path: &'p str,
+        action: &'static str,
+    ) -> Result<(Dir, &'p str, bool), PathError> {
+        let rel = check_path(path, PathUse::Existing)?;
+        match rel.entry() {
+            Entry::Named {
+                parent,
+                leaf,
+                dir_only,
+            } => {
+                let folder = self.open_folder(&parent).map_err(|e| from_io(path, e))?;
+                Ok((folder, leaf, dir_only))
+            }
+            Entry::Root => Err(PathError::Root { action }),
+            Entry::Dotted => Err(self.dotted(path, action)),
+        }
+    }
+
+    /// The refusal for a move or delete of a path ending in `.` or `..`: the root's own
+    /// refusal if it resolves to the root, else that it names no entry (or why it does not
+    /// resolve at all, e.g. `..` leads outside).
+    fn dotted(&self, path: &str, action: &'static str) -> PathError {
+        match self.open_folder(path) {
+            Ok(folder) if self.is_root(&folder) => PathError::Root { action },
+            Ok(_) => PathError::NotAnEntry {
+                path: Shown::new(path),
+            },
+            Err(e) => from_io(path, e),
+        }
+    }
+
+    /// Whether `folder` is the project root (same device and inode).
+    fn is_root(&self, folder: &Dir) -> bool {
+        match (rustix::fs::fstat(&self.dir), rustix::fs::fstat(folder)) {
+            (Ok(root), Ok(other)) => root.st_dev == other.st_dev && root.st_ino == other.st_ino,
+            _ => false,
+        }
     }
 
     /// Opens a folder for reading (not `O_PATH`, so it can be synced), beneath the root.
@@ -501,6 +642,18 @@ fn special(path: &str, meta: &Metadata) -> PathError {
     }
 }
 
+/// The refusal for a path ending in `/` whose entry (not followed) is not a folder.
+fn not_a_folder(path: &str, meta: &Metadata) -> PathError {
+    if meta.file_type().is_symlink() {
+        // `link/` would mean the folder the link points to: the model must say which.
+        special(path, meta)
+    } else {
+        PathError::NotADirectory {
+            path: Shown::new(path),
+        }
+    }
+}
+
 /// The size of a regular file within `limit`, or why it cannot be read.
 fn regular_size(path: &str, meta: &Metadata, limit: u64) -> Result<u64, PathError> {
     if meta.is_dir() {
@@ -521,5 +674,7 @@ fn regular_size(path: &str, meta: &Metadata, limit: u64) -> Result<u64, PathErro
     Ok(meta.len())
 }
 
+#[cfg(test)]
+mod change_tests;
 #[cfg(test)]
 mod tests;

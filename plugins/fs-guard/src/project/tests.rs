@@ -829,41 +829,6 @@ fn create_dir_accepts_existing_folders_and_refuses_existing_files() {
 }
 
 #[test]
-fn delete_removes_files_links_and_empty_folders_but_not_the_root() {
-    let fx = Fixture::new();
-    fx.plant_links();
-    let dir = fx.project_dir();
-    assert_eq!(
-        dir.delete(".").unwrap_err().to_string(),
-        "the project root itself cannot be deleted"
-    );
-    refused(&fx, "sub", dir.delete("sub"), REFUSED);
-    dir.delete("in-dir").unwrap();
-    assert!(fx.exists("sub/inner.txt"));
-    dir.delete("sub/deeper").unwrap();
-    dir.delete("sub/inner.txt").unwrap();
-    refused(&fx, "sub/inner.txt", dir.delete("sub/inner.txt"), NOT_FOUND);
-}
-
-#[test]
-fn rename_moves_without_replacing_an_existing_destination() {
-    let fx = Fixture::new();
-    let dir = fx.project_dir();
-    dir.rename("hello.txt", "sub/hello.txt").unwrap();
-    assert_eq!(fx.read("sub/hello.txt"), b"hello");
-    let message = refused(
-        &fx,
-        "x",
-        dir.rename("sub/hello.txt", "sub/inner.txt"),
-        REFUSED,
-    );
-    assert_eq!(message, "'sub/inner.txt' already exists");
-    assert_eq!(fx.read("sub/inner.txt"), b"inner");
-    refused(&fx, "x", dir.rename("missing", "new"), NOT_FOUND);
-    refused(&fx, "x", dir.rename(".", "new"), REFUSED);
-}
-
-#[test]
 fn from_context_duplicates_the_host_descriptor_and_leaves_it_open() {
     let fx = Fixture::new();
     let ctx = fx.context();

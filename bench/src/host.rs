@@ -1,0 +1,225 @@
+//! The host under test as a separate process, so its memory and CPU are its own: the release
+//! `rojos` binary started with a generated config (a token, the five built-in plugins, storage
+//! in a temp folder, the bench's upstream as provider, generous limits, no rate limit). Its
+//! address comes from its first line of output; memory and CPU time from `/proc/<pid>`.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Stdio,
+    time::Duration,
+};
+
+use anyhow::{bail, Context};
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    process::{Child, Command},
+};
+
+/// The bearer token of the generated config.
+pub(crate) const TOKEN: &str = "bench-token-0123456789";
+
+/// The five built-in tool libraries, by crate lib name.
+pub(crate) const BUILTINS: [&str; 5] = [
+    "rojos_tool_read_path_meta",
+    "rojos_tool_get_text_content",
+    "rojos_tool_write_text_content",
+    "rojos_tool_list_files",
+    "rojos_tool_create_directory",
+];
+
+/// Where the release build puts the host and the plugins (`target/release`).
+pub(crate) fn build_dir() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe().context("cannot find the bench executable")?;
+    let dir = exe
+        .parent()
+        .context("the bench executable has no folder")?
+        .to_owned();
+    let missing: Vec<String> = std::iter::once("rojos".to_owned())
+        .chain(BUILTINS.iter().map(|lib| format!("lib{lib}.so")))
+        .filter(|f| !dir.join(f).exists())
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "{} missing from {}: run `cargo build --release --workspace` first",
+            missing.join(", "),
+            dir.display()
+        );
+    }
+    Ok(dir)
+}
+
+/// Memory of the host process, in bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Memory {
+    /// Resident now (`VmRSS`).
+    pub(crate) rss: u64,
+    /// Highest resident since start or the last reset (`VmHWM`).
+    pub(crate) peak: u64,
+}
+
+/// A running host process; killed when dropped.
+#[derive(Debug)]
+pub(crate) struct HostProcess {
+    child: Child,
+    pid: u32,
+    /// `http://127.0.0.1:PORT`.
+    pub(crate) url: String,
+    dir: tempfile::TempDir,
+}
+
+impl HostProcess {
+    /// Writes a config and starts `<build>/rojos` on it; `dropin` adds a `[plugins].dir`.
+    pub(crate) async fn start(
+        build: &Path,
+        provider_url: &str,
+        dropin: bool,
+    ) -> anyhow::Result<HostProcess> {
+        let dir = tempfile::tempdir().context("cannot make a temp folder")?;
+        let config = dir.path().join("rojos.toml");
+        std::fs::write(&config, render_config(build, provider_url, dropin))?;
+        if dropin {
+            std::fs::create_dir(dir.path().join("plugins.d"))?;
+        }
+        let log = std::fs::File::create(dir.path().join("rojos.log"))?;
+        let mut child = Command::new(build.join("rojos"))
+            .arg("--config")
+            .arg(&config)
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("cannot start {}", build.join("rojos").display()))?;
+        let pid = child.id().context("the host exited at once")?;
+        let stdout = child.stdout.take().context("no stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let url = tokio::time::timeout(Duration::from_secs(20), async {
+            while let Some(line) = lines.next_line().await? {
+                if let Some(rest) = line.strip_prefix("rojos listening on ") {
+                    return Ok(rest.trim_end_matches('/').to_owned());
+                }
+            }
+            bail!("the host ended before listening")
+        })
+        .await
+        .context("the host did not start listening within 20 s")?
+        .with_context(|| log_tail(dir.path()))?;
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Ok(HostProcess {
+            child,
+            pid,
+            url,
+            dir,
+        })
+    }
+
+    /// The folder with `rojos.toml`, `storage/` and the host's log.
+    pub(crate) fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The root folder of `project`.
+    pub(crate) fn project_root(&self, project: &str) -> PathBuf {
+        self.dir.path().join("storage").join(project).join("root")
+    }
+
+    /// The host's memory now.
+    pub(crate) fn memory(&self) -> anyhow::Result<Memory> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid))?;
+        let field = |name: &str| -> u64 {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .map_or(0, |kib| kib * 1024)
+        };
+        Ok(Memory {
+            rss: field("VmRSS:"),
+            peak: field("VmHWM:"),
+        })
+    }
+
+    /// Resets `VmHWM` to the current RSS (Linux `clear_refs` 5); false where not allowed.
+    pub(crate) fn reset_peak(&self) -> bool {
+        std::fs::write(format!("/proc/{}/clear_refs", self.pid), "5").is_ok()
+    }
+
+    /// CPU time the host has used (user + system).
+    pub(crate) fn cpu(&self) -> anyhow::Result<Duration> {
+        cpu_of(&format!("/proc/{}/stat", self.pid))
+    }
+
+    /// Whether the process is still running.
+    pub(crate) fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The last lines of the host's log, for error messages.
+    pub(crate) fn log_tail(&self) -> String {
+        log_tail(self.dir.path())
+    }
+}
+
+/// CPU time (user + system) of the process whose `stat` file is `path`.
+pub(crate) fn cpu_of(path: &str) -> anyhow::Result<Duration> {
+    let stat = std::fs::read_to_string(path)?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .context("unexpected /proc stat format")?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| -> anyhow::Result<u64> {
+        Ok(fields
+            .get(i)
+            .context("unexpected /proc stat format")?
+            .parse()?)
+    };
+    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name and state.
+    let total = ticks(11)? + ticks(12)?;
+    let hz = rustix::param::clock_ticks_per_second();
+    Ok(Duration::from_secs_f64(total as f64 / hz as f64))
+}
+
+fn log_tail(dir: &Path) -> String {
+    let log = std::fs::read_to_string(dir.join("rojos.log")).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().collect();
+    let tail = lines[lines.len().saturating_sub(15)..].join("\n");
+    format!("host log ({}):\n{tail}", dir.join("rojos.log").display())
+}
+
+fn render_config(build: &Path, provider_url: &str, dropin: bool) -> String {
+    let load: Vec<String> = BUILTINS
+        .iter()
+        .map(|lib| format!("{:?}", build.join(format!("lib{lib}.so")).display().to_string()))
+        .collect();
+    format!(
+        r#"[server]
+bind = "127.0.0.1:0"
+storage = "storage"
+max_concurrent_chats = 8192
+
+[[auth.tokens]]
+token = "{TOKEN}"
+projects = ["*"]
+
+[plugins]
+load = [{load}]
+{dir}call_timeout_secs = 60
+max_concurrent_calls = 256
+
+[providers.bench]
+base_url = "{provider_url}"
+model = "{model}"
+idle_timeout_secs = 60
+turn_timeout_secs = 300
+
+[rojos.default]
+provider = "bench"
+tools = "*"
+"#,
+        load = load.join(", "),
+        dir = if dropin { "dir = \"plugins.d\"\n" } else { "" },
+        model = crate::upstream::MODEL,
+    )
+}

@@ -1,0 +1,296 @@
+//! The scripted OpenAI-compatible upstream: `POST /v1/chat/completions` on loopback, answering
+//! the docs/intro conversation in the Chat Completions SSE wire format (the same bytes as the
+//! end-to-end tests' `ScriptedUpstream`). Stateless: the turn is chosen by counting the `tool`
+//! messages in the request, so any number of conversations can run at once. The pace (time to
+//! first byte, time between chunks) can be changed between scenarios.
+
+use std::{
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
+
+use axum::{
+    body::{Body, Bytes},
+    extract::State,
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    routing::post,
+    Router,
+};
+use futures_util::stream;
+use serde_json::{json, Value};
+
+/// The model name the host is configured with.
+pub(crate) const MODEL: &str = "bench-model";
+/// The seed's user message.
+pub(crate) const MESSAGE: &str = "Create a directory at docs/intro and write an index.page file there with a page header and a short intro paragraph.";
+/// The folder the first turn creates.
+pub(crate) const FOLDER: &str = "docs/intro";
+/// The file the second turn writes.
+pub(crate) const FILE: &str = "docs/intro/index.page";
+/// What the second turn writes.
+pub(crate) const PAGE: &str = "# Introduction\n\nWelcome to the documentation. This section gives a short overview of the project and where to start.";
+/// The final text answer.
+pub(crate) const ANSWER: &str = "Done! I created `docs/intro` and wrote `docs/intro/index.page`.";
+
+/// Argument text per tool-call delta, and answer text per content delta.
+const ARGS_PIECE: usize = 20;
+const TEXT_PIECE: usize = 12;
+
+/// How fast the upstream answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pace {
+    /// Before the first body byte of each turn (time to first token).
+    pub(crate) first: Duration,
+    /// Before each later chunk.
+    pub(crate) between: Duration,
+}
+
+impl Pace {
+    /// No delay at all.
+    pub(crate) const FAST: Pace = Pace {
+        first: Duration::ZERO,
+        between: Duration::ZERO,
+    };
+}
+
+/// The three turns as SSE events, one `Bytes` per event.
+#[derive(Debug)]
+pub(crate) struct Script {
+    turns: [Vec<Bytes>; 3],
+}
+
+impl Script {
+    fn seed() -> Script {
+        let page_args = json!({"path": FILE, "text": PAGE}).to_string();
+        Script {
+            turns: [
+                tool_call("call_mkdir", "create_directory", &json!({"path": FOLDER}).to_string()),
+                tool_call("call_write", "write_text_content", &page_args),
+                text(ANSWER),
+            ],
+        }
+    }
+
+    /// What the upstream alone takes for one conversation at `pace`: the delays it sleeps.
+    pub(crate) fn own_time(&self, pace: Pace) -> Duration {
+        self.turns
+            .iter()
+            .map(|events| pace.first + pace.between * (events.len() as u32 - 1))
+            .sum()
+    }
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> Bytes {
+    let body = json!({
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": 1_756_212_345,
+        "model": MODEL,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+    });
+    Bytes::from(format!("data: {body}\n\n"))
+}
+
+fn pieces(text: &str, size: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+/// One call in OpenAI's canonical shape: id and name first, arguments split across deltas.
+fn tool_call(id: &str, name: &str, args: &str) -> Vec<Bytes> {
+    let mut events = vec![
+        chunk(json!({"role": "assistant", "content": null}), None),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}),
+            None,
+        ),
+    ];
+    for piece in pieces(args, ARGS_PIECE) {
+        events.push(chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}),
+            None,
+        ));
+    }
+    events.push(chunk(json!({}), Some("tool_calls")));
+    events.push(Bytes::from_static(b"data: [DONE]\n\n"));
+    events
+}
+
+fn text(answer: &str) -> Vec<Bytes> {
+    let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+    for piece in pieces(answer, TEXT_PIECE) {
+        events.push(chunk(json!({"content": piece}), None));
+    }
+    events.push(chunk(json!({}), Some("stop")));
+    events.push(Bytes::from_static(b"data: [DONE]\n\n"));
+    events
+}
+
+#[derive(Debug)]
+struct Shared {
+    script: Script,
+    first_us: AtomicU64,
+    between_us: AtomicU64,
+    requests: AtomicU64,
+    refused: AtomicU64,
+}
+
+/// A running upstream.
+#[derive(Debug, Clone)]
+pub(crate) struct Upstream {
+    /// `http://127.0.0.1:PORT/v1`.
+    pub(crate) base_url: String,
+    shared: Arc<Shared>,
+}
+
+impl Upstream {
+    /// Starts serving on an ephemeral loopback port.
+    pub(crate) async fn start() -> anyhow::Result<Upstream> {
+        let shared = Arc::new(Shared {
+            script: Script::seed(),
+            first_us: AtomicU64::new(0),
+            between_us: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+        });
+        let app = Router::new()
+            .route("/v1/chat/completions", post(completions))
+            .with_state(Arc::clone(&shared));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let base_url = format!("http://{}/v1", listener.local_addr()?);
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                eprintln!("rojos-bench: the scripted upstream stopped: {e}");
+            }
+        });
+        Ok(Upstream { base_url, shared })
+    }
+
+    /// Sets the pace of every turn from now on.
+    pub(crate) fn set_pace(&self, pace: Pace) {
+        let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        self.shared.first_us.store(micros(pace.first), Ordering::Relaxed);
+        self.shared
+            .between_us
+            .store(micros(pace.between), Ordering::Relaxed);
+    }
+
+    /// The script's own time for one conversation at `pace`.
+    pub(crate) fn own_time(&self, pace: Pace) -> Duration {
+        self.shared.script.own_time(pace)
+    }
+
+    /// Requests served, and requests refused as malformed (never expected).
+    pub(crate) fn counts(&self) -> (u64, u64) {
+        (
+            self.shared.requests.load(Ordering::Relaxed),
+            self.shared.refused.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// Counts the non-overlapping occurrences of `needle` in `haystack`.
+fn count(haystack: &[u8], needle: &[u8]) -> usize {
+    haystack.windows(needle.len()).filter(|w| *w == needle).count()
+}
+
+async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    let n = shared.requests.fetch_add(1, Ordering::Relaxed);
+    // Counting bytes keeps the upstream cheap; every 64th request is checked in depth.
+    let tools = count(&body, br#""role":"tool""#);
+    let checked = n % 64 != 0 || deep_check(&body, tools).is_ok();
+    if tools > 2 || !checked || count(&body, br#""stream":true"#) != 1 {
+        shared.refused.fetch_add(1, Ordering::Relaxed);
+        let why = deep_check(&body, tools).err().unwrap_or_default();
+        return (StatusCode::BAD_REQUEST, format!("bench upstream: {why}")).into_response();
+    }
+    let events = shared.script.turns[tools].clone();
+    let first = Duration::from_micros(shared.first_us.load(Ordering::Relaxed));
+    let between = Duration::from_micros(shared.between_us.load(Ordering::Relaxed));
+    let body = if first.is_zero() && between.is_zero() {
+        Body::from_stream(stream::iter(
+            events.into_iter().map(Ok::<_, std::convert::Infallible>),
+        ))
+    } else {
+        Body::from_stream(stream::unfold(
+            (events.into_iter(), true),
+            move |(mut events, is_first)| async move {
+                let event = events.next()?;
+                tokio::time::sleep(if is_first { first } else { between }).await;
+                Some((Ok::<_, std::convert::Infallible>(event), (events, false)))
+            },
+        ))
+    };
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(body)
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// The request a host should send for turn `tools`: the model, streaming, five tools, and the
+/// history so far in order.
+fn deep_check(body: &[u8], tools: usize) -> Result<(), String> {
+    let request: Value =
+        serde_json::from_slice(body).map_err(|e| format!("request is not JSON: {e}"))?;
+    if request["model"] != MODEL || request["stream"] != true {
+        return Err("wrong model or not streaming".to_owned());
+    }
+    if request["tools"].as_array().map(Vec::len) != Some(5) {
+        return Err("expected the five built-in tools".to_owned());
+    }
+    let roles: Vec<&str> = request["messages"]
+        .as_array()
+        .map(|m| m.iter().filter_map(|m| m["role"].as_str()).collect())
+        .unwrap_or_default();
+    let expected: &[&str] = match tools {
+        0 => &["user"],
+        1 => &["user", "assistant", "tool"],
+        _ => &["user", "assistant", "tool", "assistant", "tool"],
+    };
+    if roles != expected {
+        return Err(format!("unexpected history roles {roles:?}"));
+    }
+    Ok(())
+}
+
+/// A request body like the host's for turn `tools`, for timing the upstream alone.
+pub(crate) fn direct_request(tools: usize) -> Value {
+    let mut messages = vec![json!({"role": "user", "content": MESSAGE})];
+    for i in 0..tools {
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": []}));
+        messages.push(json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": "{\"ok\":true}"}));
+    }
+    let tools: Vec<Value> = (0..5)
+        .map(|i| json!({"type": "function", "function": {"name": format!("tool{i}"), "parameters": {"type": "object"}}}))
+        .collect();
+    json!({"model": MODEL, "stream": true, "messages": messages, "tools": tools})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_script_takes_about_a_second_at_the_s3_pace() {
+        let pace = Pace {
+            first: Duration::from_millis(200),
+            between: Duration::from_millis(20),
+        };
+        let own = Script::seed().own_time(pace);
+        assert!(own > Duration::from_millis(900) && own < Duration::from_millis(1200), "{own:?}");
+        assert_eq!(Script::seed().own_time(Pace::FAST), Duration::ZERO);
+    }
+
+    #[test]
+    fn tool_messages_pick_the_turn() {
+        for tools in 0..3 {
+            let body = serde_json::to_vec(&direct_request(tools)).unwrap();
+            assert_eq!(count(&body, br#""role":"tool""#), tools);
+        }
+    }
+}

@@ -1,0 +1,656 @@
+// Rojos chat panel. Talks to this server only: GET /rojos, /projects, /conversations,
+// /conversations/{id}, and POST /chat (NDJSON events CHAT, TOOL_CALL, TOOL_RESULT, ERROR, DONE).
+//
+// Safety rule: text from the model, tools, files or the server is only ever put in the page
+// as text (textContent / text nodes); no markup is ever parsed from it.
+'use strict';
+
+(() => {
+  const KEY_TOKEN = 'rojos.token';
+  const KEY_PROJECT = 'rojos.project';
+  const KEY_ROJO = 'rojos.rojo';
+
+  const $ = (id) => document.getElementById(id);
+  const el = {
+    app: $('app'), sidebar: $('sidebar'), backdrop: $('backdrop'), toggle: $('toggle-sidebar'),
+    newChat: $('new-chat'), history: $('history'), historyNote: $('history-note'),
+    project: $('project'), projectList: $('project-list'), rojo: $('rojo'),
+    forget: $('forget-token'), transcript: $('transcript'), thread: $('thread'), empty: $('empty'),
+    composer: $('composer'), input: $('input'), send: $('send'), stop: $('stop'),
+    overlay: $('token-overlay'), tokenForm: $('token-form'), tokenInput: $('token-input'),
+    tokenError: $('token-error'),
+  };
+
+  const state = {
+    token: null,
+    conversationId: null,
+    busy: false,
+    abort: null,
+    started: false,
+    openSeq: 0,
+  };
+
+  // ---- small DOM helpers -------------------------------------------------------------------
+
+  function node(tag, className, text) {
+    const e = document.createElement(tag);
+    if (className) e.className = className;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+
+  function nearBottom() {
+    const t = el.transcript;
+    return t.scrollHeight - t.scrollTop - t.clientHeight < 80;
+  }
+
+  function scrollDown(force) {
+    if (force || state.stick) el.transcript.scrollTop = el.transcript.scrollHeight;
+  }
+
+  function append(child) {
+    state.stick = nearBottom();
+    el.empty.hidden = true;
+    const typing = el.thread.querySelector('.typing');
+    el.thread.insertBefore(child, typing);
+    scrollDown();
+    return child;
+  }
+
+  // ---- rendering text: plain text, with `code`, **bold** and ``` fences as the only markup ----
+
+  function renderInline(parent, text) {
+    const re = /`([^`\n]+)`|\*\*([^*\n]+)\*\*/g;
+    let last = 0;
+    let m;
+    while ((m = re.exec(text)) !== null) {
+      if (m.index > last) parent.appendChild(document.createTextNode(text.slice(last, m.index)));
+      if (m[1] !== undefined) parent.appendChild(node('code', null, m[1]));
+      else parent.appendChild(node('strong', null, m[2]));
+      last = re.lastIndex;
+    }
+    if (last < text.length) parent.appendChild(document.createTextNode(text.slice(last)));
+  }
+
+  function renderText(target, text) {
+    target.replaceChildren();
+    const parts = text.split(/^```[^\n]*\n?/m);
+    // Even parts are prose, odd parts are the inside of a fence (an open one while streaming).
+    parts.forEach((part, i) => {
+      if (i % 2 === 1) {
+        const pre = node('pre');
+        pre.appendChild(node('code', null, part.replace(/\n$/, '')));
+        target.appendChild(pre);
+      } else if (part) {
+        renderInline(target, i < parts.length - 1 ? part.replace(/\n$/, '') : part);
+      }
+    });
+  }
+
+  // ---- conversation items ------------------------------------------------------------------
+
+  function addUser(text) {
+    const m = node('div', 'msg user');
+    renderText(m, text);
+    return append(m);
+  }
+
+  function addAssistant() {
+    const m = node('div', 'msg assistant');
+    m.dataset.text = '';
+    return append(m);
+  }
+
+  function setAssistantText(bubble, text) {
+    bubble.dataset.text = text;
+    state.stick = nearBottom();
+    renderText(bubble, text);
+    scrollDown();
+  }
+
+  function addError(message) {
+    const m = node('div', 'msg error');
+    m.setAttribute('role', 'alert');
+    m.textContent = '\u26A0 ' + message;
+    return append(m);
+  }
+
+  function addNote(text) {
+    return append(node('div', 'note', text));
+  }
+
+  function clip(text, max) {
+    const one = String(text).replace(/\s*\n\s*/g, ' \u21B5 ');
+    return one.length > max ? one.slice(0, max - 1) + '\u2026' : one;
+  }
+
+  // The short form of a call's arguments: the path first, then other keys, all cut short.
+  function shortArgs(args) {
+    if (args === undefined || args === null) return '';
+    if (typeof args !== 'object' || Array.isArray(args)) return clip(typeof args === 'string' ? args : JSON.stringify(args), 60);
+    const bits = [];
+    if (typeof args.path === 'string') bits.push(clip(args.path, 48));
+    for (const [k, v] of Object.entries(args)) {
+      if (k === 'path' && typeof v === 'string') continue;
+      const value = typeof v === 'string' ? '"' + clip(v, 24) + '"' : clip(JSON.stringify(v), 24);
+      bits.push(k + ': ' + value);
+    }
+    return clip(bits.join(', '), 90);
+  }
+
+  function pretty(value) {
+    if (typeof value === 'string') {
+      try { return JSON.stringify(JSON.parse(value), null, 2); } catch (_) { return value; }
+    }
+    return JSON.stringify(value, null, 2);
+  }
+
+  function addActivity(id, name, args) {
+    const line = node('div', 'activity');
+    line.dataset.callId = id || '';
+    line.dataset.tool = name || '';
+    line.dataset.status = 'running';
+    const details = node('details');
+    const summary = node('summary');
+    summary.append(
+      node('span', 'act-chevron', '\u25B8'),
+      node('span', 'act-icon'),
+      node('span', 'act-name', name || 'tool'),
+      node('span', 'act-args', shortArgs(args)),
+      node('span', 'act-status', 'running\u2026'),
+    );
+    summary.title = 'Show the arguments and result';
+    const body = node('div', 'act-body');
+    body.append(
+      node('div', 'act-label', 'Arguments'),
+      node('pre', 'act-pre act-args-full', args === undefined ? '(not recorded)' : pretty(args)),
+      node('div', 'act-label act-result-label', 'Result'),
+      node('pre', 'act-pre act-result', 'Running\u2026'),
+    );
+    details.append(summary, body);
+    line.appendChild(details);
+    return append(line);
+  }
+
+  function finishActivity(line, ok, result) {
+    line.dataset.status = ok ? 'ok' : 'error';
+    line.querySelector('.act-status').textContent = ok ? 'ok' : 'error';
+    line.querySelector('.act-result').textContent = pretty(result);
+  }
+
+  function interruptActivity(line, why) {
+    if (line.dataset.status !== 'running') return;
+    line.dataset.status = 'error';
+    line.querySelector('.act-status').textContent = 'interrupted';
+    line.querySelector('.act-result').textContent = why;
+  }
+
+  function showTyping(on) {
+    const current = el.thread.querySelector('.typing');
+    if (on && !current) {
+      const t = node('div', 'typing');
+      t.setAttribute('aria-label', 'The rojo is working');
+      t.append(node('span'), node('span'), node('span'));
+      el.thread.appendChild(t);
+      scrollDown(true);
+    } else if (!on && current) {
+      current.remove();
+    }
+  }
+
+  function clearThread() {
+    for (const child of [...el.thread.children]) if (child !== el.empty) child.remove();
+    el.empty.hidden = false;
+  }
+
+  // ---- one streamed reply ------------------------------------------------------------------
+
+  class Reply {
+    constructor() {
+      this.bubble = null;
+      this.text = '';
+      this.calls = new Map();
+      this.done = false;
+      this.failed = false;
+      this.pending = false;
+    }
+
+    handle(event) {
+      switch (event && event.type) {
+        case 'CHAT':
+          if (!this.bubble) { this.bubble = addAssistant(); this.text = ''; }
+          this.text += typeof event.text === 'string' ? event.text : '';
+          this.schedule();
+          break;
+        case 'TOOL_CALL':
+          this.flush();
+          this.bubble = null;
+          this.calls.set(event.id, addActivity(event.id, event.name, event.args));
+          break;
+        case 'TOOL_RESULT': {
+          this.flush();
+          let line = this.calls.get(event.id);
+          if (!line) { line = addActivity(event.id, event.name, undefined); this.calls.set(event.id, line); }
+          finishActivity(line, event.ok === true, event.result);
+          break;
+        }
+        case 'ERROR':
+          this.flush();
+          this.bubble = null;
+          this.failed = true;
+          this.interrupt('The run ended with an error before this call finished.');
+          addError(typeof event.message === 'string' ? event.message : 'error');
+          break;
+        case 'DONE':
+          this.flush();
+          this.done = true;
+          if (typeof event.conversationId === 'string') setConversation(event.conversationId);
+          if (event.stopReason === 'cancelled' && !this.failed) addNote('Stopped.');
+          break;
+        default:
+          break; // unknown events are ignored, so the server may add some
+      }
+    }
+
+    // Text is repainted at most once a frame, however fast chunks arrive.
+    schedule() {
+      if (this.pending) return;
+      this.pending = true;
+      requestAnimationFrame(() => this.flush());
+    }
+
+    flush() {
+      if (!this.pending) return;
+      this.pending = false;
+      if (this.bubble) setAssistantText(this.bubble, this.text);
+    }
+
+    interrupt(why) {
+      for (const line of this.calls.values()) interruptActivity(line, why);
+    }
+
+    // Whatever ended the stream, no line is left running.
+    finish(why) {
+      this.flush();
+      this.interrupt(why);
+    }
+  }
+
+  async function readEvents(body, onEvent) {
+    const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = '';
+    const take = (line) => {
+      line = line.trim();
+      if (!line) return;
+      let event;
+      try { event = JSON.parse(line); } catch (_) { return; }
+      onEvent(event);
+    };
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value;
+      let i;
+      while ((i = buffer.indexOf('\n')) >= 0) {
+        take(buffer.slice(0, i));
+        buffer = buffer.slice(i + 1);
+      }
+    }
+    take(buffer);
+  }
+
+  // ---- the server --------------------------------------------------------------------------
+
+  class AuthError extends Error {}
+
+  async function api(path, options = {}) {
+    const headers = Object.assign({}, options.headers, { Authorization: 'Bearer ' + state.token });
+    const response = await fetch(path, Object.assign({}, options, { headers, cache: 'no-store' }));
+    if (response.status === 401) {
+      askToken('The server refused the token. Enter it again.');
+      throw new AuthError('unauthorized');
+    }
+    return response;
+  }
+
+  async function errorText(response) {
+    try {
+      const body = await response.json();
+      if (body && typeof body.error === 'string') return body.error;
+    } catch (_) { /* not JSON */ }
+    return 'the server answered ' + response.status;
+  }
+
+  // ---- sending -----------------------------------------------------------------------------
+
+  function setBusy(busy) {
+    state.busy = busy;
+    el.input.disabled = busy;
+    el.send.disabled = busy;
+    el.send.hidden = busy;
+    el.stop.hidden = !busy;
+    el.project.disabled = busy;
+    el.rojo.disabled = busy;
+    el.newChat.disabled = busy;
+    el.app.classList.toggle('busy', busy);
+    showTyping(busy);
+    if (!busy) el.input.focus();
+  }
+
+  async function send() {
+    const text = el.input.value;
+    if (state.busy || !text.trim()) return;
+    const projectId = el.project.value.trim();
+    if (!projectId) { el.project.focus(); return; }
+    localStorage.setItem(KEY_PROJECT, projectId);
+    const body = { projectId, rojo: el.rojo.value || 'default', message: text };
+    if (state.conversationId) body.conversationId = state.conversationId;
+
+    addUser(text);
+    el.input.value = '';
+    autosize();
+    setBusy(true);
+    scrollDown(true);
+    const reply = new Reply();
+    state.abort = new AbortController();
+    try {
+      const response = await api('/chat', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+        signal: state.abort.signal,
+      });
+      if (!response.ok) {
+        addError(await errorText(response));
+        if (!el.input.value) el.input.value = text;
+        return;
+      }
+      await readEvents(response.body, (event) => reply.handle(event));
+      if (!reply.done) {
+        reply.finish('The connection closed before this call finished.');
+        addError('The connection to the server closed before the reply was complete.');
+      }
+    } catch (e) {
+      if (e instanceof AuthError) {
+        if (!el.input.value) el.input.value = text;
+      } else if (e.name === 'AbortError') {
+        reply.finish('Stopped before this call finished.');
+        addNote('Stopped.');
+      } else {
+        reply.finish('The connection failed before this call finished.');
+        addError('Cannot reach the server: ' + e.message);
+      }
+    } finally {
+      reply.finish('The reply ended before this call finished.');
+      state.abort = null;
+      setBusy(false);
+      loadHistory();
+    }
+  }
+
+  function autosize() {
+    el.input.style.height = 'auto';
+    el.input.style.height = Math.min(el.input.scrollHeight + 2, 200) + 'px';
+  }
+
+  // ---- conversations -----------------------------------------------------------------------
+
+  function setConversation(id) {
+    state.conversationId = id;
+    const url = location.pathname + location.search + (id ? '#c=' + encodeURIComponent(id) : '');
+    history.replaceState(null, '', url);
+    markActive();
+  }
+
+  function markActive() {
+    for (const item of el.history.querySelectorAll('.history-item')) {
+      item.classList.toggle('active', item.dataset.id === state.conversationId);
+    }
+  }
+
+  function newChat() {
+    if (state.busy) return;
+    state.openSeq += 1;
+    setConversation(null);
+    clearThread();
+    closeSidebar();
+    el.input.focus();
+  }
+
+  function ago(iso) {
+    const then = Date.parse(iso);
+    if (Number.isNaN(then)) return '';
+    const seconds = Math.round((then - Date.now()) / 1000);
+    const rtf = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
+    const steps = [[60, 'second'], [60, 'minute'], [24, 'hour'], [7, 'day'], [4.35, 'week'], [12, 'month']];
+    let value = seconds;
+    for (const [size, unit] of steps) {
+      if (Math.abs(value) < size) return rtf.format(Math.round(value), unit);
+      value /= size;
+    }
+    return rtf.format(Math.round(value), 'year');
+  }
+
+  async function loadHistory() {
+    const projectId = el.project.value.trim();
+    el.history.replaceChildren();
+    if (!projectId) { el.historyNote.textContent = 'Choose a project.'; el.historyNote.hidden = false; return; }
+    try {
+      const response = await api('/conversations?projectId=' + encodeURIComponent(projectId));
+      if (!response.ok) throw new Error(await errorText(response));
+      const list = await response.json();
+      if (el.project.value.trim() !== projectId) return; // the project changed meanwhile
+      el.history.replaceChildren();
+      for (const c of list) {
+        const li = node('li');
+        const b = node('button', 'history-item');
+        b.type = 'button';
+        b.dataset.id = c.id;
+        b.dataset.rojo = c.rojo || '';
+        b.title = c.title || 'Untitled';
+        b.append(
+          node('span', 'history-title', c.title || 'Untitled'),
+          node('span', 'history-meta', [c.rojo, ago(c.updatedAt)].filter(Boolean).join(' \u00B7 ')),
+        );
+        b.addEventListener('click', () => openConversation(c.id, c.rojo));
+        li.appendChild(b);
+        el.history.appendChild(li);
+      }
+      el.historyNote.textContent = 'No conversations yet.';
+      el.historyNote.hidden = list.length > 0;
+      markActive();
+    } catch (e) {
+      if (e instanceof AuthError) return;
+      el.historyNote.textContent = 'Cannot list conversations: ' + e.message;
+      el.historyNote.hidden = false;
+    }
+  }
+
+  function contentText(content) {
+    if (typeof content === 'string') return content;
+    if (Array.isArray(content)) {
+      return content.map((p) => (p && typeof p.text === 'string' ? p.text : '')).join('');
+    }
+    return '';
+  }
+
+  function parseArgs(raw) {
+    if (typeof raw !== 'string') return raw;
+    try { return JSON.parse(raw); } catch (_) { return raw; }
+  }
+
+  // Draws a stored conversation: bubbles for user and assistant text, an activity line for
+  // each tool call, finished by its `tool` message (whose text starts with "error: " when the
+  // call failed, as the host stores it).
+  function renderHistory(messages) {
+    clearThread();
+    const lines = new Map();
+    for (const m of messages) {
+      if (!m || typeof m !== 'object') continue;
+      if (m.role === 'user') {
+        addUser(contentText(m.content));
+      } else if (m.role === 'assistant') {
+        const text = contentText(m.content);
+        if (text.trim()) setAssistantText(addAssistant(), text);
+        for (const call of Array.isArray(m.tool_calls) ? m.tool_calls : []) {
+          const fn = call.function || {};
+          lines.set(call.id, addActivity(call.id, fn.name, parseArgs(fn.arguments)));
+        }
+      } else if (m.role === 'tool') {
+        const line = lines.get(m.tool_call_id);
+        if (!line) continue;
+        const text = contentText(m.content);
+        finishActivity(line, !text.startsWith('error: '), text);
+      }
+    }
+    for (const line of lines.values()) interruptActivity(line, 'No result was stored for this call.');
+    scrollDown(true);
+  }
+
+  async function openConversation(id, rojo) {
+    if (state.busy) return;
+    const seq = ++state.openSeq;
+    closeSidebar();
+    try {
+      const response = await api('/conversations/' + encodeURIComponent(id));
+      if (seq !== state.openSeq) return;
+      if (!response.ok) {
+        clearThread();
+        addError('Cannot open the conversation: ' + (await errorText(response)));
+        setConversation(null);
+        return;
+      }
+      const messages = await response.json();
+      if (seq !== state.openSeq) return;
+      if (rojo && [...el.rojo.options].some((o) => o.value === rojo)) el.rojo.value = rojo;
+      setConversation(id);
+      renderHistory(Array.isArray(messages) ? messages : []);
+    } catch (e) {
+      if (e instanceof AuthError) return;
+      addError('Cannot open the conversation: ' + e.message);
+    }
+  }
+
+  // ---- rojos and projects ------------------------------------------------------------------
+
+  async function loadRojos() {
+    const response = await api('/rojos');
+    if (!response.ok) throw new Error(await errorText(response));
+    const rojos = await response.json();
+    el.rojo.replaceChildren();
+    for (const r of rojos) {
+      const option = node('option', null, r.model ? r.name + ' \u00B7 ' + r.model : r.name);
+      option.value = r.name;
+      option.title = (r.tools || []).join(', ') || 'no tools';
+      el.rojo.appendChild(option);
+    }
+    const saved = localStorage.getItem(KEY_ROJO);
+    const names = rojos.map((r) => r.name);
+    el.rojo.value = names.includes(saved) ? saved : names.includes('default') ? 'default' : names[0] || '';
+  }
+
+  async function loadProjects() {
+    let projects = [];
+    try {
+      const response = await api('/projects');
+      if (response.ok) projects = await response.json();
+    } catch (e) {
+      if (e instanceof AuthError) throw e;
+    }
+    el.projectList.replaceChildren(...projects.map((p) => { const o = node('option'); o.value = p; return o; }));
+    const saved = localStorage.getItem(KEY_PROJECT);
+    el.project.value = saved || projects[0] || 'demo';
+  }
+
+  // ---- the token ---------------------------------------------------------------------------
+
+  function askToken(message) {
+    localStorage.removeItem(KEY_TOKEN);
+    state.token = null;
+    el.tokenError.textContent = message || '';
+    el.tokenError.hidden = !message;
+    el.tokenInput.value = '';
+    el.overlay.hidden = false;
+    el.tokenInput.focus();
+  }
+
+  // A `#token=...` link (printed by the server) is read once, kept, and removed from the URL.
+  function tokenFromUrl() {
+    const params = new URLSearchParams(location.hash.slice(1));
+    const token = params.get('token');
+    if (!token) return;
+    localStorage.setItem(KEY_TOKEN, token);
+    params.delete('token');
+    const rest = params.toString();
+    history.replaceState(null, '', location.pathname + location.search + (rest ? '#' + rest : ''));
+  }
+
+  async function start() {
+    state.token = localStorage.getItem(KEY_TOKEN);
+    if (!state.token) { askToken(''); return; }
+    try {
+      await loadRojos();
+      await loadProjects();
+    } catch (e) {
+      if (!(e instanceof AuthError)) addError('Cannot load the panel: ' + e.message);
+      return;
+    }
+    el.overlay.hidden = true;
+    state.started = true;
+    await loadHistory();
+    const wanted = new URLSearchParams(location.hash.slice(1)).get('c');
+    if (wanted) await openConversation(wanted, null);
+    document.body.dataset.ready = 'true';
+    el.input.focus();
+  }
+
+  // ---- the sidebar at phone width ----------------------------------------------------------
+
+  function closeSidebar() {
+    el.app.classList.remove('sidebar-open');
+    el.toggle.setAttribute('aria-expanded', 'false');
+  }
+
+  // ---- wiring ------------------------------------------------------------------------------
+
+  el.composer.addEventListener('submit', (e) => { e.preventDefault(); send(); });
+  el.input.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing && e.keyCode !== 229) {
+      e.preventDefault();
+      send();
+    }
+  });
+  el.input.addEventListener('input', autosize);
+  el.stop.addEventListener('click', () => { if (state.abort) state.abort.abort(); });
+  el.newChat.addEventListener('click', newChat);
+  el.rojo.addEventListener('change', () => localStorage.setItem(KEY_ROJO, el.rojo.value));
+  el.project.addEventListener('change', () => {
+    const p = el.project.value.trim();
+    if (p) localStorage.setItem(KEY_PROJECT, p);
+    newChat();
+    loadHistory();
+  });
+  el.toggle.addEventListener('click', () => {
+    const open = el.app.classList.toggle('sidebar-open');
+    el.toggle.setAttribute('aria-expanded', String(open));
+  });
+  el.backdrop.addEventListener('click', closeSidebar);
+  document.addEventListener('keydown', (e) => { if (e.key === 'Escape') closeSidebar(); });
+  el.forget.addEventListener('click', () => {
+    if (state.abort) state.abort.abort();
+    askToken('');
+  });
+  el.tokenForm.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const token = el.tokenInput.value.trim();
+    if (!token) return;
+    localStorage.setItem(KEY_TOKEN, token);
+    start();
+  });
+  window.addEventListener('hashchange', () => {
+    if (location.hash.includes('token=')) { tokenFromUrl(); start(); }
+  });
+
+  tokenFromUrl();
+  start();
+})();

@@ -1,0 +1,17 @@
+//! `GET /metrics`: the server's counters, gauges and histograms in the Prometheus text format
+//! (0.0.4), for any valid bearer token (Prometheus sends it with `authorization.credentials`).
+
+use axum::{
+    extract::State,
+    http::header,
+    response::{IntoResponse, Response},
+};
+
+use super::auth::Caller;
+use crate::{metrics::CONTENT_TYPE, state::AppState};
+
+pub(super) async fn get(_caller: Caller, State(state): State<AppState>) -> Response {
+    let plugins = state.registry.snapshot().tools().count();
+    let text = state.agent.metrics.render(plugins);
+    ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response()
+}

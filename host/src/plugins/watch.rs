@@ -1,0 +1,347 @@
+//! The drop-in folder (`[plugins].dir`): a plugin library moved in is loaded and offered on
+//! the next model turn, a replaced one serves its new version, a removed one is unregistered.
+//!
+//! No single file-system event means "write complete" (DESIGN.md §1), so each path gets a
+//! quiet period after its last event and is then reconciled with what is on disk. The folder
+//! is also rescanned periodically (a deleted folder silently ends the watch; it is watched
+//! again when it reappears). Files are fingerprinted, so a rescan reloads nothing unchanged.
+//! Built-in plugins (`[plugins].load`) always win a name clash, then drop-ins in file-name
+//! order; every loser and every bad file is logged once.
+
+use std::{
+    collections::{BTreeMap, HashSet},
+    os::unix::fs::MetadataExt,
+    path::{Path, PathBuf},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        mpsc, Arc,
+    },
+    time::{Duration, Instant},
+};
+
+use notify::{event::AccessKind, EventKind, RecursiveMode, Watcher};
+
+use super::{LoadError, Loader, Tool};
+use crate::registry::{Registry, RegistryHandle};
+
+/// How long a path must stay quiet before it is loaded.
+const QUIET: Duration = Duration::from_millis(400);
+/// How often the whole folder is rescanned, whatever the events said.
+const RESCAN: Duration = Duration::from_secs(2);
+
+/// What identifies a file's version without reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Fingerprint {
+    len: u64,
+    ino: u64,
+    mtime_ns: i64,
+    ctime_ns: i64,
+}
+
+impl Fingerprint {
+    fn of(meta: &std::fs::Metadata) -> Fingerprint {
+        Fingerprint {
+            len: meta.len(),
+            ino: meta.ino(),
+            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+            ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
+        }
+    }
+}
+
+struct Entry {
+    fingerprint: Fingerprint,
+    loaded: Result<Arc<Tool>, LoadError>,
+}
+
+/// Refuses a drop-in folder other users may write to: a library's constructors run inside
+/// `dlopen`, so whoever can write there runs code in the server. Creates the folder if missing.
+///
+/// # Errors
+///
+/// A message naming the folder and what is wrong.
+pub fn check_folder(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("plugins.dir '{}': cannot create it: {e}", dir.display()))?;
+    let meta =
+        std::fs::metadata(dir).map_err(|e| format!("plugins.dir '{}': {e}", dir.display()))?;
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(format!(
+            "plugins.dir '{}' is writable by other users (mode {mode:o}); a plugin runs code in the server, so it is refused: run `chmod go-w` on it",
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
+/// The drop-in folder's tools and the registry they are merged into.
+pub struct DropIn {
+    dir: PathBuf,
+    loader: Arc<Loader>,
+    builtins: Vec<Arc<Tool>>,
+    registry: Arc<RegistryHandle>,
+    entries: BTreeMap<PathBuf, Entry>,
+    reported: HashSet<String>,
+    /// The inode of the folder being watched: a folder deleted and recreated is a new one.
+    watched: Option<u64>,
+}
+
+impl std::fmt::Debug for DropIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DropIn")
+            .field("dir", &self.dir)
+            .field("files", &self.entries.len())
+            .finish()
+    }
+}
+
+/// Stops the watcher thread when dropped.
+#[derive(Debug)]
+pub struct WatchGuard {
+    stop: Arc<AtomicBool>,
+}
+
+impl WatchGuard {
+    /// A guard and the flag it raises when dropped.
+    pub fn new() -> (WatchGuard, Arc<AtomicBool>) {
+        let stop = Arc::new(AtomicBool::new(false));
+        (
+            WatchGuard {
+                stop: Arc::clone(&stop),
+            },
+            stop,
+        )
+    }
+}
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl DropIn {
+    /// A drop-in folder whose tools join `builtins` (which win any name clash) in `registry`.
+    pub fn new(
+        dir: PathBuf,
+        loader: Arc<Loader>,
+        builtins: Vec<Arc<Tool>>,
+        registry: Arc<RegistryHandle>,
+    ) -> DropIn {
+        DropIn {
+            dir,
+            loader,
+            builtins,
+            registry,
+            entries: BTreeMap::new(),
+            reported: HashSet::new(),
+            watched: None,
+        }
+    }
+
+    /// Reconciles every file of the folder with what is loaded, then publishes the registry.
+    pub fn scan(&mut self) {
+        let mut present: Vec<PathBuf> = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| is_candidate(p))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        present.sort();
+        let gone: Vec<PathBuf> = self
+            .entries
+            .keys()
+            .filter(|p| !present.contains(p))
+            .cloned()
+            .collect();
+        let mut changed = false;
+        for path in gone.iter().chain(&present) {
+            changed |= self.reconcile(path);
+        }
+        if changed {
+            self.publish();
+        }
+    }
+
+    /// Loads, reloads or forgets one path; true when something changed.
+    fn reconcile(&mut self, path: &Path) -> bool {
+        let meta = std::fs::metadata(path).ok().filter(|m| m.is_file());
+        let Some(meta) = meta else {
+            let Some(old) = self.entries.remove(path) else {
+                return false;
+            };
+            if let Ok(tool) = old.loaded {
+                tracing::info!(tool = %tool.name(), path = %path.display(), "plugin removed from the drop-in folder; its tool is unregistered");
+            }
+            return true;
+        };
+        let fingerprint = Fingerprint::of(&meta);
+        if self
+            .entries
+            .get(path)
+            .is_some_and(|e| e.fingerprint == fingerprint)
+        {
+            return false;
+        }
+        let loaded = self.loader.load(path);
+        match &loaded {
+            Ok(tool) => {
+                tracing::info!(tool = %tool.name(), path = %path.display(), hash = %&tool.library.hash[..12], "plugin loaded from the drop-in folder")
+            }
+            Err(e) => self.report(e.to_string()),
+        }
+        self.entries.insert(
+            path.to_owned(),
+            Entry {
+                fingerprint,
+                loaded,
+            },
+        );
+        true
+    }
+
+    /// Builds and swaps in the registry: built-ins first, then drop-ins by file name.
+    fn publish(&mut self) {
+        let dropins = self
+            .entries
+            .values()
+            .filter_map(|e| e.loaded.as_ref().ok().cloned());
+        let (registry, clashes) = Registry::build(self.builtins.iter().cloned().chain(dropins));
+        for clash in clashes {
+            self.report(clash.to_string());
+        }
+        self.registry.replace(registry);
+    }
+
+    /// Logs a problem once (the same bad file is not reported at every rescan).
+    fn report(&mut self, line: String) {
+        if self.reported.insert(line.clone()) {
+            tracing::warn!("{line}");
+        }
+    }
+
+    /// Watches the folder on a thread of its own until the guard is dropped.
+    pub fn spawn(mut self) -> WatchGuard {
+        let (guard, stop) = WatchGuard::new();
+        std::thread::Builder::new()
+            .name("rojos-plugins-watch".to_owned())
+            .spawn(move || self.watch(&stop))
+            .expect("the watcher thread starts");
+        guard
+    }
+
+    fn watch(&mut self, stop: &AtomicBool) {
+        let (tx, rx) = mpsc::channel::<notify::Result<notify::Event>>();
+        let mut watcher = None;
+        let mut pending: BTreeMap<PathBuf, Instant> = BTreeMap::new();
+        let mut next_rescan = Instant::now();
+        while !stop.load(Ordering::Relaxed) {
+            let now = Instant::now();
+            if now >= next_rescan {
+                let current = std::fs::metadata(&self.dir)
+                    .ok()
+                    .filter(|m| m.is_dir())
+                    .map(|m| m.ino());
+                if watcher.is_none() || current != self.watched {
+                    watcher = self.start_watching(&tx);
+                    self.watched = watcher.as_ref().and(current);
+                }
+                self.scan();
+                next_rescan = now + RESCAN;
+            }
+            let ready: Vec<PathBuf> = pending
+                .iter()
+                .filter(|(_, at)| **at <= now)
+                .map(|(p, _)| p.clone())
+                .collect();
+            if !ready.is_empty() {
+                let mut changed = false;
+                for path in ready {
+                    pending.remove(&path);
+                    changed |= is_candidate(&path) && self.reconcile(&path);
+                }
+                if changed {
+                    self.publish();
+                }
+            }
+            let wake = pending
+                .values()
+                .copied()
+                .chain([next_rescan])
+                .min()
+                .unwrap_or(next_rescan);
+            let timeout = wake
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(250));
+            match rx.recv_timeout(timeout) {
+                Ok(Ok(event)) => {
+                    if event.need_rescan() {
+                        next_rescan = Instant::now();
+                    }
+                    if matches!(
+                        event.kind,
+                        EventKind::Access(AccessKind::Open(_) | AccessKind::Read | AccessKind::Any)
+                    ) {
+                        continue; // our own reads of the files
+                    }
+                    for path in event.paths {
+                        pending.insert(path, Instant::now() + QUIET);
+                    }
+                }
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "drop-in folder watch error; rescanning");
+                    watcher = None;
+                    next_rescan = Instant::now();
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    }
+
+    /// Watches the folder if it exists and is still safe; `None` to retry at the next rescan.
+    fn start_watching(
+        &mut self,
+        tx: &mpsc::Sender<notify::Result<notify::Event>>,
+    ) -> Option<notify::RecommendedWatcher> {
+        if !self.dir.is_dir() {
+            return None;
+        }
+        if let Err(problem) = check_folder(&self.dir) {
+            self.report(problem);
+            return None;
+        }
+        let tx = tx.clone();
+        let mut watcher = notify::recommended_watcher(move |event| {
+            let _ = tx.send(event);
+        })
+        .map_err(|e| {
+            self.report(format!(
+                "plugins.dir '{}': cannot watch it: {e}",
+                self.dir.display()
+            ))
+        })
+        .ok()?;
+        let canonical = self.dir.canonicalize().unwrap_or_else(|_| self.dir.clone());
+        watcher
+            .watch(&canonical, RecursiveMode::NonRecursive)
+            .map_err(|e| {
+                self.report(format!(
+                    "plugins.dir '{}': cannot watch it: {e}",
+                    self.dir.display()
+                ))
+            })
+            .ok()?;
+        Some(watcher)
+    }
+}
+
+/// A plugin file: `*.so`, not a dot-name (dot-names are copies still in progress).
+fn is_candidate(path: &Path) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    !name.starts_with('.') && name.ends_with(".so")
+}

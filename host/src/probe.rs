@@ -1,0 +1,198 @@
+//! `rojos probe PROVIDER`: one small streaming tool-call exchange with a configured provider,
+//! reporting whether streaming, tool calls and the follow-up turn work, and naming what
+//! failed. The first thing to run against a new endpoint.
+
+use std::time::Instant;
+
+use futures_util::StreamExt;
+use rojos_llm::{tool_message, ChatRequest, Client, ToolChoice, Turn, TurnEvent};
+use serde_json::{json, Value};
+
+use crate::agent::error_chain;
+
+/// One line of the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    /// What was checked.
+    pub name: &'static str,
+    /// Whether it worked.
+    pub ok: bool,
+    /// What was seen, or what failed.
+    pub detail: String,
+}
+
+impl std::fmt::Display for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let verdict = if self.ok { "ok" } else { "FAILED" };
+        write!(f, "{:<14} {verdict}: {}", self.name, self.detail)
+    }
+}
+
+fn probe_tool() -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": "get_time",
+            "description": "Returns the current time in a time zone.",
+            "parameters": {
+                "type": "object",
+                "properties": {"timezone": {"type": "string", "description": "an IANA time zone, e.g. UTC"}},
+                "required": ["timezone"]
+            }
+        }
+    })
+}
+
+/// What one streamed turn produced.
+struct Streamed {
+    turn: Result<Turn, rojos_llm::LlmError>,
+    deltas: usize,
+    first_event_ms: Option<u128>,
+}
+
+async fn stream(client: &Client, request: &ChatRequest) -> Streamed {
+    let started = Instant::now();
+    let mut events = client.stream_turn(request);
+    let mut deltas = 0;
+    let mut first_event_ms = None;
+    while let Some(event) = events.next().await {
+        first_event_ms.get_or_insert_with(|| started.elapsed().as_millis());
+        match event {
+            Ok(TurnEvent::TextDelta(_)) => deltas += 1,
+            Ok(TurnEvent::Finished(turn)) => {
+                return Streamed {
+                    turn: Ok(turn),
+                    deltas,
+                    first_event_ms,
+                };
+            }
+            Err(e) => {
+                return Streamed {
+                    turn: Err(e),
+                    deltas,
+                    first_event_ms,
+                }
+            }
+        }
+    }
+    Streamed {
+        turn: Err(rojos_llm::LlmError::Malformed {
+            provider: client.endpoint().to_string(),
+            detail: "the stream ended without a result".to_owned(),
+        }),
+        deltas,
+        first_event_ms,
+    }
+}
+
+/// Runs the probe and returns its checks, in order; it stops at the first failure.
+pub async fn run(client: &Client) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let mut messages = vec![
+        json!({"role": "system", "content": "You are being tested. Use the tools you are given."}),
+        json!({"role": "user", "content": "What time is it in UTC? Call get_time to find out, then answer in one short sentence."}),
+    ];
+    let first = stream(
+        client,
+        &ChatRequest {
+            messages: messages.clone(),
+            tools: vec![probe_tool()],
+            tool_choice: Some(ToolChoice::Auto),
+        },
+    )
+    .await;
+    let turn = match first.turn {
+        Ok(turn) => turn,
+        Err(e) => {
+            checks.push(Check {
+                name: "streaming",
+                ok: false,
+                detail: error_chain(&e),
+            });
+            return checks;
+        }
+    };
+    checks.push(Check {
+        name: "streaming",
+        ok: true,
+        detail: format!(
+            "first event after {} ms",
+            first.first_event_ms.unwrap_or_default()
+        ),
+    });
+    let Some(call) = turn.tool_calls.first() else {
+        checks.push(Check {
+            name: "tool call",
+            ok: false,
+            detail: format!(
+                "the model answered in text instead of calling get_time: {:?}",
+                shorten(&turn.text)
+            ),
+        });
+        return checks;
+    };
+    let args_ok = call.name == "get_time" && call.arguments.is_ok();
+    checks.push(Check {
+        name: "tool call",
+        ok: args_ok,
+        detail: match &call.arguments {
+            Ok(args) => format!(
+                "{} {} (id {})",
+                call.name,
+                Value::Object(args.clone()),
+                call.id
+            ),
+            Err(why) => format!("{} with unusable arguments: {why}", call.name),
+        },
+    });
+    if !args_ok {
+        return checks;
+    }
+    messages.push(client.assistant_message(&turn));
+    for call in &turn.tool_calls {
+        messages.push(tool_message(
+            &call.id,
+            r#"{"time":"12:00","timezone":"UTC"}"#,
+        ));
+    }
+    let second = stream(
+        client,
+        &ChatRequest {
+            messages,
+            tools: vec![probe_tool()],
+            tool_choice: Some(ToolChoice::Auto),
+        },
+    )
+    .await;
+    checks.push(match second.turn {
+        Err(e) => Check {
+            name: "follow-up",
+            ok: false,
+            detail: format!("the turn after the tool result failed: {}", error_chain(&e)),
+        },
+        Ok(turn) if turn.text.trim().is_empty() => Check {
+            name: "follow-up",
+            ok: false,
+            detail: "the model gave no text answer after the tool result".to_owned(),
+        },
+        Ok(turn) => Check {
+            name: "follow-up",
+            ok: true,
+            detail: format!(
+                "{:?} in {} streamed chunk(s)",
+                shorten(&turn.text),
+                second.deltas
+            ),
+        },
+    });
+    checks
+}
+
+fn shorten(text: &str) -> String {
+    let short: String = text.chars().take(80).collect();
+    if short.len() < text.len() {
+        format!("{short}…")
+    } else {
+        short
+    }
+}
