@@ -345,3 +345,75 @@ fn is_candidate(path: &Path) -> bool {
     };
     !name.starts_with('.') && name.ends_with(".so")
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// Collects log lines written while `f` runs on this thread.
+    fn logs_of(f: impl FnOnce()) -> Vec<String> {
+        #[derive(Clone, Default)]
+        struct Sink(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = Sink::default();
+        let writer = sink.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, f);
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        text.lines().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn a_bad_file_is_logged_once_in_one_line_and_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("libgarbage.so"), "garbage").unwrap();
+        std::fs::write(dir.path().join(".libcopying.so"), "half").unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "not a plugin").unwrap();
+        let registry = Arc::new(RegistryHandle::new(Registry::default()));
+        let loader = Arc::new(Loader::new(1).unwrap());
+        let mut dropin = DropIn::new(dir.path().to_owned(), loader, Vec::new(), Arc::clone(&registry));
+        let logs = logs_of(|| {
+            dropin.scan();
+            // A rescan with nothing changed, then a touch that changes the fingerprint only.
+            dropin.scan();
+            std::fs::write(dir.path().join("libgarbage.so"), "garbage").unwrap();
+            dropin.scan();
+        });
+        let warnings: Vec<&String> = logs.iter().filter(|l| l.contains("WARN")).collect();
+        assert_eq!(warnings.len(), 1, "{logs:#?}");
+        assert!(warnings[0].contains("libgarbage.so': not a plugin library: not an ELF file (7 bytes)"), "{logs:#?}");
+        assert_eq!(registry.snapshot().tools().count(), 0);
+    }
+
+    #[test]
+    fn a_group_or_world_writable_folder_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("plugins.d");
+        check_folder(&folder).expect("a new folder is created with safe permissions");
+        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o775)).unwrap();
+        let e = check_folder(&folder).unwrap_err();
+        assert!(e.contains("is writable by other users (mode 775)"), "{e}");
+    }
+
+    #[test]
+    fn only_so_files_without_a_leading_dot_are_plugins() {
+        assert!(is_candidate(Path::new("plugins.d/libx.so")));
+        assert!(!is_candidate(Path::new("plugins.d/.libx.so")));
+        assert!(!is_candidate(Path::new("plugins.d/libx.so.tmp")));
+        assert!(!is_candidate(Path::new("plugins.d/readme.md")));
+    }
+}
