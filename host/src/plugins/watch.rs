@@ -10,7 +10,7 @@
 
 use std::{
     collections::{BTreeMap, HashSet},
-    os::unix::fs::MetadataExt,
+    os::unix::fs::{DirBuilderExt, MetadataExt},
     path::{Path, PathBuf},
     sync::{
         atomic::{AtomicBool, Ordering},
@@ -61,7 +61,11 @@ struct Entry {
 ///
 /// A message naming the folder and what is wrong.
 pub fn check_folder(dir: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir)
+    // Created without group/other write whatever the umask, so a folder we make is never refused.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(dir)
         .map_err(|e| format!("plugins.dir '{}': cannot create it: {e}", dir.display()))?;
     let meta =
         std::fs::metadata(dir).map_err(|e| format!("plugins.dir '{}': {e}", dir.display()))?;
