@@ -285,8 +285,10 @@ impl Config {
             path: path.to_owned(),
             source,
         })?;
-        let base = path.parent().unwrap_or(Path::new("."));
-        Config::parse(&text, path, base, env)
+        // Absolute, so paths in the config mean the same thing whatever the working folder.
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+        let base = path.parent().unwrap_or(Path::new("/"));
+        Config::parse(&text, &path, base, env)
     }
 
     /// Validates config text; relative paths resolve against `base`.

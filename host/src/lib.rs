@@ -53,6 +53,13 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let agent = std::sync::Arc::clone(&state.agent);
     let cancel = agent.shutdown.clone();
+    // Without TCP_NODELAY, an event written right after the response headers waits for the
+    // client's delayed ACK (Nagle): about 40 ms on every chat (measured by rojos-bench).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+    });
     axum::serve(listener, http::router(state))
         .with_graceful_shutdown(async move {
             shutdown.await;

@@ -65,14 +65,24 @@ impl Registry {
     }
 }
 
+/// How a destructive tool's description starts.
+pub const DESTRUCTIVE_MARK: &str = "[destructive: changes cannot be undone]";
+
 /// The OpenAI function definition of a tool, with a parameters schema every provider accepts.
+/// A destructive tool's description starts with [`DESTRUCTIVE_MARK`], for the model and for
+/// clients (the OpenAI format has no field for it).
 pub fn definition(tool: &Tool) -> Value {
     let spec = &tool.library.manifest.spec;
+    let description = if spec.destructive {
+        format!("{DESTRUCTIVE_MARK} {}", spec.description)
+    } else {
+        spec.description.clone()
+    };
     json!({
         "type": "function",
         "function": {
             "name": spec.name,
-            "description": spec.description,
+            "description": description,
             "parameters": rojos_llm::sanitize_schema(&spec.parameters),
         }
     })

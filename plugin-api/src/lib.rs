@@ -43,6 +43,7 @@
 //! }
 //!
 //! export_tool!(Greet);
+//! # fn main() {}
 //! ```
 //!
 //! Build it as a `cdylib` (`crate-type = ["cdylib"]`, keep the default `panic = "unwind"`,

@@ -290,8 +290,9 @@ impl DropIn {
                     ) {
                         continue; // our own reads of the files
                     }
-                    for path in event.paths {
-                        pending.insert(path, Instant::now() + QUIET);
+                    // Events name the canonical path; entries are keyed by `dir/name`.
+                    for name in event.paths.iter().filter_map(|p| p.file_name()) {
+                        pending.insert(self.dir.join(name), Instant::now() + QUIET);
                     }
                 }
                 Ok(Err(e)) => {

@@ -97,3 +97,19 @@ async fn healthz_answers_without_a_token() {
         .unwrap();
     assert_eq!(response.status(), 200);
 }
+
+#[tokio::test]
+async fn destructive_tools_say_so_in_their_definition() {
+    let mut config = HostConfig::builtins();
+    config.load.push(plugin_lib("rojos_tool_move_path"));
+    config.load.push(plugin_lib("rojos_tool_delete_path"));
+    let host = TestHost::start(config).await;
+    let tools: Vec<Value> = host.get("/tools").await.json().await.unwrap();
+    for tool in &tools {
+        let name = tool["function"]["name"].as_str().unwrap();
+        let description = tool["function"]["description"].as_str().unwrap();
+        let destructive = description.starts_with(rojos::registry::DESTRUCTIVE_MARK);
+        assert_eq!(destructive, matches!(name, "move_path" | "delete_path"), "{name}: {description}");
+    }
+    assert_eq!(tools.len(), 7);
+}

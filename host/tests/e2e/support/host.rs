@@ -34,6 +34,10 @@ pub struct HostConfig {
     pub provider_url: String,
     /// Whether `[plugins].dir = "plugins.d"` is set.
     pub dropin: bool,
+    /// Extra keys of the `[server]` table (e.g. `max_concurrent_chats`).
+    pub server: String,
+    /// Extra keys of the `[auth]` table.
+    pub auth: String,
 }
 
 impl HostConfig {
@@ -44,7 +48,23 @@ impl HostConfig {
             extra: String::new(),
             provider_url: "http://127.0.0.1:9/v1".to_owned(),
             dropin: false,
+            server: String::new(),
+            auth: String::new(),
         }
+    }
+
+    /// Adds a key to the `[server]` table (`max_concurrent_chats = 1`).
+    pub fn server(mut self, line: &str) -> Self {
+        self.server.push_str(line);
+        self.server.push('\n');
+        self
+    }
+
+    /// Adds a key to the `[auth]` table (`rate_limit_per_minute = 60`).
+    pub fn auth(mut self, line: &str) -> Self {
+        self.auth.push_str(line);
+        self.auth.push('\n');
+        self
     }
 
     /// Points the `scripted` provider at `upstream`.
@@ -73,7 +93,9 @@ impl HostConfig {
 [server]
 bind = "127.0.0.1:0"
 storage = "storage"
-
+{server}
+[auth]
+{auth}
 [[auth.tokens]]
 token = "{TOKEN}"
 projects = ["*"]
@@ -98,6 +120,8 @@ idle_timeout_secs = 5
 "#,
             load = load.join(", "),
             provider_url = self.provider_url,
+            server = self.server,
+            auth = self.auth,
             dropin = if self.dropin {
                 "dir = \"plugins.d\""
             } else {

@@ -2,6 +2,7 @@
 
 pub mod host;
 pub mod ndjson;
+pub mod seed;
 pub mod upstream;
 
 use std::path::PathBuf;

@@ -1,6 +1,6 @@
 //! `ScriptedUpstream`: an OpenAI-compatible `POST /v1/chat/completions` on loopback that
 //! stands for the provider. It serves one scripted [`Turn`] per request from a queue (and
-//! fails loudly when the queue is empty), speaks the providers' exact SSE wire format, can
+//! fails loudly when the queue is empty), or by step for many concurrent conversations; speaks the providers' exact SSE wire format, can
 //! pause between chunks, cut the connection or answer an error status, and records every
 //! request it received.
 
@@ -220,6 +220,9 @@ pub struct Received {
 #[derive(Debug, Default)]
 struct Script {
     turns: Mutex<VecDeque<Turn>>,
+    /// When not empty: every conversation gets these turns, the n-th when the request holds
+    /// n `tool` messages (see [`ScriptedUpstream::start_by_step`]).
+    by_step: Vec<Turn>,
     received: Mutex<Vec<Received>>,
     /// Responses whose body stream was dropped before it ended (the client went away).
     dropped: AtomicUsize,
@@ -236,8 +239,13 @@ pub struct ScriptedUpstream {
 impl ScriptedUpstream {
     /// Starts an upstream on loopback that will serve `turns` in order.
     pub async fn start(turns: Vec<Turn>) -> ScriptedUpstream {
-        let script = Arc::new(Script::default());
+        let script = Script::default();
         script.turns.lock().unwrap().extend(turns);
+        ScriptedUpstream::serve(script).await
+    }
+
+    async fn serve(script: Script) -> ScriptedUpstream {
+        let script = Arc::new(script);
         let app = Router::new()
             .route("/v1/chat/completions", post(serve_turn))
             .with_state(Arc::clone(&script));
@@ -249,6 +257,17 @@ impl ScriptedUpstream {
             axum::serve(listener, app).await.expect("upstream serves");
         });
         ScriptedUpstream { base_url, script }
+    }
+
+    /// Starts an upstream that answers every conversation with `turns`, choosing the turn by
+    /// the number of `tool` messages in the request (one tool call per turn), so any number of
+    /// conversations can run at once.
+    pub async fn start_by_step(turns: Vec<Turn>) -> ScriptedUpstream {
+        ScriptedUpstream::serve(Script {
+            by_step: turns,
+            ..Script::default()
+        })
+        .await
     }
 
     /// Queues more turns.
@@ -302,12 +321,20 @@ async fn serve_turn(
     body: Bytes,
 ) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let tools = body["messages"]
+        .as_array()
+        .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
     script
         .received
         .lock()
         .unwrap()
         .push(Received { body, headers });
-    let Some(turn) = script.turns.lock().unwrap().pop_front() else {
+    let next = if script.by_step.is_empty() {
+        script.turns.lock().unwrap().pop_front()
+    } else {
+        script.by_step.get(tools).cloned()
+    };
+    let Some(turn) = next else {
         return (
             StatusCode::INTERNAL_SERVER_ERROR,
             "scripted upstream: no turn left for this request",
