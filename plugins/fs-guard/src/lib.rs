@@ -15,8 +15,8 @@
 //!   from `io::Error`/errno.
 //! - [`project`]: [`ProjectDir`] and its operations: [`ProjectDir::meta`],
 //!   [`ProjectDir::read_text`], [`ProjectDir::write_text`], [`ProjectDir::list`],
-//!   [`ProjectDir::create_dir`], and (no tool yet) [`ProjectDir::delete`],
-//!   [`ProjectDir::rename`].
+//!   [`ProjectDir::create_dir`], [`ProjectDir::delete`], [`ProjectDir::delete_recursive`]
+//!   and [`ProjectDir::rename`] (never replaces; `renameat2(RENAME_NOREPLACE)`).
 //! - `testing` (feature `testing`): a temp world with leak markers outside the root.
 //!
 //! # Writing a file tool
@@ -43,4 +43,4 @@ pub mod testing;
 pub use args::parse_args;
 pub use error::{from_io, PathError, Shown};
 pub use path::{check_path, PathUse, RelPath, MAX_NAME_BYTES, MAX_PATH_BYTES};
-pub use project::{EntryType, ListEntry, Listing, PathMeta, ProjectDir};
+pub use project::{EntryType, ListEntry, Listing, PathMeta, ProjectDir, MAX_DELETE_DEPTH};

@@ -446,9 +446,21 @@ fn a_recursive_delete_racing_a_folder_swapped_for_an_outside_link_deletes_nothin
     assert!(deleted > 300, "too few deletes finished: {deleted} of 400");
     fx.assert_outside_unchanged(&before);
 
+    // The name given to the delete is itself the one being swapped.
+    let top = fx.race_tree_delete(200, false, |fx| {
+        if let Err(error) = dir.delete_recursive("victim/a") {
+            fx.assert_clean(&error.to_string());
+        }
+    });
+    assert_eq!(
+        top.losses, 0,
+        "files outside the root were deleted: {top:?}"
+    );
+    fx.assert_outside_unchanged(&before);
+
     let control = Fixture::new();
     let naive = control.race_tree_delete(3_000, true, |fx| fx.naive_remove_tree("victim"));
-    eprintln!("confined: {race:?}, {deleted} finished; naive control: {naive:?}");
+    eprintln!("confined: {race:?} ({deleted} finished), {top:?}; naive control: {naive:?}");
     assert!(
         naive.losses > 0,
         "control: the naive delete never lost an outside file, so the race has no teeth: {naive:?}"
