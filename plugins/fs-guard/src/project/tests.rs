@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 use rojos_plugin_api::{ErrorKind, Limits, ToolError};
 
 use super::*;
-use crate::testing::{Fixture, LEAK_MARKER, RACE_INSIDE, READ_ESCAPES};
+use crate::testing::{
+    Fixture, CREATE_DIR_ESCAPES, LEAK_MARKER, LIST_ESCAPES, RACE_INSIDE, READ_ESCAPES,
+    WRITE_ESCAPES,
+};
 
 const OUTSIDE: ErrorKind = ErrorKind::OUTSIDE_ROOT;
 const REFUSED: ErrorKind = ErrorKind::REFUSED;
@@ -72,25 +75,8 @@ fn list_never_reaches_outside_the_root() {
     let fx = Fixture::new();
     fx.plant_links();
     let dir = fx.project_dir();
-    let cases: &[(&str, ErrorKind)] = &[
-        ("/", OUTSIDE),
-        ("..", OUTSIDE),
-        ("./..", OUTSIDE),
-        ("sub/../..", OUTSIDE),
-        ("../root", OUTSIDE),
-        ("../root-evil", OUTSIDE),
-        ("../../p2/root", OUTSIDE),
-        ("abs-dir", OUTSIDE),
-        ("rel-dir", OUTSIDE),
-        ("chain-a", OUTSIDE),
-        ("proc-root", OUTSIDE),
-        ("evil", OUTSIDE),
-        ("other-project", OUTSIDE),
-        ("sub/up-dir/..", OUTSIDE),
-        ("loop-a", REFUSED),
-        ("hello.txt", REFUSED),
-    ];
-    for (path, kind) in cases {
+    let cases = LIST_ESCAPES;
+    for (path, kind) in cases.iter() {
         refused(&fx, path, dir.list(path), kind.clone());
     }
 }
@@ -130,34 +116,8 @@ fn write_text_never_creates_or_changes_anything_outside() {
     fx.plant_links();
     let dir = fx.project_dir();
     let before = fx.snapshot_outside();
-    let cases: &[(&str, ErrorKind)] = &[
-        ("/tmp/rojos-escape.txt", OUTSIDE),
-        ("../x", OUTSIDE),
-        ("../new.txt", OUTSIDE),
-        ("./../x", OUTSIDE),
-        ("sub/../../x", OUTSIDE),
-        ("../root/new.txt", OUTSIDE),
-        ("../root-evil/x", OUTSIDE),
-        ("../root-evil/new/x", OUTSIDE),
-        ("../../p2/root/x", OUTSIDE),
-        ("abs-dir/new.txt", OUTSIDE),
-        ("abs-dir/secret.txt", OUTSIDE),
-        ("rel-dir/new.txt", OUTSIDE),
-        ("rel-dir/newdir/new.txt", OUTSIDE),
-        ("chain-a/new.txt", OUTSIDE),
-        ("proc-root/tmp/rojos-escape.txt", OUTSIDE),
-        ("evil/x", OUTSIDE),
-        ("other-project/x", OUTSIDE),
-        ("rel-file", REFUSED),
-        ("abs-file", REFUSED),
-        ("dangling-out", REFUSED),
-        ("dangling-abs", REFUSED),
-        ("abs-in", REFUSED),
-        ("loop-a", REFUSED),
-        ("loop-a/x", REFUSED),
-        ("C:\\x", OUTSIDE),
-    ];
-    for (path, kind) in cases {
+    let cases = WRITE_ESCAPES;
+    for (path, kind) in cases.iter() {
         let message = refused(&fx, path, dir.write_text(path, "pwned"), kind.clone());
         if *path == "dangling-out" {
             assert_eq!(message, "'dangling-out' is a symbolic link that does not lead to anything in the project: it is left as it is");
@@ -189,27 +149,8 @@ fn create_dir_never_creates_anything_outside() {
     fx.plant_links();
     let dir = fx.project_dir();
     let before = fx.snapshot_outside();
-    let cases: &[(&str, ErrorKind)] = &[
-        ("/tmp/rojos-escape-dir", OUTSIDE),
-        ("..", OUTSIDE),
-        ("../newdir", OUTSIDE),
-        ("../root-evil/newdir", OUTSIDE),
-        ("../../p2/root/newdir", OUTSIDE),
-        ("sub/../../newdir", OUTSIDE),
-        ("abs-dir/newdir", OUTSIDE),
-        ("rel-dir/newdir", OUTSIDE),
-        ("rel-dir/a/b/c", OUTSIDE),
-        ("chain-a/newdir", OUTSIDE),
-        ("evil/newdir", OUTSIDE),
-        ("proc-root/tmp/rojos-escape-dir", OUTSIDE),
-        ("rel-dir", OUTSIDE),
-        ("dangling-out", OUTSIDE),
-        ("dangling-abs", OUTSIDE),
-        ("dangling-in", REFUSED),
-        ("hello.txt", REFUSED),
-        ("hello.txt/x", REFUSED),
-    ];
-    for (path, kind) in cases {
+    let cases = CREATE_DIR_ESCAPES;
+    for (path, kind) in cases.iter() {
         refused(&fx, path, dir.create_dir(path), kind.clone());
     }
     fx.assert_outside_unchanged(&before);
