@@ -138,7 +138,11 @@ mod tests {
     }
 
     fn body(events: &[Value]) -> Vec<u8> {
-        events.iter().map(|e| format!("{e}\n")).collect::<String>().into_bytes()
+        events
+            .iter()
+            .map(|e| format!("{e}\n"))
+            .collect::<String>()
+            .into_bytes()
     }
 
     #[test]

@@ -81,7 +81,8 @@ impl HostProcess {
             std::fs::create_dir(dir.path().join("plugins.d"))?;
         }
         let log = std::fs::File::create(dir.path().join("rojos.log"))?;
-        let mut child = Command::new(build.join("rojos"))
+        let mut command = wrapped(&build.join("rojos"));
+        let mut child = command
             .arg("--config")
             .arg(&config)
             .stdout(Stdio::piped())
@@ -111,6 +112,11 @@ impl HostProcess {
             url,
             dir,
         })
+    }
+
+    /// The process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.pid
     }
 
     /// The folder with `rojos.toml`, `storage/` and the host's log.
@@ -154,9 +160,40 @@ impl HostProcess {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// Stops the host as an operator would (SIGTERM: open streams end, history is stored),
+    /// waiting up to a minute (a profiler wrapping it writes its report then).
+    pub(crate) async fn stop(mut self) {
+        let pid = rustix::process::Pid::from_raw(i32::try_from(self.pid).unwrap_or(0));
+        if let Some(pid) = pid {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
+        if tokio::time::timeout(Duration::from_secs(60), self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.start_kill();
+        }
+    }
+
     /// The last lines of the host's log, for error messages.
     pub(crate) fn log_tail(&self) -> String {
         log_tail(self.dir.path())
+    }
+}
+
+/// The host's command, run under `$ROJOS_BENCH_WRAP` when set (a profiler, e.g.
+/// `valgrind --tool=massif`): its words come first, then the host binary. Memory and CPU are
+/// then the wrapper's process, which runs the host.
+fn wrapped(binary: &Path) -> Command {
+    let wrap = std::env::var("ROJOS_BENCH_WRAP").unwrap_or_default();
+    let mut words = wrap.split_whitespace();
+    match words.next() {
+        Some(program) => {
+            let mut command = Command::new(program);
+            command.args(words).arg(binary);
+            command
+        }
+        None => Command::new(binary),
     }
 }
 
@@ -191,7 +228,12 @@ fn log_tail(dir: &Path) -> String {
 fn render_config(build: &Path, provider_url: &str, dropin: bool) -> String {
     let load: Vec<String> = BUILTINS
         .iter()
-        .map(|lib| format!("{:?}", build.join(format!("lib{lib}.so")).display().to_string()))
+        .map(|lib| {
+            format!(
+                "{:?}",
+                build.join(format!("lib{lib}.so")).display().to_string()
+            )
+        })
         .collect();
     format!(
         r#"[server]

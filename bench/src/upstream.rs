@@ -18,6 +18,7 @@ use axum::{
     http::StatusCode,
     response::{IntoResponse, Response},
     routing::post,
+    serve::ListenerExt,
     Router,
 };
 use futures_util::stream;
@@ -68,7 +69,11 @@ impl Script {
         let page_args = json!({"path": FILE, "text": PAGE}).to_string();
         Script {
             turns: [
-                tool_call("call_mkdir", "create_directory", &json!({"path": FOLDER}).to_string()),
+                tool_call(
+                    "call_mkdir",
+                    "create_directory",
+                    &json!({"path": FOLDER}).to_string(),
+                ),
                 tool_call("call_write", "write_text_content", &page_args),
                 text(ANSWER),
             ],
@@ -162,6 +167,10 @@ impl Upstream {
             .with_state(Arc::clone(&shared));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base_url = format!("http://{}/v1", listener.local_addr()?);
+        // Providers' servers send each SSE event at once; so does this one.
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
                 eprintln!("rojos-bench: the scripted upstream stopped: {e}");
@@ -173,7 +182,9 @@ impl Upstream {
     /// Sets the pace of every turn from now on.
     pub(crate) fn set_pace(&self, pace: Pace) {
         let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
-        self.shared.first_us.store(micros(pace.first), Ordering::Relaxed);
+        self.shared
+            .first_us
+            .store(micros(pace.first), Ordering::Relaxed);
         self.shared
             .between_us
             .store(micros(pace.between), Ordering::Relaxed);
@@ -195,7 +206,10 @@ impl Upstream {
 
 /// Counts the non-overlapping occurrences of `needle` in `haystack`.
 fn count(haystack: &[u8], needle: &[u8]) -> usize {
-    haystack.windows(needle.len()).filter(|w| *w == needle).count()
+    haystack
+        .windows(needle.len())
+        .filter(|w| *w == needle)
+        .count()
 }
 
 async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
@@ -263,7 +277,9 @@ pub(crate) fn direct_request(tools: usize) -> Value {
     let mut messages = vec![json!({"role": "user", "content": MESSAGE})];
     for i in 0..tools {
         messages.push(json!({"role": "assistant", "content": null, "tool_calls": []}));
-        messages.push(json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": "{\"ok\":true}"}));
+        messages.push(
+            json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": "{\"ok\":true}"}),
+        );
     }
     let tools: Vec<Value> = (0..5)
         .map(|i| json!({"type": "function", "function": {"name": format!("tool{i}"), "parameters": {"type": "object"}}}))
@@ -282,7 +298,10 @@ mod tests {
             between: Duration::from_millis(20),
         };
         let own = Script::seed().own_time(pace);
-        assert!(own > Duration::from_millis(900) && own < Duration::from_millis(1200), "{own:?}");
+        assert!(
+            own > Duration::from_millis(900) && own < Duration::from_millis(1200),
+            "{own:?}"
+        );
         assert_eq!(Script::seed().own_time(Pace::FAST), Duration::ZERO);
     }
 

@@ -20,12 +20,15 @@ pub(crate) fn insert_conversation(
 ) -> rusqlite::Result<bool> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let activity = next_activity(&tx, project_id)?;
-    let inserted = tx.execute(
-        "INSERT INTO conversations (id, project_id, rojo, created_at, updated_at, activity)
-         VALUES (?1, ?2, ?3, ?4, ?4, ?5)
-         ON CONFLICT (id) DO NOTHING",
-        params![id.as_str(), project_id, rojo, now_ms, activity],
-    )?;
+    // Cached statements: parsing the SQL again on every call was a tenth of a chat's CPU
+    // time under load (rojos-bench profile).
+    let inserted = tx
+        .prepare_cached(
+            "INSERT INTO conversations (id, project_id, rojo, created_at, updated_at, activity)
+             VALUES (?1, ?2, ?3, ?4, ?4, ?5)
+             ON CONFLICT (id) DO NOTHING",
+        )?
+        .execute(params![id.as_str(), project_id, rojo, now_ms, activity])?;
     tx.commit()?;
     Ok(inserted == 1)
 }
@@ -41,17 +44,16 @@ pub(crate) fn insert_step(
 ) -> rusqlite::Result<bool> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let found = tx
-        .query_row(
+        .prepare_cached(
             "SELECT project_id, message_count, step_count FROM conversations WHERE id = ?1",
-            [id.as_str()],
-            |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, i64>(1)?,
-                    row.get::<_, i64>(2)?,
-                ))
-            },
-        )
+        )?
+        .query_row([id.as_str()], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, i64>(2)?,
+            ))
+        })
         .optional()?;
     let Some((project_id, first_seq, step)) = found else {
         return Ok(false);
@@ -68,13 +70,19 @@ pub(crate) fn insert_step(
         }
     }
     let activity = next_activity(&tx, &project_id)?;
-    tx.execute(
+    tx.prepare_cached(
         "UPDATE conversations
          SET message_count = message_count + ?2, step_count = step_count + 1,
              updated_at = ?3, activity = ?4, title = coalesce(title, ?5)
          WHERE id = ?1",
-        params![id.as_str(), messages.len(), now_ms, activity, title],
-    )?;
+    )?
+    .execute(params![
+        id.as_str(),
+        messages.len(),
+        now_ms,
+        activity,
+        title
+    ])?;
     tx.commit()?;
     Ok(true)
 }
@@ -189,11 +197,10 @@ pub(crate) fn select_summaries(
 /// One more than the highest `activity` in the project, so the conversation
 /// being changed sorts first.
 fn next_activity(conn: &Connection, project_id: &str) -> rusqlite::Result<i64> {
-    conn.query_row(
+    conn.prepare_cached(
         "SELECT coalesce(max(activity), 0) + 1 FROM conversations WHERE project_id = ?1",
-        [project_id],
-        |row| row.get(0),
-    )
+    )?
+    .query_row([project_id], |row| row.get(0))
 }
 
 /// Now, in Unix milliseconds.

@@ -389,7 +389,12 @@ mod tests {
         std::fs::write(dir.path().join("notes.txt"), "not a plugin").unwrap();
         let registry = Arc::new(RegistryHandle::new(Registry::default()));
         let loader = Arc::new(Loader::new(1).unwrap());
-        let mut dropin = DropIn::new(dir.path().to_owned(), loader, Vec::new(), Arc::clone(&registry));
+        let mut dropin = DropIn::new(
+            dir.path().to_owned(),
+            loader,
+            Vec::new(),
+            Arc::clone(&registry),
+        );
         let logs = logs_of(|| {
             dropin.scan();
             // A rescan with nothing changed, then a touch that changes the fingerprint only.
@@ -399,7 +404,10 @@ mod tests {
         });
         let warnings: Vec<&String> = logs.iter().filter(|l| l.contains("WARN")).collect();
         assert_eq!(warnings.len(), 1, "{logs:#?}");
-        assert!(warnings[0].contains("libgarbage.so': not a plugin library: not an ELF file (7 bytes)"), "{logs:#?}");
+        assert!(
+            warnings[0].contains("libgarbage.so': not a plugin library: not an ELF file (7 bytes)"),
+            "{logs:#?}"
+        );
         assert_eq!(registry.snapshot().tools().count(), 0);
     }
 

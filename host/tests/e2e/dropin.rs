@@ -330,26 +330,53 @@ async fn a_drop_in_folder_other_users_may_write_to_is_refused_at_start() {
 
 #[tokio::test]
 async fn the_example_user_tool_is_loaded_from_the_drop_in_folder_and_called() {
-    let upstream = ScriptedUpstream::start(chat_calling("search_text", json!({"query": "needle"}))).await;
+    let upstream =
+        ScriptedUpstream::start(chat_calling("search_text", json!({"query": "needle"}))).await;
     let (host, _) = host_without_list_files(&upstream).await;
     std::fs::create_dir_all(host.project_root("demo").join("notes")).unwrap();
-    std::fs::write(host.project_root("demo").join("notes/a.txt"), "hay\nthe needle is here\nhay\n").unwrap();
+    std::fs::write(
+        host.project_root("demo").join("notes/a.txt"),
+        "hay\nthe needle is here\nhay\n",
+    )
+    .unwrap();
     deploy(&host, &plugin_lib("search_text"), "libsearch_text.so");
-    eventually("search_text is offered", || async { tool_names(&host).await.contains(&"search_text".to_owned()) }).await;
-    let stream = Stream::read(host.chat(json!({"projectId": "demo", "message": "find the needle"})).await).await;
+    eventually("search_text is offered", || async {
+        tool_names(&host).await.contains(&"search_text".to_owned())
+    })
+    .await;
+    let stream = Stream::read(
+        host.chat(json!({"projectId": "demo", "message": "find the needle"}))
+            .await,
+    )
+    .await;
     let (name, ok, result) = &stream.results()[0];
     assert_eq!((name.as_str(), *ok), ("search_text", true), "{result}");
     let matches: Value = serde_json::from_str(result).unwrap();
-    assert_eq!(matches, json!([{"path": "notes/a.txt", "line": 2, "text": "the needle is here"}]));
+    assert_eq!(
+        matches,
+        json!([{"path": "notes/a.txt", "line": 2, "text": "the needle is here"}])
+    );
 }
 
 #[tokio::test]
 async fn move_path_and_delete_path_work_through_a_chat_and_refuse_the_root() {
     let upstream = ScriptedUpstream::start(vec![
         Turn::tool_calls(&[
-            ("m1", "move_path", json!({"from": "a.txt", "to": "docs/a.txt"})),
-            ("m2", "move_path", json!({"from": "b.txt", "to": "docs/a.txt"})),
-            ("d1", "delete_path", json!({"path": "docs", "recursive": true})),
+            (
+                "m1",
+                "move_path",
+                json!({"from": "a.txt", "to": "docs/a.txt"}),
+            ),
+            (
+                "m2",
+                "move_path",
+                json!({"from": "b.txt", "to": "docs/a.txt"}),
+            ),
+            (
+                "d1",
+                "delete_path",
+                json!({"path": "docs", "recursive": true}),
+            ),
             ("d2", "delete_path", json!({"path": ".", "recursive": true})),
         ]),
         Turn::text("done"),
@@ -363,11 +390,21 @@ async fn move_path_and_delete_path_work_through_a_chat_and_refuse_the_root() {
     std::fs::create_dir_all(root.join("docs")).unwrap();
     std::fs::write(root.join("a.txt"), "a").unwrap();
     std::fs::write(root.join("b.txt"), "b").unwrap();
-    let stream = Stream::read(host.chat(json!({"projectId": "demo", "message": "tidy up"})).await).await;
+    let stream = Stream::read(
+        host.chat(json!({"projectId": "demo", "message": "tidy up"}))
+            .await,
+    )
+    .await;
     let results = stream.results();
     assert!(results[0].1, "{results:?}");
-    assert!(!results[1].1 && results[1].2.contains("docs/a.txt"), "overwrite refused: {results:?}");
+    assert!(
+        !results[1].1 && results[1].2.contains("docs/a.txt"),
+        "overwrite refused: {results:?}"
+    );
     assert!(results[2].1, "{results:?}");
-    assert!(!results[3].1 && results[3].2.contains("project root"), "{results:?}");
+    assert!(
+        !results[3].1 && results[3].2.contains("project root"),
+        "{results:?}"
+    );
     assert!(root.is_dir() && root.join("b.txt").is_file() && !root.join("docs").exists());
 }

@@ -52,7 +52,11 @@ async fn over_the_concurrency_limit_a_chat_gets_429_until_a_stream_ends() {
         "the server is at its limit of 1 open chats; try again shortly"
     );
     assert_eq!(retry_after, 1);
-    assert_eq!(host.get("/healthz").await.status(), 200, "health is not limited");
+    assert_eq!(
+        host.get("/healthz").await.status(),
+        200,
+        "health is not limited"
+    );
 
     // The first stream ends; its place is free again.
     let first = Stream::read(first).await;

@@ -52,10 +52,17 @@ async fn three_hundred_concurrent_streams_all_complete_and_valid() {
         let stream = stream.await.unwrap_or_else(|e| panic!("stream {i}: {e}"));
         let (conversation, stop) = stream.done();
         assert_eq!(stop, "completed", "stream {i}: {:#?}", stream.events);
-        assert!(stream.errors().is_empty(), "stream {i}: {:?}", stream.errors());
+        assert!(
+            stream.errors().is_empty(),
+            "stream {i}: {:?}",
+            stream.errors()
+        );
         let results = stream.results();
         assert_eq!(results.len(), 2, "stream {i}");
-        assert!(results.iter().all(|(_, ok, _)| *ok), "stream {i}: {results:?}");
+        assert!(
+            results.iter().all(|(_, ok, _)| *ok),
+            "stream {i}: {results:?}"
+        );
         assert_eq!(stream.text(), seed::ANSWER, "stream {i}");
         conversations.insert(conversation);
     }

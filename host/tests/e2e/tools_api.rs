@@ -109,7 +109,11 @@ async fn destructive_tools_say_so_in_their_definition() {
         let name = tool["function"]["name"].as_str().unwrap();
         let description = tool["function"]["description"].as_str().unwrap();
         let destructive = description.starts_with(rojos::registry::DESTRUCTIVE_MARK);
-        assert_eq!(destructive, matches!(name, "move_path" | "delete_path"), "{name}: {description}");
+        assert_eq!(
+            destructive,
+            matches!(name, "move_path" | "delete_path"),
+            "{name}: {description}"
+        );
     }
     assert_eq!(tools.len(), 7);
 }

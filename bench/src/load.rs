@@ -1,0 +1,290 @@
+//! One load scenario: `clients` concurrent clients, each running the seed conversation back
+//! to back in its own project until the deadline, while the host's memory is sampled (and
+//! `/healthz` probed, for the slow-upstream scenario). Afterwards the files written are checked
+//! in a sample of projects, and a few stored conversations are read back.
+
+use std::{
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+
+use crate::{
+    client::{self, Sample},
+    host::{HostProcess, TOKEN},
+    upstream::{self, Pace, Upstream, FILE, PAGE},
+};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub(crate) struct Scenario {
+    /// `S1`, `S2`, `S3`.
+    pub(crate) name: &'static str,
+    /// Concurrent clients.
+    pub(crate) clients: usize,
+    /// Clients start new conversations until this long after the start.
+    pub(crate) duration: Duration,
+    /// The upstream's pace.
+    pub(crate) pace: Pace,
+}
+
+/// What a scenario measured.
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    /// The scenario.
+    pub(crate) scenario: Scenario,
+    /// Every conversation that streamed as it should.
+    pub(crate) samples: Vec<Sample>,
+    /// Failed conversations and failed checks.
+    pub(crate) errors: u64,
+    /// The first few failures, for the report.
+    pub(crate) error_texts: Vec<String>,
+    /// From the first request to the last body's end.
+    pub(crate) elapsed: Duration,
+    /// The host's peak resident memory during the scenario, in bytes.
+    pub(crate) peak_rss: u64,
+    /// CPU time the host used during the scenario.
+    pub(crate) host_cpu: Duration,
+    /// CPU time the bench process (clients and upstream) used during the scenario.
+    pub(crate) bench_cpu: Duration,
+    /// The upstream's own time for one conversation (3 turns, measured directly).
+    pub(crate) upstream_alone: Duration,
+    /// `/healthz` latencies sampled during the scenario, and failed probes.
+    pub(crate) healthz: (Vec<Duration>, u64),
+}
+
+impl Outcome {
+    /// Conversations completed per second.
+    pub(crate) fn throughput(&self) -> f64 {
+        self.samples.len() as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+/// Runs `scenario` against `host`.
+pub(crate) async fn run(scenario: Scenario, host: &HostProcess, upstream: &Upstream) -> Outcome {
+    upstream.set_pace(scenario.pace);
+    let rounds = if scenario.pace == Pace::FAST { 200 } else { 2 };
+    let upstream_alone = upstream_alone(upstream, rounds).await;
+    let peak_reset = host.reset_peak();
+    let host_cpu0 = host.cpu().unwrap_or_default();
+    let bench_cpu0 = crate::host::cpu_of("/proc/self/stat").unwrap_or_default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampled_peak = Arc::new(AtomicU64::new(0));
+    let sampler = spawn_rss_sampler(host, Arc::clone(&stop), Arc::clone(&sampled_peak));
+    let prober = spawn_healthz_prober(&host.url, Arc::clone(&stop));
+
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(scenario.clients)
+        .build()
+        .expect("a plain HTTP client builds");
+    let started = Instant::now();
+    let deadline = started + scenario.duration;
+    let tasks: Vec<_> = (0..scenario.clients)
+        .map(|i| {
+            let http = http.clone();
+            let url = host.url.clone();
+            let project = format!("{}-c{i:04}", scenario.name.to_lowercase());
+            tokio::spawn(async move {
+                let mut results = Vec::new();
+                while Instant::now() < deadline {
+                    results.push(client::conversation(&http, &url, TOKEN, &project).await);
+                }
+                results
+            })
+        })
+        .collect();
+    let mut samples = Vec::new();
+    let mut errors = 0;
+    let mut error_texts = Vec::new();
+    for task in tasks {
+        let results = task
+            .await
+            .unwrap_or_else(|e| vec![Err(format!("client task failed: {e}"))]);
+        for result in results {
+            match result {
+                Ok(sample) => samples.push(sample),
+                Err(e) => {
+                    errors += 1;
+                    if error_texts.len() < 5 {
+                        error_texts.push(e);
+                    }
+                }
+            }
+        }
+    }
+    let elapsed = started.elapsed();
+    let host_cpu = host.cpu().unwrap_or_default().saturating_sub(host_cpu0);
+    let bench_cpu = crate::host::cpu_of("/proc/self/stat")
+        .unwrap_or_default()
+        .saturating_sub(bench_cpu0);
+    stop.store(true, Ordering::Relaxed);
+    let _ = sampler.await;
+    let healthz = prober.await.unwrap_or_default();
+    let hwm = if peak_reset {
+        host.memory().map(|m| m.peak).unwrap_or(0)
+    } else {
+        0
+    };
+    let peak_rss = hwm.max(sampled_peak.load(Ordering::Relaxed));
+
+    let problems = check_files(host, &scenario).await;
+    let problems = problems
+        .into_iter()
+        .chain(check_stored(&http, host, &samples).await);
+    for problem in problems {
+        errors += 1;
+        if error_texts.len() < 5 {
+            error_texts.push(problem);
+        }
+    }
+    Outcome {
+        scenario,
+        samples,
+        errors,
+        error_texts,
+        elapsed,
+        peak_rss,
+        host_cpu,
+        bench_cpu,
+        upstream_alone,
+        healthz,
+    }
+}
+
+/// The median time a direct client takes for the conversation's three upstream requests.
+async fn upstream_alone(upstream: &Upstream, rounds: usize) -> Duration {
+    let http = reqwest::Client::new();
+    let url = format!("{}/chat/completions", upstream.base_url);
+    let bodies: Vec<Value> = (0..3).map(upstream::direct_request).collect();
+    let mut times = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let started = Instant::now();
+        for body in &bodies {
+            let Ok(response) = http.post(&url).json(body).send().await else {
+                continue;
+            };
+            let _ = response.bytes().await;
+        }
+        times.push(started.elapsed());
+    }
+    times.sort();
+    times.get(times.len() / 2).copied().unwrap_or_default()
+}
+
+fn spawn_rss_sampler(
+    host: &HostProcess,
+    stop: Arc<AtomicBool>,
+    peak: Arc<AtomicU64>,
+) -> tokio::task::JoinHandle<()> {
+    let path = format!("/proc/{}/status", host.pid());
+    tokio::spawn(async move {
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok(status) = tokio::fs::read_to_string(&path).await {
+                let rss = status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                    .map_or(0, |kib| kib * 1024);
+                peak.fetch_max(rss, Ordering::Relaxed);
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+}
+
+/// Probes `GET /healthz` on its own connection every 50 ms until `stop`.
+fn spawn_healthz_prober(
+    url: &str,
+    stop: Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<(Vec<Duration>, u64)> {
+    let url = format!("{url}/healthz");
+    tokio::spawn(async move {
+        let http = reqwest::Client::new();
+        let mut times = Vec::new();
+        let mut failed = 0;
+        while !stop.load(Ordering::Relaxed) {
+            let started = Instant::now();
+            let ok = match http.get(&url).send().await {
+                Ok(r) => r.status() == 200 && r.text().await.is_ok(),
+                Err(_) => false,
+            };
+            if ok {
+                times.push(started.elapsed());
+            } else {
+                failed += 1;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        (times, failed)
+    })
+}
+
+/// Checks the page in up to 50 of the scenario's projects.
+async fn check_files(host: &HostProcess, scenario: &Scenario) -> Vec<String> {
+    let step = (scenario.clients / 50).max(1);
+    let mut problems = Vec::new();
+    for i in (0..scenario.clients).step_by(step) {
+        let project = format!("{}-c{i:04}", scenario.name.to_lowercase());
+        let path = host.project_root(&project).join(FILE);
+        match tokio::fs::read_to_string(&path).await {
+            Ok(text) if text == PAGE => {}
+            Ok(_) => problems.push(format!("{}: unexpected content", path.display())),
+            Err(e) => problems.push(format!("{}: {e}", path.display())),
+        }
+    }
+    problems
+}
+
+/// Reads back a few stored conversations: the history every provider accepts.
+async fn check_stored(
+    http: &reqwest::Client,
+    host: &HostProcess,
+    samples: &[Sample],
+) -> Vec<String> {
+    let step = (samples.len() / 5).max(1);
+    let mut problems = Vec::new();
+    for sample in samples.iter().step_by(step).take(5) {
+        let url = format!("{}/conversations/{}", host.url, sample.conversation);
+        let stored: Result<Value, String> = async {
+            let response = http
+                .get(&url)
+                .bearer_auth(TOKEN)
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+            response.json().await.map_err(|e| e.to_string())
+        }
+        .await;
+        let roles: Vec<String> = stored
+            .as_ref()
+            .ok()
+            .and_then(|v| v.as_array())
+            .map(|m| {
+                m.iter()
+                    .filter_map(|m| m["role"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if roles
+            != [
+                "user",
+                "assistant",
+                "tool",
+                "assistant",
+                "tool",
+                "assistant",
+            ]
+        {
+            problems.push(format!(
+                "stored conversation {}: roles {roles:?} ({:?})",
+                sample.conversation,
+                stored.err()
+            ));
+        }
+    }
+    problems
+}

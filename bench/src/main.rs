@@ -1,0 +1,199 @@
+//! `rojos-bench`: the host's throughput, latency and memory under load, and the cost of the
+//! plugin boundary. Run it with `cargo build --release --workspace && cargo run --release -p
+//! rojos-bench` (see the README).
+//!
+//! It starts the release `rojos` binary as a separate process with the real plugins and a
+//! scripted OpenAI-compatible upstream on loopback (in this process), drives concurrent
+//! clients through the docs/intro conversation (3 model turns, 2 tool calls), checks every
+//! stream and a sample of the files written, and prints conversations/s, latency
+//! percentiles, time to first event, errors and the host's peak RSS for the three scenarios of
+//! the LangChain.js measurements, then the plugin boundary cost and the drop-in deploy time.
+//! Figures, never pass/fail: the goals are printed beside them.
+
+mod boundary;
+mod client;
+mod dropin;
+mod host;
+mod load;
+mod report;
+mod upstream;
+
+use std::time::Duration;
+
+use clap::Parser;
+
+use crate::{
+    host::HostProcess,
+    load::Scenario,
+    upstream::{Pace, Upstream},
+};
+
+/// Command-line options; the defaults are the published run (about two minutes).
+#[derive(Debug, Parser)]
+#[command(
+    name = "rojos-bench",
+    about = "Load and plugin-boundary benchmark of the rojos host"
+)]
+struct Options {
+    /// Seconds clients keep starting conversations in S1 (one client, no upstream delay).
+    #[arg(long, default_value_t = 5.0)]
+    s1_secs: f64,
+    /// Seconds for S2 (32 clients, no upstream delay).
+    #[arg(long, default_value_t = 10.0)]
+    s2_secs: f64,
+    /// Seconds for S3 (many clients, upstream 200 ms to first token, 20 ms between chunks).
+    #[arg(long, default_value_t = 15.0)]
+    s3_secs: f64,
+    /// Concurrent clients in S3.
+    #[arg(long, default_value_t = 1000)]
+    s3_clients: usize,
+    /// Only run these scenarios (e.g. `--only S2`); repeat for more.
+    #[arg(long)]
+    only: Vec<String>,
+    /// Skip the plugin boundary measurement.
+    #[arg(long)]
+    no_boundary: bool,
+    /// Skip the drop-in folder measurement.
+    #[arg(long)]
+    no_dropin: bool,
+}
+
+fn main() -> std::process::ExitCode {
+    let options = Options::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("rojos-bench: cannot start a runtime: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(run(options)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rojos-bench: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(options: Options) -> anyhow::Result<()> {
+    raise_open_files_limit();
+    let build = host::build_dir()?;
+    report::machine();
+
+    let upstream = Upstream::start().await?;
+    let mut host = HostProcess::start(&build, &upstream.base_url, false).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let idle = host.memory()?.rss;
+    println!("host idle RSS after start: {}", report::mib(idle));
+    warm_up(&host).await;
+
+    let scenarios = [
+        Scenario {
+            name: "S1",
+            clients: 1,
+            duration: Duration::from_secs_f64(options.s1_secs),
+            pace: Pace::FAST,
+        },
+        Scenario {
+            name: "S2",
+            clients: 32,
+            duration: Duration::from_secs_f64(options.s2_secs),
+            pace: Pace::FAST,
+        },
+        Scenario {
+            name: "S3",
+            clients: options.s3_clients,
+            duration: Duration::from_secs_f64(options.s3_secs),
+            pace: Pace {
+                first: Duration::from_millis(200),
+                between: Duration::from_millis(20),
+            },
+        },
+    ];
+    let mut outcomes = Vec::new();
+    for scenario in scenarios {
+        let selected = options.only.is_empty()
+            || options
+                .only
+                .iter()
+                .any(|o| o.eq_ignore_ascii_case(scenario.name));
+        if !selected {
+            continue;
+        }
+        println!();
+        let outcome = load::run(scenario, &host, &upstream).await;
+        report::scenario(&outcome, upstream.own_time(outcome.scenario.pace));
+        if !host.alive() {
+            anyhow::bail!(
+                "the host died during {}\n{}",
+                outcome.scenario.name,
+                host.log_tail()
+            );
+        }
+        outcomes.push(outcome);
+    }
+    let (requests, refused) = upstream.counts();
+    println!("\nupstream: {requests} requests served, {refused} refused as malformed");
+    host.stop().await;
+
+    let boundary = if options.no_boundary {
+        None
+    } else {
+        println!();
+        let boundary = tokio::task::spawn_blocking({
+            let build = build.clone();
+            move || boundary::measure(&build)
+        })
+        .await??;
+        report::boundary(&boundary);
+        Some(boundary)
+    };
+    let dropin = if options.no_dropin {
+        None
+    } else {
+        println!();
+        let times = dropin::measure(&build, &upstream.base_url).await?;
+        report::dropin(&times);
+        Some(times)
+    };
+    println!();
+    report::summary(idle, &outcomes, boundary.as_ref(), dropin.as_deref());
+    Ok(())
+}
+
+/// A few conversations so connection pools, the database and the page cache are warm.
+async fn warm_up(host: &HostProcess) {
+    let http = reqwest::Client::new();
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let http = http.clone();
+            let url = host.url.clone();
+            tokio::spawn(async move {
+                for _ in 0..25 {
+                    let _ =
+                        client::conversation(&http, &url, host::TOKEN, &format!("warm-{i}")).await;
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        let _ = task.await;
+    }
+}
+
+/// The clients and the upstream hold two sockets per S3 stream: lift the soft limit.
+fn raise_open_files_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let target = limit.maximum.unwrap_or(1 << 20);
+    if limit.current.is_some_and(|current| current < target) {
+        let raised = Rlimit {
+            current: Some(target),
+            maximum: limit.maximum,
+        };
+        if let Err(e) = setrlimit(Resource::Nofile, raised) {
+            eprintln!("rojos-bench: cannot raise the open files limit: {e}");
+        }
+    }
+}

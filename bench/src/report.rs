@@ -1,0 +1,373 @@
+//! Printing: the machine, each scenario's figures with the LangChain.js baseline beside them,
+//! the plugin boundary, the drop-in deploy time, and a closing Markdown table for the README
+//! with the goals of issue 6 checked.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::{boundary::Boundary, load::Outcome};
+
+/// The LangChain.js design's figures on the same kind of machine (issue 6).
+struct Baseline {
+    throughput: f64,
+    p50: Duration,
+    rss_mib: f64,
+    rss_what: &'static str,
+}
+
+fn baseline(name: &str) -> Baseline {
+    match name {
+        "S1" => Baseline {
+            throughput: 110.0,
+            p50: Duration::from_micros(7_400),
+            rss_mib: 95.0,
+            rss_what: "idle",
+        },
+        "S2" => Baseline {
+            throughput: 184.0,
+            p50: Duration::from_millis(166),
+            rss_mib: 341.0,
+            rss_what: "peak",
+        },
+        _ => Baseline {
+            throughput: 185.0,
+            p50: Duration::from_millis(5_000),
+            rss_mib: 503.0,
+            rss_what: "peak",
+        },
+    }
+}
+
+/// Bytes as MiB.
+pub(crate) fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+fn ms(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1000.0;
+    if ms >= 1000.0 {
+        format!("{:.2} s", ms / 1000.0)
+    } else if ms >= 10.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{ms:.2} ms")
+    }
+}
+
+/// The nearest-rank percentile `p` (0–100) of sorted `values`.
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+struct Percentiles {
+    p50: Duration,
+    p90: Duration,
+    p99: Duration,
+    max: Duration,
+}
+
+fn percentiles(mut values: Vec<Duration>) -> Percentiles {
+    values.sort();
+    Percentiles {
+        p50: percentile(&values, 50.0),
+        p90: percentile(&values, 90.0),
+        p99: percentile(&values, 99.0),
+        max: values.last().copied().unwrap_or_default(),
+    }
+}
+
+/// The date, the machine and the build, as the README table quotes them.
+pub(crate) fn machine() {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    let memory = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or_else(
+            || "?".to_owned(),
+            |kib| format!("{:.1} GiB", kib as f64 / 1048576.0),
+        );
+    let cores = std::thread::available_parallelism().map_or(0, usize::from);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    println!(
+        "rojos-bench {} — {cores} cores ({cpu}), {memory} RAM, Linux {}",
+        today(),
+        kernel.trim()
+    );
+    println!(
+        "host: target/release/rojos as a separate process; clients and the scripted upstream share the machine (this process)"
+    );
+}
+
+/// Today's UTC date, `YYYY-MM-DD`.
+fn today() -> String {
+    let days = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() / 86_400) as i64;
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+fn describe(outcome: &Outcome) -> String {
+    let s = &outcome.scenario;
+    let pace = if s.pace.first.is_zero() && s.pace.between.is_zero() {
+        "no upstream delay".to_owned()
+    } else {
+        format!(
+            "upstream {} to first token, {} between chunks",
+            ms(s.pace.first),
+            ms(s.pace.between)
+        )
+    };
+    let clients = if s.clients == 1 {
+        "1 client".to_owned()
+    } else {
+        format!("{} clients", s.clients)
+    };
+    format!("{}: {clients}, {pace}", s.name)
+}
+
+/// One scenario's figures.
+pub(crate) fn scenario(outcome: &Outcome, scripted: Duration) {
+    let base = baseline(outcome.scenario.name);
+    let n = outcome.samples.len();
+    let latency = percentiles(outcome.samples.iter().map(|s| s.latency).collect());
+    let first = percentiles(outcome.samples.iter().map(|s| s.first_event).collect());
+    println!(
+        "{} ({:.1} s of new conversations)",
+        describe(outcome),
+        outcome.scenario.duration.as_secs_f64()
+    );
+    println!(
+        "  conversations   {n} complete and valid, {} errors, in {:.2} s",
+        outcome.errors,
+        outcome.elapsed.as_secs_f64()
+    );
+    for text in &outcome.error_texts {
+        println!("    error: {text}");
+    }
+    println!(
+        "  throughput      {:.0} conversations/s  (LangChain.js {:.0}/s: {:.1}×)",
+        outcome.throughput(),
+        base.throughput,
+        outcome.throughput() / base.throughput
+    );
+    println!(
+        "  latency         p50 {}  p90 {}  p99 {}  max {}  (LangChain.js p50 {})",
+        ms(latency.p50),
+        ms(latency.p90),
+        ms(latency.p99),
+        ms(latency.max),
+        ms(base.p50)
+    );
+    println!(
+        "  first event     p50 {}  p90 {}  p99 {}",
+        ms(first.p50),
+        ms(first.p90),
+        ms(first.p99)
+    );
+    println!(
+        "  upstream alone  {} per conversation measured directly ({} scripted delays); host overhead at p50 {}",
+        ms(outcome.upstream_alone),
+        ms(scripted),
+        ms(latency.p50.saturating_sub(outcome.upstream_alone))
+    );
+    if n > 0 {
+        println!(
+            "  CPU             host {:.2} s = {:.0} µs per conversation ({:.2} cores); bench {:.2} s",
+            outcome.host_cpu.as_secs_f64(),
+            outcome.host_cpu.as_secs_f64() * 1e6 / n as f64,
+            outcome.host_cpu.as_secs_f64() / outcome.elapsed.as_secs_f64(),
+            outcome.bench_cpu.as_secs_f64()
+        );
+    }
+    println!(
+        "  host peak RSS   {}  (LangChain.js {} {:.0} MiB)",
+        mib(outcome.peak_rss),
+        base.rss_what,
+        base.rss_mib
+    );
+    let (probes, failed) = &outcome.healthz;
+    let health = percentiles(probes.clone());
+    println!(
+        "  /healthz        p50 {}  p99 {}  max {}  ({} probes, {failed} failed)",
+        ms(health.p50),
+        ms(health.p99),
+        ms(health.max),
+        probes.len()
+    );
+}
+
+/// The plugin boundary figures.
+pub(crate) fn boundary(b: &Boundary) {
+    let ns = |d: Duration| d.as_secs_f64() * 1e9;
+    println!("plugin boundary: read_path_meta on a 5-byte file, median per call");
+    println!(
+        "  1 tool code, direct (run on an opened project)      {:>8.0} ns",
+        ns(b.run)
+    );
+    println!(
+        "  2 tool entry, direct (Tool::call: args, fd, run)    {:>8.0} ns",
+        ns(b.entry)
+    );
+    println!(
+        "  3 through the C ABI (exported call from the .so)    {:>8.0} ns   boundary 3−2: {:+.0} ns ({:.2}×)",
+        ns(b.ffi),
+        ns(b.ffi) - ns(b.entry),
+        ns(b.ffi) / ns(b.entry)
+    );
+    println!(
+        "  4 through the host (invoke: schema, permit, spawn_blocking, deadline) {:>8.0} ns   4−2: {:+.2} µs ({:.2}×)",
+        ns(b.invoke),
+        (ns(b.invoke) - ns(b.entry)) / 1000.0,
+        ns(b.invoke) / ns(b.entry)
+    );
+    println!(
+        "    of which a spawn_blocking round trip (empty closure, same runtime)  {:>8.0} ns",
+        ns(b.handoff)
+    );
+}
+
+/// The drop-in deploy times.
+pub(crate) fn dropin(times: &[Duration]) {
+    let shown: Vec<String> = times.iter().map(|t| ms(*t)).collect();
+    let median = percentiles(times.to_vec()).p50;
+    println!(
+        "drop-in folder: mv of a plugin into [plugins].dir → tool offered by GET /tools: median {} ({})",
+        ms(median),
+        shown.join(", ")
+    );
+}
+
+/// The README table and the goals.
+pub(crate) fn summary(
+    idle: u64,
+    outcomes: &[Outcome],
+    boundary: Option<&Boundary>,
+    dropin: Option<&[Duration]>,
+) {
+    println!("| scenario | conversations/s | latency p50 / p90 / p99 | first event p50 | errors | host RSS | LangChain.js |");
+    println!("|---|---|---|---|---|---|---|");
+    for o in outcomes {
+        let base = baseline(o.scenario.name);
+        let l = percentiles(o.samples.iter().map(|s| s.latency).collect());
+        let f = percentiles(o.samples.iter().map(|s| s.first_event).collect());
+        let rss = if o.scenario.name == "S1" {
+            format!("idle {}, peak {}", mib(idle), mib(o.peak_rss))
+        } else {
+            format!("peak {}", mib(o.peak_rss))
+        };
+        println!(
+            "| {} | {:.0} ({:.1}×) | {} / {} / {} | {} | {} | {rss} | {:.0}/s, p50 {}, {} {:.0} MiB |",
+            describe(o),
+            o.throughput(),
+            o.throughput() / base.throughput,
+            ms(l.p50),
+            ms(l.p90),
+            ms(l.p99),
+            ms(f.p50),
+            o.errors,
+            base.throughput,
+            ms(base.p50),
+            base.rss_what,
+            base.rss_mib
+        );
+    }
+    println!();
+    for o in outcomes {
+        let base = baseline(o.scenario.name);
+        let l = percentiles(o.samples.iter().map(|s| s.latency).collect());
+        let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
+        match o.scenario.name {
+            "S1" => {
+                let overhead = l.p50.saturating_sub(o.upstream_alone);
+                println!(
+                    "goal S1: overhead over the upstream's own time < 1 ms: {} at p50 — {}",
+                    ms(overhead),
+                    verdict(overhead < Duration::from_millis(1))
+                );
+            }
+            "S2" => println!(
+                "goal S2: ≥ 10× LangChain.js throughput ({:.0}/s): {:.1}× — {}",
+                base.throughput * 10.0,
+                o.throughput() / base.throughput,
+                verdict(o.throughput() >= base.throughput * 10.0)
+            ),
+            _ => {
+                let quarter = (base.rss_mib * 1024.0 * 1024.0 / 4.0) as u64;
+                println!(
+                    "goal S3: zero errors: {} — {}; p50 {} against the upstream's own {} ({:+.1} %); peak RSS {} < {} — {}",
+                    o.errors,
+                    verdict(o.errors == 0),
+                    ms(l.p50),
+                    ms(o.upstream_alone),
+                    (l.p50.as_secs_f64() / o.upstream_alone.as_secs_f64() - 1.0) * 100.0,
+                    mib(o.peak_rss),
+                    mib(quarter),
+                    verdict(o.peak_rss < quarter)
+                );
+            }
+        }
+    }
+    if let Some(b) = boundary {
+        let extra = b.invoke.saturating_sub(b.entry);
+        let abi = b.ffi.saturating_sub(b.entry);
+        println!(
+            "goal boundary: the C ABI crossing costs +{:.2} µs — {}; a call through the host's invoke +{:.1} µs, {:.1} µs of it the spawn_blocking round trip",
+            abi.as_secs_f64() * 1e6,
+            if abi < Duration::from_micros(3) { "met" } else { "NOT met" },
+            extra.as_secs_f64() * 1e6,
+            b.handoff.as_secs_f64() * 1e6,
+        );
+    }
+    match dropin {
+        Some(times) => println!(
+            "drop-in: arrival → callable median {}",
+            ms(percentiles(times.to_vec()).p50)
+        ),
+        None => println!("drop-in: n/a (not measured)"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_use_the_nearest_rank() {
+        let values: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
+        assert_eq!(percentile(&values, 50.0), Duration::from_millis(50));
+        assert_eq!(percentile(&values, 99.0), Duration::from_millis(99));
+        assert_eq!(percentile(&values[..1], 99.0), Duration::from_millis(1));
+        assert_eq!(percentile(&[], 50.0), Duration::ZERO);
+    }
+
+    #[test]
+    fn today_is_a_date() {
+        let d = today();
+        assert_eq!(d.len(), 10, "{d}");
+        assert!(d.starts_with("20"), "{d}");
+    }
+}
