@@ -37,6 +37,17 @@ async fn tool_names(host: &TestHost) -> Vec<String> {
         .collect()
 }
 
+const IMPOSTOR: &str = "An impostor (test plugin).";
+
+/// The description of the `list_files` the host offers, if any.
+async fn list_files_description(host: &TestHost) -> Option<String> {
+    let tools: Vec<Value> = host.get("/tools").await.json().await.unwrap();
+    tools
+        .iter()
+        .find(|t| t["function"]["name"] == "list_files")
+        .map(|t| t["function"]["description"].as_str().unwrap().to_owned())
+}
+
 /// Deploys `lib` as the folder's `name` the way users are told to: copy under a dot-name,
 /// then rename into place.
 fn deploy(host: &TestHost, lib: &Path, name: &str) {
@@ -47,7 +58,15 @@ fn deploy(host: &TestHost, lib: &Path, name: &str) {
 
 /// A host with four built-ins (no `list_files`) and a drop-in folder.
 async fn host_without_list_files(upstream: &ScriptedUpstream) -> (TestHost, HostConfig) {
+    host_without_list_files_timing_out_after(upstream, 2.0).await
+}
+
+async fn host_without_list_files_timing_out_after(
+    upstream: &ScriptedUpstream,
+    call_timeout_secs: f64,
+) -> (TestHost, HostConfig) {
     let mut config = HostConfig::builtins().upstream(upstream);
+    config.call_timeout_secs = call_timeout_secs;
     config
         .load
         .retain(|p| !p.ends_with("librojos_tool_list_files.so"));
@@ -156,32 +175,33 @@ async fn bad_files_leave_the_host_serving_and_the_other_tools_working() {
         "libzz_clash.so",
     );
     deploy(&host, &plugin_lib("rojos_tool_list_files"), "libaa_list.so");
-    eventually("the good drop-in is loaded", || async {
-        tool_names(&host).await.contains(&"list_files".to_owned())
+    // libaa_list.so sorts before libzz_clash.so, so once both are loaded the real
+    // list_files holds the name, whichever the watcher saw first.
+    eventually("the real list_files holds the name", || async {
+        list_files_description(&host)
+            .await
+            .is_some_and(|d| d != IMPOSTOR)
     })
     .await;
-    // libaa_list.so sorts before libzz_clash.so, so the real list_files keeps the name.
-    let tools: Vec<Value> = host.get("/tools").await.json().await.unwrap();
-    let list = tools
-        .iter()
-        .find(|t| t["function"]["name"] == "list_files")
-        .unwrap();
-    assert_ne!(
-        list["function"]["description"],
-        "An impostor (test plugin)."
-    );
     assert_eq!(tool_names(&host).await.len(), 5);
 
-    // A library copied over a loaded one in place: the private copy keeps serving, and the
-    // completed file is loaded once it is quiet.
+    // A library copied over a loaded one in place: the half-written file is refused (the
+    // impostor takes the name meanwhile) and the host keeps serving; the completed file is
+    // loaded once it is quiet.
     std::fs::write(dir.join("libaa_list.so"), &real[..1000]).unwrap();
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    assert!(host.get("/healthz").await.status().is_success());
-    std::fs::write(dir.join("libaa_list.so"), &real).unwrap();
-    eventually("list_files is back", || async {
-        tool_names(&host).await.contains(&"list_files".to_owned())
+    eventually("the half-written file is refused", || async {
+        list_files_description(&host).await.as_deref() == Some(IMPOSTOR)
     })
     .await;
+    assert!(host.get("/healthz").await.status().is_success());
+    std::fs::write(dir.join("libaa_list.so"), &real).unwrap();
+    eventually("the completed file serves again", || async {
+        list_files_description(&host)
+            .await
+            .is_some_and(|d| d != IMPOSTOR)
+    })
+    .await;
+    std::fs::remove_file(dir.join("libzz_clash.so")).unwrap();
 
     // The folder deleted and recreated.
     std::fs::remove_dir_all(&dir).unwrap();
@@ -201,7 +221,8 @@ async fn bad_files_leave_the_host_serving_and_the_other_tools_working() {
 async fn a_panicking_drop_in_gives_an_error_result_and_a_hanging_one_times_out_while_others_serve()
 {
     let upstream = ScriptedUpstream::start(vec![]).await;
-    let (host, _) = host_without_list_files(&upstream).await;
+    // Long enough that the other chat surely ends first, even on a loaded machine.
+    let (host, _) = host_without_list_files_timing_out_after(&upstream, 8.0).await;
     deploy(&host, &plugin_lib("rojos_test_panic_tool"), "libpanic.so");
     deploy(&host, &plugin_lib("rojos_test_hang_tool"), "libhang.so");
     eventually("both are offered", || async {
@@ -221,12 +242,12 @@ async fn a_panicking_drop_in_gives_an_error_result_and_a_hanging_one_times_out_w
         "error: the tool panicked: deliberate test panic"
     );
 
-    // hang_tool blocks past the 2 s call timeout; meanwhile another chat is served.
+    // hang_tool blocks past the 8 s call timeout; meanwhile another chat is served.
     // One queue serves both chats, in the order their requests arrive.
     upstream.push([Turn::tool_calls(&[(
         "h1",
         "hang_tool",
-        json!({"seconds": 30}),
+        json!({"seconds": 10}),
     )])]);
     let hung = host
         .chat(json!({"projectId": "demo", "message": "hang"}))
@@ -255,7 +276,7 @@ async fn a_panicking_drop_in_gives_an_error_result_and_a_hanging_one_times_out_w
     let hung = hung.await.unwrap();
     assert_eq!(
         hung.results()[0].2,
-        "error: tool hang_tool did not finish within 2.0 s and was abandoned"
+        "error: tool hang_tool did not finish within 8.0 s and was abandoned"
     );
 }
 

@@ -34,6 +34,8 @@ pub struct HostConfig {
     pub provider_url: String,
     /// Whether `[plugins].dir = "plugins.d"` is set.
     pub dropin: bool,
+    /// `[plugins].call_timeout_secs`.
+    pub call_timeout_secs: f64,
     /// Extra keys of the `[server]` table (e.g. `max_concurrent_chats`).
     pub server: String,
     /// Extra keys of the `[auth]` table.
@@ -48,6 +50,7 @@ impl HostConfig {
             extra: String::new(),
             provider_url: "http://127.0.0.1:9/v1".to_owned(),
             dropin: false,
+            call_timeout_secs: 2.0,
             server: String::new(),
             auth: String::new(),
         }
@@ -106,7 +109,7 @@ projects = ["demo"]
 
 [plugins]
 load = [{load}]
-call_timeout_secs = 2
+call_timeout_secs = {call_timeout}
 {dropin}
 
 [providers.scripted]
@@ -120,6 +123,7 @@ idle_timeout_secs = 5
 "#,
             load = load.join(", "),
             provider_url = self.provider_url,
+            call_timeout = self.call_timeout_secs,
             server = self.server,
             auth = self.auth,
             dropin = if self.dropin {
