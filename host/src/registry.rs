@@ -5,6 +5,7 @@
 use std::{collections::BTreeMap, sync::Arc};
 
 use arc_swap::ArcSwap;
+use rojos_plugin_api::Manifest;
 use serde_json::{json, Value};
 
 use crate::{
@@ -60,7 +61,7 @@ impl Registry {
         self.tools
             .values()
             .filter(|t| selection.allows(t.name()))
-            .map(|t| definition(t))
+            .map(|t| t.library.definition.clone())
             .collect()
     }
 }
@@ -71,8 +72,9 @@ pub const DESTRUCTIVE_MARK: &str = "[destructive: changes cannot be undone]";
 /// The OpenAI function definition of a tool, with a parameters schema every provider accepts.
 /// A destructive tool's description starts with [`DESTRUCTIVE_MARK`], for the model and for
 /// clients (the OpenAI format has no field for it).
-pub fn definition(tool: &Tool) -> Value {
-    let spec = &tool.library.manifest.spec;
+/// Computed once per loaded library, not per model turn.
+pub fn definition(manifest: &Manifest) -> Value {
+    let spec = &manifest.spec;
     let description = if spec.destructive {
         format!("{DESTRUCTIVE_MARK} {}", spec.description)
     } else {

@@ -82,6 +82,8 @@ pub struct Library {
     pub manifest: Manifest,
     /// The arguments validator compiled from the manifest's parameters.
     pub(crate) validator: jsonschema::Validator,
+    /// The OpenAI function definition offered to models.
+    pub definition: Value,
     pub(crate) module: ToolModuleRef,
 }
 
@@ -185,7 +187,9 @@ impl Loader {
             LoadFailure::BadManifest(format!("parameters are not a valid JSON schema: {e}"))
         })?;
         tracing::info!(tool = %manifest.spec.name, hash = %&hash[..12], "plugin loaded");
+        let definition = crate::registry::definition(&manifest);
         Ok(Library {
+            definition,
             hash: hash.to_owned(),
             manifest,
             validator,
