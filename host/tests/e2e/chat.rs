@@ -12,23 +12,10 @@ use crate::support::{
     upstream::{ScriptedUpstream, Turn},
 };
 
-const SEED: &str = "Create a directory at docs/intro and write an index.page file there with a page header and a short intro paragraph.";
-const PAGE: &str = "# Introduction\n\nWelcome to the documentation. This section gives a short overview of the project and where to start.";
+use crate::support::seed::{self, MESSAGE as SEED, PAGE};
 
 fn seed_turns() -> Vec<Turn> {
-    vec![
-        Turn::tool_calls(&[(
-            "call_mkdir",
-            "create_directory",
-            json!({"path": "docs/intro"}),
-        )]),
-        Turn::tool_calls(&[(
-            "call_write",
-            "write_text_content",
-            json!({"path": "docs/intro/index.page", "text": PAGE}),
-        )]),
-        Turn::text("Done! I created `docs/intro` and wrote `docs/intro/index.page`."),
-    ]
+    seed::turns()
 }
 
 async fn host_with(turns: Vec<Turn>) -> (TestHost, ScriptedUpstream) {
