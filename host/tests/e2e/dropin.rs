@@ -37,6 +37,16 @@ async fn tool_names(host: &TestHost) -> Vec<String> {
         .collect()
 }
 
+/// The tool names the host offered the model in its `i`-th request.
+fn offered_names(upstream: &ScriptedUpstream, i: usize) -> Vec<String> {
+    upstream.received()[i].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 const IMPOSTOR: &str = "An impostor (test plugin).";
 
 /// The description of the `list_files` the host offers, if any.
@@ -104,10 +114,9 @@ async fn a_plugin_moved_in_is_offered_and_called_then_replaced_then_removed() {
             r#"[{"name":"a.txt","type":"file"}]"#.to_owned()
         )
     );
-    let offered = &upstream.received()[0].body["tools"];
     assert!(
-        offered.to_string().contains("list_files"),
-        "offered to the model: {offered}"
+        offered_names(&upstream, 0).contains(&"list_files".to_owned()),
+        "offered to the model"
     );
 
     // Replaced by another version of the same tool name: the new behaviour is served.
@@ -307,8 +316,8 @@ async fn a_tools_toggle_edited_in_the_config_applies_to_the_next_message() {
         "a tool toggled off is not run: {stream:?}"
     );
     assert!(!host.project_root("demo").join("t.txt").exists());
-    let offered = upstream.received()[0].body["tools"].to_string();
-    assert!(!offered.contains("write_text_content"), "{offered}");
+    let offered = offered_names(&upstream, 0);
+    assert_eq!(offered, ["get_text_content", "list_files"]);
 
     // A new rojo appears without a restart.
     let with_new_rojo = edited
@@ -428,4 +437,40 @@ async fn move_path_and_delete_path_work_through_a_chat_and_refuse_the_root() {
         "{results:?}"
     );
     assert!(root.is_dir() && root.join("b.txt").is_file() && !root.join("docs").exists());
+}
+
+#[tokio::test]
+async fn a_model_turn_keeps_its_tools_while_the_folder_changes_under_it() {
+    let slow_call = Turn::tool_calls(&[("s1", "list_files", json!({"path": "."}))])
+        .chunk_delay(Duration::from_millis(150));
+    let upstream = ScriptedUpstream::start(vec![slow_call, Turn::text("done")]).await;
+    let (host, _) = host_without_list_files(&upstream).await;
+    deploy(&host, &plugin_lib("rojos_tool_list_files"), "liblist.so");
+    eventually("list_files is offered", || async {
+        tool_names(&host).await.contains(&"list_files".to_owned())
+    })
+    .await;
+    let response = host
+        .chat(json!({"projectId": "demo", "message": "list"}))
+        .await;
+    let chat = tokio::spawn(Stream::read(response));
+    // While the model is still streaming its call, the plugin is removed.
+    eventually("the model turn started", || async {
+        !upstream.received().is_empty()
+    })
+    .await;
+    std::fs::remove_file(host.dropin_dir().join("liblist.so")).unwrap();
+    eventually("list_files is unregistered", || async {
+        !tool_names(&host).await.contains(&"list_files".to_owned())
+    })
+    .await;
+    assert!(
+        !chat.is_finished(),
+        "the turn was still streaming when the tool went away"
+    );
+    let stream = chat.await.unwrap();
+    // The turn that offered the tool runs it; the next turn no longer offers it.
+    assert_eq!(stream.results()[0].1, true, "{stream:?}");
+    assert!(offered_names(&upstream, 0).contains(&"list_files".to_owned()));
+    assert!(!offered_names(&upstream, 1).contains(&"list_files".to_owned()));
 }
