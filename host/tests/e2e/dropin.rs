@@ -470,7 +470,7 @@ async fn a_model_turn_keeps_its_tools_while_the_folder_changes_under_it() {
     );
     let stream = chat.await.unwrap();
     // The turn that offered the tool runs it; the next turn no longer offers it.
-    assert_eq!(stream.results()[0].1, true, "{stream:?}");
+    assert!(stream.results()[0].1, "{stream:?}");
     assert!(offered_names(&upstream, 0).contains(&"list_files".to_owned()));
     assert!(!offered_names(&upstream, 1).contains(&"list_files".to_owned()));
 }
