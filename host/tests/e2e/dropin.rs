@@ -474,3 +474,37 @@ async fn a_model_turn_keeps_its_tools_while_the_folder_changes_under_it() {
     assert!(offered_names(&upstream, 0).contains(&"list_files".to_owned()));
     assert!(!offered_names(&upstream, 1).contains(&"list_files".to_owned()));
 }
+
+#[tokio::test]
+async fn a_call_running_on_a_removed_library_finishes() {
+    let upstream = ScriptedUpstream::start(chat_calling("hang_tool", json!({"seconds": 3}))).await;
+    let (host, _) = host_without_list_files_timing_out_after(&upstream, 8.0).await;
+    deploy(&host, &plugin_lib("rojos_test_hang_tool"), "libhang.so");
+    eventually("hang_tool is offered", || async {
+        tool_names(&host).await.contains(&"hang_tool".to_owned())
+    })
+    .await;
+    let response = host
+        .chat(json!({"projectId": "demo", "message": "wait"}))
+        .await;
+    let chat = tokio::spawn(Stream::read(response));
+    eventually("the call is running", || async {
+        upstream.received().len() == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    std::fs::remove_file(host.dropin_dir().join("libhang.so")).unwrap();
+    eventually("hang_tool is unregistered", || async {
+        !tool_names(&host).await.contains(&"hang_tool".to_owned())
+    })
+    .await;
+    assert!(
+        !chat.is_finished(),
+        "the call was still running when its library went away"
+    );
+    let stream = chat.await.unwrap();
+    assert_eq!(
+        stream.results()[0],
+        ("hang_tool".to_owned(), true, r#"{"slept":3.0}"#.to_owned())
+    );
+}
