@@ -77,7 +77,9 @@ fn main() -> std::process::ExitCode {
 }
 
 async fn run(options: Options) -> anyhow::Result<()> {
-    raise_open_files_limit();
+    if let Err(e) = rojos::raise_open_files_limit() {
+        eprintln!("rojos-bench: cannot raise the open files limit: {e}");
+    }
     let build = host::build_dir()?;
     report::machine();
 
@@ -179,21 +181,5 @@ async fn warm_up(host: &HostProcess) {
         .collect();
     for task in tasks {
         let _ = task.await;
-    }
-}
-
-/// The clients and the upstream hold two sockets per S3 stream: lift the soft limit.
-fn raise_open_files_limit() {
-    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
-    let limit = getrlimit(Resource::Nofile);
-    let target = limit.maximum.unwrap_or(1 << 20);
-    if limit.current.is_some_and(|current| current < target) {
-        let raised = Rlimit {
-            current: Some(target),
-            maximum: limit.maximum,
-        };
-        if let Err(e) = setrlimit(Resource::Nofile, raised) {
-            eprintln!("rojos-bench: cannot raise the open files limit: {e}");
-        }
     }
 }

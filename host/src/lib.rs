@@ -75,3 +75,25 @@ pub async fn serve(
     }
     Ok(())
 }
+
+/// Lifts the soft limit on open files to the hard one. Every open chat holds two sockets
+/// (client and provider), and the often-default soft limit of 1024 would refuse clients from
+/// about 500 concurrent chats on.
+///
+/// # Errors
+///
+/// The limit cannot be changed.
+pub fn raise_open_files_limit() -> std::io::Result<()> {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    // `None` is unlimited; then aim for the kernel's usual `nr_open`.
+    let target = limit.maximum.unwrap_or(1 << 20);
+    if limit.current.is_some_and(|current| current < target) {
+        let raised = Rlimit {
+            current: Some(target),
+            maximum: limit.maximum,
+        };
+        setrlimit(Resource::Nofile, raised)?;
+    }
+    Ok(())
+}

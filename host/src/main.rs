@@ -89,7 +89,9 @@ fn probe(config: &Config, name: &str) -> anyhow::Result<()> {
 }
 
 fn serve(state: AppState) -> anyhow::Result<()> {
-    raise_open_files_limit();
+    if let Err(e) = rojos::raise_open_files_limit() {
+        tracing::warn!(error = %e, "cannot raise the open files limit");
+    }
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(state.config.bind)
@@ -106,24 +108,6 @@ fn serve(state: AppState) -> anyhow::Result<()> {
         rojos::serve(listener, state, shutdown_signal()).await?;
         Ok(())
     })
-}
-
-/// Every open chat holds two sockets (client and provider): lift the soft limit on open
-/// files to the hard one, as the often-default 1024 would refuse clients from ~500 chats on.
-fn raise_open_files_limit() {
-    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
-    let limit = getrlimit(Resource::Nofile);
-    // `None` is unlimited; then aim for the kernel's usual `nr_open`.
-    let target = limit.maximum.unwrap_or(1 << 20);
-    if limit.current.is_some_and(|current| current < target) {
-        let raised = Rlimit {
-            current: Some(target),
-            maximum: limit.maximum,
-        };
-        if let Err(e) = setrlimit(Resource::Nofile, raised) {
-            tracing::warn!(error = %e, "cannot raise the open files limit");
-        }
-    }
 }
 
 async fn shutdown_signal() {

@@ -14,23 +14,9 @@ use crate::support::{
 
 const STREAMS: usize = 300;
 
-/// Each stream holds two sockets in this process and two in the host (also this process).
-fn raise_open_files_limit() {
-    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
-    let limit = getrlimit(Resource::Nofile);
-    let target = limit.maximum.unwrap_or(1 << 20);
-    if limit.current.is_some_and(|current| current < target) {
-        let raised = Rlimit {
-            current: Some(target),
-            maximum: limit.maximum,
-        };
-        setrlimit(Resource::Nofile, raised).expect("raise the open files limit");
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_hundred_concurrent_streams_all_complete_and_valid() {
-    raise_open_files_limit();
+    rojos::raise_open_files_limit().expect("raise the open files limit");
     let upstream = ScriptedUpstream::start_by_step(seed::turns()).await;
     let host = TestHost::start(HostConfig::builtins().upstream(&upstream)).await;
     let client = crate::support::host::client();
