@@ -75,6 +75,11 @@ struct RawServer {
     storage: Option<PathBuf>,
     max_body_bytes: Option<usize>,
     max_concurrent_chats: Option<usize>,
+    max_chats_per_token: Option<usize>,
+    max_connections: Option<usize>,
+    header_read_timeout_secs: Option<f64>,
+    idle_timeout_secs: Option<f64>,
+    stream_write_timeout_secs: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -110,6 +115,12 @@ struct RawLimits {
     max_write_bytes: Option<u64>,
     max_list_entries: Option<u64>,
     max_result_bytes: Option<usize>,
+    max_tool_calls_per_turn: Option<usize>,
+    max_turn_result_bytes: Option<usize>,
+    max_run_result_bytes: Option<usize>,
+    max_model_turn_bytes: Option<usize>,
+    max_conversation_bytes: Option<usize>,
+    max_conversation_page_bytes: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -174,12 +185,72 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// Chat streams open at once, all tokens together (`429` beyond).
     pub max_concurrent_chats: usize,
+    /// Chat streams open at once per token (`429` beyond).
+    pub max_chats_per_token: usize,
+    /// Connection-level protections of the HTTP server.
+    pub http: HttpLimits,
+    /// What one run may cost: tool calls, result bytes, model output, stored size.
+    pub budgets: RunBudgets,
+    /// Most bytes of messages one `GET /conversations/{id}` page returns.
+    pub max_conversation_page_bytes: usize,
     /// Chats each token may start per minute (`429` beyond); `None`: no rate limit.
     pub rate_limit_per_minute: Option<u32>,
     /// OpenAI-compatible endpoints, by name.
     pub providers: BTreeMap<String, ProviderConfig>,
     /// Assistants, by name.
     pub rojos: BTreeMap<String, RojoConfig>,
+}
+
+/// `[server]` keys that protect the HTTP side from slow or idle clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// A connection that has not sent a complete request head within this is closed.
+    pub header_read_timeout: Duration,
+    /// A keep-alive connection with no request for this long is closed.
+    pub idle_timeout: Duration,
+    /// Connections open at once; past it the oldest connection not in a request is closed.
+    pub max_connections: usize,
+    /// A client that reads none of its response for this long is disconnected (a chat's run
+    /// is then cancelled as on a disconnect).
+    pub stream_write_timeout: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 4096,
+            stream_write_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// `[limits]` budgets of one run (one user message and everything it leads to).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunBudgets {
+    /// Tool calls run per model turn; further calls get an error result naming the limit.
+    pub max_tool_calls_per_turn: usize,
+    /// Tool-result bytes given to the model per model turn.
+    pub max_turn_result_bytes: usize,
+    /// Tool-result bytes given to the model per run.
+    pub max_run_result_bytes: usize,
+    /// Bytes of one model turn from the provider (text plus tool-call arguments).
+    pub max_model_turn_bytes: usize,
+    /// Stored size of a conversation (its messages' JSON); past it a new message is refused.
+    pub max_conversation_bytes: usize,
+}
+
+impl Default for RunBudgets {
+    fn default() -> Self {
+        RunBudgets {
+            max_tool_calls_per_turn: 32,
+            max_turn_result_bytes: 1 << 20,
+            max_run_result_bytes: 2 << 20,
+            max_model_turn_bytes: 2 << 20,
+            max_conversation_bytes: 4 << 20,
+        }
+    }
 }
 
 /// One bearer token and the projects it may touch.
@@ -349,6 +420,19 @@ impl Config {
         if max_concurrent_chats == 0 {
             return Err(invalid("server.max_concurrent_chats", "must be at least 1"));
         }
+        let max_chats_per_token = raw.server.max_chats_per_token.unwrap_or(32);
+        if max_chats_per_token == 0 {
+            return Err(invalid("server.max_chats_per_token", "must be at least 1"));
+        }
+        let http = parse_http(&raw.server)?;
+        let budgets = parse_budgets(&raw.limits, max_result_bytes)?;
+        let max_conversation_page_bytes = raw.limits.max_conversation_page_bytes.unwrap_or(1 << 20);
+        if max_conversation_page_bytes < 1024 {
+            return Err(invalid(
+                "limits.max_conversation_page_bytes",
+                "must be at least 1024",
+            ));
+        }
         let rate_limit_per_minute = raw.auth.rate_limit_per_minute;
         if rate_limit_per_minute == Some(0) {
             return Err(invalid(
@@ -377,6 +461,10 @@ impl Config {
             max_result_bytes,
             max_body_bytes,
             max_concurrent_chats,
+            max_chats_per_token,
+            http,
+            budgets,
+            max_conversation_page_bytes,
             rate_limit_per_minute,
             providers,
             rojos,
@@ -436,13 +524,12 @@ fn parse_plugins(
     raw: &RawPlugins,
     resolve: &dyn Fn(&Path) -> PathBuf,
 ) -> Result<PluginsConfig, ConfigError> {
-    let timeout = raw.call_timeout_secs.unwrap_or(10.0);
-    if !(timeout > 0.0 && timeout <= 3600.0) {
-        return Err(invalid(
-            "plugins.call_timeout_secs",
-            "must be between 0 and 3600 seconds",
-        ));
-    }
+    let call_timeout = seconds_key(
+        "plugins.call_timeout_secs",
+        raw.call_timeout_secs,
+        Duration::from_secs(10),
+        3600.0,
+    )?;
     let max_concurrent_calls = raw.max_concurrent_calls.unwrap_or(8);
     if max_concurrent_calls == 0 {
         return Err(invalid(
@@ -453,7 +540,7 @@ fn parse_plugins(
     Ok(PluginsConfig {
         load: raw.load.iter().map(|p| resolve(p)).collect(),
         dir: raw.dir.as_deref().map(resolve),
-        call_timeout: Duration::from_secs_f64(timeout),
+        call_timeout,
         max_concurrent_calls,
     })
 }
@@ -484,6 +571,103 @@ fn parse_limits(raw: &RawLimits) -> Result<Limits, ConfigError> {
     })
 }
 
+/// A duration key in seconds: absent gives `default`; otherwise within `(0, max]`.
+fn seconds_key(
+    key: &str,
+    value: Option<f64>,
+    default: Duration,
+    max: f64,
+) -> Result<Duration, ConfigError> {
+    match value {
+        None => Ok(default),
+        Some(s) if s > 0.0 && s <= max => Ok(Duration::from_secs_f64(s)),
+        Some(_) => Err(invalid(key, format!("must be between 0 and {max} seconds"))),
+    }
+}
+
+fn parse_http(raw: &RawServer) -> Result<HttpLimits, ConfigError> {
+    let defaults = HttpLimits::default();
+    let max_connections = raw.max_connections.unwrap_or(defaults.max_connections);
+    if max_connections < 16 {
+        return Err(invalid("server.max_connections", "must be at least 16"));
+    }
+    Ok(HttpLimits {
+        header_read_timeout: seconds_key(
+            "server.header_read_timeout_secs",
+            raw.header_read_timeout_secs,
+            defaults.header_read_timeout,
+            3600.0,
+        )?,
+        idle_timeout: seconds_key(
+            "server.idle_timeout_secs",
+            raw.idle_timeout_secs,
+            defaults.idle_timeout,
+            86_400.0,
+        )?,
+        max_connections,
+        stream_write_timeout: seconds_key(
+            "server.stream_write_timeout_secs",
+            raw.stream_write_timeout_secs,
+            defaults.stream_write_timeout,
+            3600.0,
+        )?,
+    })
+}
+
+fn parse_budgets(raw: &RawLimits, max_result_bytes: usize) -> Result<RunBudgets, ConfigError> {
+    let defaults = RunBudgets::default();
+    let at_least = |key: &str, value: Option<usize>, default: usize, min: usize| {
+        let value = value.unwrap_or(default);
+        if value < min {
+            Err(invalid(
+                format!("limits.{key}"),
+                format!("must be at least {min}"),
+            ))
+        } else {
+            Ok(value)
+        }
+    };
+    let budgets = RunBudgets {
+        max_tool_calls_per_turn: at_least(
+            "max_tool_calls_per_turn",
+            raw.max_tool_calls_per_turn,
+            defaults.max_tool_calls_per_turn,
+            1,
+        )?,
+        max_turn_result_bytes: at_least(
+            "max_turn_result_bytes",
+            raw.max_turn_result_bytes,
+            defaults.max_turn_result_bytes.max(max_result_bytes),
+            max_result_bytes,
+        )?,
+        max_run_result_bytes: at_least(
+            "max_run_result_bytes",
+            raw.max_run_result_bytes,
+            defaults.max_run_result_bytes.max(max_result_bytes),
+            max_result_bytes,
+        )?,
+        max_model_turn_bytes: at_least(
+            "max_model_turn_bytes",
+            raw.max_model_turn_bytes,
+            defaults.max_model_turn_bytes,
+            4096,
+        )?,
+        max_conversation_bytes: at_least(
+            "max_conversation_bytes",
+            raw.max_conversation_bytes,
+            defaults.max_conversation_bytes,
+            64 * 1024,
+        )?,
+    };
+    if budgets.max_run_result_bytes < budgets.max_turn_result_bytes {
+        return Err(invalid(
+            "limits.max_run_result_bytes",
+            "must be at least limits.max_turn_result_bytes",
+        ));
+    }
+    Ok(budgets)
+}
+
 fn parse_provider(
     name: &str,
     raw: &RawProvider,
@@ -512,13 +696,8 @@ fn parse_provider(
         })?;
         client = client.with_api_key(api_key);
     }
-    let seconds = |name: &str, value: Option<f64>, default: Duration| match value {
-        None => Ok(default),
-        Some(s) if s > 0.0 && s <= 86_400.0 => Ok(Duration::from_secs_f64(s)),
-        Some(_) => Err(invalid(
-            format!("{key}.{name}"),
-            "must be between 0 and 86400 seconds",
-        )),
+    let seconds = |name: &str, value: Option<f64>, default: Duration| {
+        seconds_key(&format!("{key}.{name}"), value, default, 86_400.0)
     };
     let timeouts = client.timeouts;
     client.timeouts.connect = seconds(
@@ -743,5 +922,65 @@ tools = ["list_files"]
         assert_eq!(c.limits, Limits::default());
         assert_eq!(c.plugins.call_timeout, Duration::from_secs(10));
         assert!(c.tokens.is_empty() && c.rojos.is_empty());
+        assert_eq!(c.http, HttpLimits::default());
+        assert_eq!(c.budgets, RunBudgets::default());
+        assert_eq!(c.max_chats_per_token, 32);
+        assert_eq!(c.max_conversation_page_bytes, 1 << 20);
+    }
+
+    #[test]
+    fn hardening_keys_are_read_and_checked() {
+        let c = parse(
+            "[server]\nheader_read_timeout_secs = 2.5\nidle_timeout_secs = 5\nmax_connections = 100\n\
+             stream_write_timeout_secs = 3\nmax_chats_per_token = 4\n\
+             [limits]\nmax_tool_calls_per_turn = 3\nmax_turn_result_bytes = 200000\n\
+             max_run_result_bytes = 300000\nmax_model_turn_bytes = 5000\n\
+             max_conversation_bytes = 70000\nmax_conversation_page_bytes = 2048\n",
+        )
+        .unwrap();
+        assert_eq!(c.http.header_read_timeout, Duration::from_millis(2500));
+        assert_eq!(c.http.idle_timeout, Duration::from_secs(5));
+        assert_eq!(c.http.max_connections, 100);
+        assert_eq!(c.http.stream_write_timeout, Duration::from_secs(3));
+        assert_eq!(c.max_chats_per_token, 4);
+        assert_eq!(
+            c.budgets,
+            RunBudgets {
+                max_tool_calls_per_turn: 3,
+                max_turn_result_bytes: 200_000,
+                max_run_result_bytes: 300_000,
+                max_model_turn_bytes: 5000,
+                max_conversation_bytes: 70_000,
+            }
+        );
+        assert_eq!(c.max_conversation_page_bytes, 2048);
+        for (text, message) in [
+            (
+                "[server]\nheader_read_timeout_secs = 0\n",
+                "server.header_read_timeout_secs: must be between 0 and 3600 seconds",
+            ),
+            (
+                "[server]\nmax_connections = 3\n",
+                "server.max_connections: must be at least 16",
+            ),
+            (
+                "[server]\nmax_chats_per_token = 0\n",
+                "server.max_chats_per_token: must be at least 1",
+            ),
+            (
+                "[limits]\nmax_tool_calls_per_turn = 0\n",
+                "limits.max_tool_calls_per_turn: must be at least 1",
+            ),
+            (
+                "[limits]\nmax_turn_result_bytes = 1000\n",
+                "limits.max_turn_result_bytes: must be at least 131072",
+            ),
+            (
+                "[limits]\nmax_turn_result_bytes = 300000\nmax_run_result_bytes = 200000\n",
+                "limits.max_run_result_bytes: must be at least limits.max_turn_result_bytes",
+            ),
+        ] {
+            assert_eq!(error(text), message, "{text}");
+        }
     }
 }
