@@ -47,6 +47,11 @@ struct KindLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LimitLabels {
     limit: &'static str,
 }
@@ -74,6 +79,7 @@ pub struct Metrics {
     streams_open: Gauge,
     plugins_loaded: Gauge,
     requests_limited: Family<LimitLabels, Counter>,
+    tool_calls_refused: Family<ReasonLabels, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -103,6 +109,7 @@ impl Metrics {
             streams_open: Gauge::default(),
             plugins_loaded: Gauge::default(),
             requests_limited: Family::default(),
+            tool_calls_refused: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -156,6 +163,11 @@ impl Metrics {
             "requests_limited",
             "Chats refused with 429, by limit (concurrency or rate)",
             metrics.requests_limited.clone(),
+        );
+        registry.register(
+            "tool_calls_refused",
+            "Tool calls not run because of a run budget or the repeated-call check, by reason",
+            metrics.tool_calls_refused.clone(),
         );
         Metrics {
             registry,
@@ -216,6 +228,14 @@ impl Metrics {
             .inc();
     }
 
+    /// A tool call was not run because of `reason` (`calls_per_turn`, `turn_result_bytes`,
+    /// `run_result_bytes`, `repeated`).
+    pub fn tool_call_refused(&self, reason: &'static str) {
+        self.tool_calls_refused
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+    }
+
     /// Counts one open stream until the returned guard is dropped.
     pub fn open_stream(self: &Arc<Self>) -> OpenStream {
         self.streams_open.inc();
@@ -255,6 +275,7 @@ fn stop_label(stop: StopReason) -> &'static str {
         StopReason::ProviderError => "provider_error",
         StopReason::Cancelled => "cancelled",
         StopReason::InternalError => "internal_error",
+        StopReason::LimitReached => "limit_reached",
     }
 }
 
@@ -270,6 +291,7 @@ mod tests {
             StopReason::ProviderError,
             StopReason::Cancelled,
             StopReason::InternalError,
+            StopReason::LimitReached,
         ] {
             let wire = serde_json::to_value(stop).unwrap();
             assert_eq!(wire, stop_label(stop));
@@ -283,6 +305,7 @@ mod tests {
         metrics.chat_finished(StopReason::Completed);
         metrics.tool_call("list_files", true, Duration::from_micros(30));
         metrics.provider_error("status");
+        metrics.tool_call_refused("calls_per_turn");
         let open = metrics.open_stream();
         let text = metrics.render(5);
         for line in [
@@ -292,6 +315,7 @@ mod tests {
             r#"rojos_tool_calls_total{tool="list_files",outcome="ok"} 1"#,
             r#"rojos_tool_call_duration_seconds_count{tool="list_files"} 1"#,
             r#"rojos_provider_errors_total{kind="status"} 1"#,
+            r#"rojos_tool_calls_refused_total{reason="calls_per_turn"} 1"#,
             "rojos_streams_open 1",
             "rojos_plugins_loaded 5",
             "rojos_model_turns_total 0",

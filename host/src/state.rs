@@ -141,6 +141,7 @@ impl AppState {
             limits: config.limits,
             call_timeout: config.plugins.call_timeout,
             max_result_bytes: config.max_result_bytes,
+            budgets: config.budgets,
             shutdown: CancellationToken::new(),
             tasks: TaskTracker::new(),
             metrics: Arc::new(Metrics::new()),

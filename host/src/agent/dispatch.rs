@@ -1,43 +1,178 @@
-//! What happens to one tool call the model made: malformed arguments, an unknown tool, a tool
-//! the rojo does not enable, or a call repeated within the run become error results the model
-//! sees; anything else runs through the plugin.
+//! What happens to one tool call the model made: a call past the turn's call limit,
+//! malformed arguments, an unknown tool, a tool the rojo does not enable, a call repeating a
+//! successful one of this run (compared in canonical form) or a call made once a result
+//! budget is used up become error results the model sees; anything else runs through the
+//! plugin, and its text is cut to the per-result cap and the budgets.
 
 use std::collections::HashMap;
 
 use rojos_llm::ToolCall;
-use serde_json::Value;
 
+use super::{
+    budget::{Budget, Limit},
+    canonical::canonical_args,
+    history,
+};
 use crate::{
-    config::ToolSelection,
-    plugins::{invoke, CallRequest, ToolOutcome},
+    config::{RunBudgets, ToolSelection},
+    plugins::{invoke, CallRequest},
     registry::Registry,
 };
 
-/// Runs `call`, or says why it was not run. `seen` remembers this run's calls.
+/// What a run remembers between its calls.
+#[derive(Debug)]
+pub(super) struct Ledger {
+    /// Successful calls of this run (tool name + canonical arguments) and the id that made
+    /// them. A failed call is not remembered, so it may be made again once its cause is
+    /// fixed (e.g. after creating the missing folder).
+    seen: HashMap<String, String>,
+    /// What is left of the run's budgets.
+    budget: Budget,
+}
+
+impl Ledger {
+    /// The ledger of a new run.
+    pub(super) fn new(budgets: RunBudgets) -> Ledger {
+        Ledger {
+            seen: HashMap::new(),
+            budget: Budget::new(budgets),
+        }
+    }
+
+    /// A new model turn: its call count and byte budget start again.
+    pub(super) fn start_turn(&mut self) {
+        self.budget.start_turn();
+    }
+}
+
+/// Why the host did not run a call, as `rojos_tool_calls_refused_total` labels it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Refused {
+    /// A budget refused it.
+    Budget(Limit),
+    /// It repeats a successful call of this run.
+    Repeated,
+}
+
+impl Refused {
+    /// The metric label.
+    pub(super) fn label(self) -> &'static str {
+        match self {
+            Refused::Budget(limit) => limit.label(),
+            Refused::Repeated => "repeated",
+        }
+    }
+}
+
+/// What the model is given for one call.
+#[derive(Debug)]
+pub(super) struct Settled {
+    /// The text (`error: why` when not ok).
+    pub(super) text: String,
+    /// Whether the tool ran and succeeded.
+    pub(super) ok: bool,
+    /// Set when a limit or the repeat check kept the call from running.
+    pub(super) refused: Option<Refused>,
+}
+
+/// A call the host does not run, and why.
+struct NotRun {
+    message: String,
+    refused: Option<Refused>,
+}
+
+impl NotRun {
+    fn because(message: impl Into<String>) -> NotRun {
+        NotRun {
+            message: message.into(),
+            refused: None,
+        }
+    }
+}
+
+/// Runs `call`, or says why it was not run; `max_result_bytes` caps one result.
 pub(super) async fn run_call(
     registry: &Registry,
     enabled: &ToolSelection,
-    seen: &mut HashMap<String, String>,
+    ledger: &mut Ledger,
     call: &ToolCall,
     request: &CallRequest,
-) -> ToolOutcome {
+    max_result_bytes: usize,
+) -> Settled {
+    let admitted = match admit(registry, enabled, ledger, call) {
+        Ok(admitted) => admitted,
+        Err(not_run) => {
+            return Settled {
+                text: format!("error: {}", not_run.message),
+                ok: false,
+                refused: not_run.refused,
+            }
+        }
+    };
+    let outcome = invoke(admitted.tool, &admitted.args, request).await;
+    drop(admitted.args);
+    let ok = outcome.ok;
+    if ok {
+        ledger.seen.insert(admitted.key, call.id.clone());
+    }
+    // The plugin's whole text lives only until it is cut here.
+    let text = ledger
+        .budget
+        .fit(history::model_text(outcome), max_result_bytes);
+    Settled {
+        text,
+        ok,
+        refused: None,
+    }
+}
+
+/// A call cleared to run.
+struct Admitted<'r> {
+    tool: &'r std::sync::Arc<crate::plugins::Tool>,
+    /// The arguments as the model wrote them (re-serialised), for the plugin.
+    args: String,
+    /// Tool name + canonical arguments, for the repeat check.
+    key: String,
+}
+
+/// Every check before the plugin runs, in order: the turn's call count, the arguments, the
+/// tool, the repeat check, the byte budgets.
+fn admit<'r>(
+    registry: &'r Registry,
+    enabled: &ToolSelection,
+    ledger: &mut Ledger,
+    call: &ToolCall,
+) -> Result<Admitted<'r>, NotRun> {
+    ledger.budget.take_call().map_err(budget_refusal)?;
     let args = match &call.arguments {
         Ok(args) => args,
-        Err(why) => return ToolOutcome::error(format!("the tool was not run: {why}")),
+        Err(why) => return Err(NotRun::because(format!("the tool was not run: {why}"))),
     };
     let Some(tool) = registry.enabled(enabled, &call.name) else {
-        return ToolOutcome::error(unavailable(registry, enabled, &call.name));
+        return Err(NotRun::because(unavailable(registry, enabled, &call.name)));
     };
-    let args = Value::Object(args.clone()).to_string();
-    // serde_json's maps are sorted, so equal arguments give equal text.
-    let key = format!("{}\n{args}", call.name);
-    if let Some(earlier) = seen.get(&key) {
-        return ToolOutcome::error(format!(
-            "not run again: this exact call was already made in this run (call {earlier}); use its result above instead of repeating it"
-        ));
+    let key = format!("{}\n{}", call.name, canonical_args(args));
+    if let Some(earlier) = ledger.seen.get(&key) {
+        return Err(NotRun {
+            message: format!(
+                "not run again: the same call was already made in this run (call {earlier}); use its result above instead of repeating it"
+            ),
+            refused: Some(Refused::Repeated),
+        });
     }
-    seen.insert(key, call.id.clone());
-    invoke(tool, &args, request).await
+    ledger.budget.check_bytes_left().map_err(budget_refusal)?;
+    Ok(Admitted {
+        tool,
+        args: serde_json::Value::Object(args.clone()).to_string(),
+        key,
+    })
+}
+
+fn budget_refusal(refusal: super::budget::Refusal) -> NotRun {
+    NotRun {
+        message: refusal.message,
+        refused: Some(Refused::Budget(refusal.limit)),
+    }
 }
 
 fn unavailable(registry: &Registry, enabled: &ToolSelection, name: &str) -> String {

@@ -75,6 +75,8 @@ pub enum StopReason {
     Cancelled,
     /// The server failed (e.g. the conversation store).
     InternalError,
+    /// The conversation reached `limits.max_conversation_bytes`; an `ERROR` says so.
+    LimitReached,
 }
 
 impl Event {

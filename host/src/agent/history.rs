@@ -1,6 +1,6 @@
 //! The conversation as the provider sees it: the request for one model turn (system prompt,
-//! stored messages, tools, `tool_choice`), tool results capped before they enter the history,
-//! and the rule that keeps a stored history acceptable to every provider.
+//! stored messages, tools, `tool_choice`), the text of a tool result, the stored size of
+//! messages, and the rule that keeps a stored history acceptable to every provider.
 
 use rojos_llm::{ChatRequest, ToolChoice};
 use serde_json::{json, Value};
@@ -31,32 +31,38 @@ pub(super) fn request(
     }
 }
 
-/// The text the model (and the client) is given for a call: the result, or `error: why`,
-/// cut to `max_bytes` with a marker saying how much was left out.
-pub(super) fn model_text(outcome: &ToolOutcome, max_bytes: usize) -> String {
-    let text = if outcome.ok {
-        outcome.result.clone()
+/// The text the model (and the client) is given for a call that ran: the result, or
+/// `error: why`; `budget` then cuts it to the per-result cap and the budgets.
+pub(super) fn model_text(outcome: ToolOutcome) -> String {
+    if outcome.ok {
+        outcome.result
     } else {
         format!("error: {}", outcome.result)
-    };
-    cap(text, max_bytes)
+    }
 }
 
-fn cap(mut text: String, max_bytes: usize) -> String {
-    if text.len() <= max_bytes {
-        return text;
+/// The stored size of `messages`: the sum of each one's compact JSON text, as the store
+/// writes them. Counted without building the text.
+pub(super) fn stored_size(messages: &[Value]) -> usize {
+    let mut counter = ByteCounter(0);
+    for message in messages {
+        serde_json::to_writer(&mut counter, message).expect("counting bytes cannot fail");
     }
-    let total = text.len();
-    let mut cut = max_bytes;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
+    counter.0
+}
+
+/// An `io::Write` that only counts.
+struct ByteCounter(usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
     }
-    text.truncate(cut);
-    text.push_str(&format!(
-        "\n[result truncated by rojos: {} of {total} bytes left out]",
-        total - cut
-    ));
-    text
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Whether the history ends on a message a provider would not accept as the end of a stored
@@ -70,20 +76,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_long_result_is_cut_at_a_char_boundary_with_a_marker() {
-        let text = "é".repeat(10); // 20 bytes
-        let capped = cap(text, 5);
-        assert_eq!(
-            capped,
-            "éé\n[result truncated by rojos: 16 of 20 bytes left out]"
-        );
-        assert_eq!(cap("short".into(), 5), "short");
+    fn error_results_say_so() {
+        let outcome = ToolOutcome::error("path 'x' not found");
+        assert_eq!(model_text(outcome), "error: path 'x' not found");
     }
 
     #[test]
-    fn error_results_say_so() {
-        let outcome = ToolOutcome::error("path 'x' not found");
-        assert_eq!(model_text(&outcome, 100), "error: path 'x' not found");
+    fn the_stored_size_is_the_compact_json_length_of_each_message() {
+        let messages = [
+            json!({"role": "user", "content": "héllo \"you\""}),
+            json!({"role": "tool", "tool_call_id": "c1", "content": "x\ny"}),
+        ];
+        let expected: usize = messages.iter().map(|m| m.to_string().len()).sum();
+        assert_eq!(stored_size(&messages), expected);
+        assert_eq!(stored_size(&[]), 0);
     }
 
     #[test]

@@ -2,10 +2,13 @@
 //! spawns one run and returns the stream of [`Event`]s its client reads.
 //!
 //! `run` is the step loop (model turn, tool calls, next turn); `dispatch` decides what
-//! happens to one tool call; `history` builds provider requests and keeps the stored
-//! history one every provider accepts. The agent knows the registry, the provider clients and
+//! happens to one tool call, with `budget` (what a turn and a run may give the model) and
+//! `canonical` (the form the repeated-call check compares); `history` builds provider
+//! requests and keeps the stored history one every provider accepts. The agent knows the registry, the provider clients and
 //! the store, but not HTTP.
 
+mod budget;
+mod canonical;
 mod dispatch;
 pub mod events;
 mod history;
@@ -21,7 +24,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 pub use events::{Event, StopReason};
 
 use crate::{
-    config::RojoConfig,
+    config::{RojoConfig, RunBudgets},
     metrics::Metrics,
     registry::RegistryHandle,
     storage::{ProjectId, Storage},
@@ -44,6 +47,8 @@ pub struct Agent {
     pub call_timeout: Duration,
     /// Longest tool result given to the model; longer ones are cut with a marker.
     pub max_result_bytes: usize,
+    /// What one run may cost: tool calls per turn, result bytes, the conversation's size.
+    pub budgets: RunBudgets,
     /// Cancelled when the server shuts down: open runs end with `ERROR` + `DONE`.
     pub shutdown: CancellationToken,
     /// Every spawned run, so shutdown can wait for their history to be stored.
@@ -57,6 +62,7 @@ impl std::fmt::Debug for Agent {
         f.debug_struct("Agent")
             .field("limits", &self.limits)
             .field("call_timeout", &self.call_timeout)
+            .field("budgets", &self.budgets)
             .finish_non_exhaustive()
     }
 }

@@ -1,10 +1,10 @@
 //! The step loop of one run: stream a model turn (text goes to the client as it arrives),
 //! run its tool calls in the order given, store the assistant message with its tool messages,
-//! and go again until the model answers in text, the step limit is reached, the provider
-//! fails or the client goes away. Whatever ends the run, the stored history stays one every
-//! provider accepts, and `DONE` comes last.
+//! and go again until the model answers in text, the step limit is reached, the
+//! conversation reaches its size limit, the provider fails or the client goes away. Whatever
+//! ends the run, the stored history stays one every provider accepts, and `DONE` comes last.
 
-use std::{collections::HashMap, sync::Arc, time::Instant};
+use std::{sync::Arc, time::Instant};
 
 use futures_util::StreamExt;
 use rojos_conversations::StoreError;
@@ -33,9 +33,11 @@ pub(super) async fn run(agent: Arc<Agent>, request: RunRequest, tx: mpsc::Sender
         let mut run = Run {
             agent: &agent,
             history: request.history.clone(),
+            // Serialised once; each stored message adds its own size.
+            history_bytes: history::stored_size(&request.history),
             request: &request,
             out: &out,
-            seen: HashMap::new(),
+            ledger: dispatch::Ledger::new(agent.budgets),
         };
         let stop = match run.steps().await {
             Ok(stop) => stop,
@@ -96,8 +98,10 @@ struct Run<'a> {
     request: &'a RunRequest,
     out: &'a Out,
     history: Vec<Value>,
-    /// Calls made in this run (tool name + canonical arguments) and the id that made them.
-    seen: HashMap<String, String>,
+    /// The stored size of `history` (`history::stored_size`).
+    history_bytes: usize,
+    /// Earlier calls and what is left of the run's budgets.
+    ledger: dispatch::Ledger,
 }
 
 impl Run<'_> {
@@ -128,6 +132,9 @@ impl Run<'_> {
             timeout: self.agent.call_timeout,
         };
         for step in 1..=rojo.max_steps {
+            if self.history_bytes > self.agent.budgets.max_conversation_bytes {
+                return self.conversation_full().await;
+            }
             let last = step == rojo.max_steps;
             // One registry snapshot per model turn: a reload never changes tools mid-turn.
             let registry = self.agent.registry.snapshot();
@@ -150,6 +157,7 @@ impl Run<'_> {
                 return self.answer(client, turn, last && step > 1).await;
             }
             let mut messages = vec![client.assistant_message(&turn)];
+            self.ledger.start_turn();
             for call in &turn.tool_calls {
                 if self.out.is_cancelled() {
                     messages.push(tool_message(
@@ -265,29 +273,48 @@ impl Run<'_> {
             .await;
         let span = tracing::info_span!("tool", name = %call.name, call_id = %call.id);
         let started = Instant::now();
-        let outcome = dispatch::run_call(
+        let settled = dispatch::run_call(
             registry,
             &self.request.rojo.tools,
-            &mut self.seen,
+            &mut self.ledger,
             call,
             calls,
+            self.agent.max_result_bytes,
         )
         .instrument(span)
         .await;
         let tool = registry.get(&call.name).map_or(UNKNOWN_TOOL, |t| t.name());
-        self.agent
-            .metrics
-            .tool_call(tool, outcome.ok, started.elapsed());
-        let result = history::model_text(&outcome, self.agent.max_result_bytes);
+        let metrics = &self.agent.metrics;
+        metrics.tool_call(tool, settled.ok, started.elapsed());
+        if let Some(refused) = settled.refused {
+            metrics.tool_call_refused(refused.label());
+        }
         self.out
             .send(Event::ToolResult {
                 id: call.id.clone(),
                 name: call.name.clone(),
-                result: result.clone(),
-                ok: outcome.ok,
+                result: settled.text.clone(),
+                ok: settled.ok,
             })
             .await;
-        tool_message(&call.id, result)
+        tool_message(&call.id, settled.text)
+    }
+
+    /// Ends a run whose conversation is over `limits.max_conversation_bytes`: no further model
+    /// turn would fit it.
+    async fn conversation_full(&mut self) -> Result<StopReason, StoreError> {
+        let max = self.agent.budgets.max_conversation_bytes;
+        tracing::info!(
+            stored_bytes = self.history_bytes,
+            max,
+            "conversation size limit reached"
+        );
+        let message = format!(
+            "the conversation reached its size limit of {max} bytes \
+             (limits.max_conversation_bytes); start a new conversation to continue"
+        );
+        self.fail(StopReason::LimitReached, &message, String::new())
+            .await
     }
 
     /// Ends a cancelled run; at shutdown the client is still there and is told why.
@@ -346,6 +373,7 @@ impl Run<'_> {
             .store
             .append(&self.request.conversation, messages.clone())
             .await?;
+        self.history_bytes += history::stored_size(&messages);
         self.history.extend(messages);
         Ok(())
     }

@@ -7,6 +7,7 @@
 #![allow(unreachable_pub)]
 
 mod auth;
+mod budgets;
 mod chat;
 mod cli;
 mod dropin;
