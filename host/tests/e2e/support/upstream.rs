@@ -1,8 +1,8 @@
 //! `ScriptedUpstream`: an OpenAI-compatible `POST /v1/chat/completions` on loopback that
 //! stands for the provider. It serves one scripted [`Turn`] per request from a queue (and
 //! fails loudly when the queue is empty), or by step for many concurrent conversations; speaks the providers' exact SSE wire format, can
-//! pause between chunks, cut the connection or answer an error status, and records every
-//! request it received.
+//! pause between chunks, cut the connection, answer an error status or stream a runaway
+//! `data:` line, and records every request it received.
 
 use std::{
     collections::VecDeque,
