@@ -443,7 +443,10 @@ impl Config {
         let providers = raw
             .providers
             .iter()
-            .map(|(name, p)| Ok((name.clone(), parse_provider(name, p, env)?)))
+            .map(|(name, p)| {
+                let turn_bytes = budgets.max_model_turn_bytes;
+                Ok((name.clone(), parse_provider(name, p, env, turn_bytes)?))
+            })
             .collect::<Result<_, ConfigError>>()?;
         let rojos = raw
             .rojos
@@ -668,10 +671,13 @@ fn parse_budgets(raw: &RawLimits, max_result_bytes: usize) -> Result<RunBudgets,
     Ok(budgets)
 }
 
+/// One `[providers.NAME]` table; `max_model_turn_bytes` is `[limits]`'s, applied to the
+/// client (a bigger turn fails; one call's arguments never exceed it either).
 fn parse_provider(
     name: &str,
     raw: &RawProvider,
     env: EnvLookup<'_>,
+    max_model_turn_bytes: usize,
 ) -> Result<ProviderConfig, ConfigError> {
     let key = format!("providers.{name}");
     if !(raw.base_url.starts_with("http://") || raw.base_url.starts_with("https://")) {
@@ -687,6 +693,8 @@ fn parse_provider(
         return Err(invalid(format!("{key}.model"), "must not be empty"));
     }
     let mut client = rojos_llm::Provider::new(raw.base_url.clone(), raw.model.clone());
+    client.limits.max_turn_bytes = max_model_turn_bytes;
+    client.limits.max_argument_bytes = client.limits.max_argument_bytes.min(max_model_turn_bytes);
     if let Some(var) = &raw.api_key_env {
         let api_key = env(var).ok_or_else(|| {
             invalid(
@@ -926,6 +934,23 @@ tools = ["list_files"]
         assert_eq!(c.budgets, RunBudgets::default());
         assert_eq!(c.max_chats_per_token, 32);
         assert_eq!(c.max_conversation_page_bytes, 1 << 20);
+    }
+
+    #[test]
+    fn the_model_turn_limit_reaches_every_provider_client() {
+        let limits = |text: &str| parse(text).unwrap().providers["local"].client.limits;
+        let default = limits(GOOD);
+        assert_eq!(default.max_turn_bytes, 2 << 20);
+        assert_eq!(
+            default.max_argument_bytes,
+            rojos_llm::Limits::default().max_argument_bytes
+        );
+        let low = limits(&format!("{GOOD}\n[limits]\nmax_model_turn_bytes = 8192\n"));
+        assert_eq!(low.max_turn_bytes, 8192);
+        assert_eq!(
+            low.max_argument_bytes, 8192,
+            "one call's arguments fit in a turn"
+        );
     }
 
     #[test]

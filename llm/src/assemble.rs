@@ -1,6 +1,6 @@
 //! Chunks → one `Turn`: answer text as it comes, tool-call fragments slotted into whole
 //! calls (every provider quirk is commented at the line that handles it), in-stream errors,
-//! finish reason and usage. Pure and synchronous: framing is `sse.rs`'s job, time `decode.rs`'s.
+//! finish reason and usage. Pure and synchronous: framing is `sse.rs`'s job, time `stream.rs`'s.
 
 use std::collections::HashSet;
 
@@ -22,6 +22,19 @@ struct Slot {
     extra: Option<Value>,
 }
 
+/// Bytes a tool call counts for beyond its id, name and arguments (its bookkeeping), so a
+/// stream of empty calls cannot grow a turn without counting against its limit.
+const CALL_OVERHEAD_BYTES: usize = 128;
+
+/// Why a chunk ends the turn.
+#[derive(Debug)]
+pub(crate) enum PushError {
+    /// The provider reported an error.
+    Provider(ErrorInfo),
+    /// The turn's text and tool calls passed `max_turn_bytes`.
+    TurnTooLarge,
+}
+
 /// Accumulates one turn from its chunks.
 #[derive(Debug)]
 pub(crate) struct Assembler {
@@ -30,16 +43,21 @@ pub(crate) struct Assembler {
     finish_raw: Option<String>,
     usage: Option<Usage>,
     max_argument_bytes: usize,
+    max_turn_bytes: usize,
+    /// Text plus tool calls (ids, names, arguments, `extra_content`, overhead) kept so far.
+    turn_bytes: usize,
 }
 
 impl Assembler {
-    pub(crate) fn new(max_argument_bytes: usize) -> Self {
+    pub(crate) fn new(max_argument_bytes: usize, max_turn_bytes: usize) -> Self {
         Assembler {
             text: String::new(),
             slots: Vec::new(),
             finish_raw: None,
             usage: None,
             max_argument_bytes,
+            max_turn_bytes,
+            turn_bytes: 0,
         }
     }
 
@@ -57,10 +75,11 @@ impl Assembler {
     ///
     /// # Errors
     /// The provider's error when the chunk is an error (any shape) or ends the turn with
-    /// `finish_reason: "error"`.
-    pub(crate) fn push(&mut self, chunk: Chunk) -> Result<Option<String>, ErrorInfo> {
+    /// `finish_reason: "error"`; `TurnTooLarge` when the chunk would take the turn past
+    /// `max_turn_bytes` (its text is then not added, so text handed out stays within it).
+    pub(crate) fn push(&mut self, chunk: Chunk) -> Result<Option<String>, PushError> {
         if let Some(info) = chunk.error_info() {
-            return Err(info);
+            return Err(PushError::Provider(info));
         }
         if let Some(u) = chunk.usage {
             // Some providers send usage on every chunk (cumulative): the last one wins.
@@ -90,26 +109,30 @@ impl Assembler {
                     added.push_str(&refusal);
                 }
                 for fragment in delta.tool_calls.unwrap_or_default() {
-                    self.add_fragment(fragment);
+                    let kept = self.add_fragment(fragment);
+                    self.count(kept)?;
                 }
             }
             match choice.finish_reason.as_deref() {
                 // `""` means absent; a later `null` (OpenRouter's usage chunk) never clears it.
                 None | Some("") => {}
                 Some("error") => {
-                    return Err(choice
-                        .error
-                        .as_ref()
-                        .and_then(describe_error)
-                        .unwrap_or_else(|| ErrorInfo {
-                            message: "the turn ended with finish_reason \"error\"".into(),
-                            code: None,
-                            tags: Vec::new(),
-                        }));
+                    return Err(PushError::Provider(
+                        choice
+                            .error
+                            .as_ref()
+                            .and_then(describe_error)
+                            .unwrap_or_else(|| ErrorInfo {
+                                message: "the turn ended with finish_reason \"error\"".into(),
+                                code: None,
+                                tags: Vec::new(),
+                            }),
+                    ));
                 }
                 Some(reason) => self.finish_raw = Some(reason.to_string()),
             }
         }
+        self.count(added.len())?;
         if added.is_empty() {
             return Ok(None);
         }
@@ -117,7 +140,17 @@ impl Assembler {
         Ok(Some(added))
     }
 
-    fn add_fragment(&mut self, fragment: WireToolCall) {
+    /// Counts `bytes` more against the turn limit.
+    fn count(&mut self, bytes: usize) -> Result<(), PushError> {
+        self.turn_bytes = self.turn_bytes.saturating_add(bytes);
+        if self.turn_bytes > self.max_turn_bytes {
+            return Err(PushError::TurnTooLarge);
+        }
+        Ok(())
+    }
+
+    /// Slots a fragment into its call; returns the bytes it added to the turn.
+    fn add_fragment(&mut self, fragment: WireToolCall) -> usize {
         let id = fragment.id.filter(|id| !id.is_empty());
         let (name, arguments) = match fragment.function {
             // LM Studio sends `name: ""` on continuations: an empty name is no name.
@@ -131,6 +164,7 @@ impl Assembler {
             Some(other) => other.to_string(),
         };
         let target = self.slot_for(fragment.index, id.as_deref(), name.is_some(), &args);
+        let mut added = 0;
         let slot = match target {
             Some(pos) => &mut self.slots[pos],
             None => {
@@ -138,6 +172,7 @@ impl Assembler {
                     wire_index: fragment.index,
                     ..Slot::default()
                 });
+                added += CALL_OVERHEAD_BYTES;
                 let last = self.slots.len() - 1;
                 &mut self.slots[last]
             }
@@ -145,23 +180,26 @@ impl Assembler {
         // Proxies repeat id and name on every delta: take the first, never append.
         if slot.id.is_empty() {
             if let Some(id) = id {
+                added += id.len();
                 slot.id = id;
             }
         }
         if slot.name.is_empty() {
             if let Some(name) = name {
+                added += name.len();
                 slot.name = name;
             }
         }
         if slot.extra.is_none() {
             // Gemini 3: `extra_content.google.thought_signature` must be echoed back.
             if let Some(extra) = fragment.extra_content.filter(|v| !v.is_null()) {
+                added += serde_json::to_string(&extra).map_or(0, |text| text.len());
                 let mut obj = Map::new();
                 obj.insert("extra_content".into(), extra);
                 slot.extra = Some(Value::Object(obj));
             }
         }
-        append_capped(slot, &args, self.max_argument_bytes);
+        added + append_capped(slot, &args, self.max_argument_bytes)
     }
 
     /// Which slot a fragment continues, or `None` for a new call.
@@ -261,14 +299,15 @@ fn push_content(out: &mut String, content: &Value) {
     }
 }
 
-fn append_capped(slot: &mut Slot, args: &str, max: usize) {
+/// Appends arguments up to the per-call cap; returns the bytes kept.
+fn append_capped(slot: &mut Slot, args: &str, max: usize) -> usize {
     if slot.truncated || args.is_empty() {
-        return;
+        return 0;
     }
     let room = max.saturating_sub(slot.args.len());
     if args.len() <= room {
         slot.args.push_str(args);
-        return;
+        return args.len();
     }
     let mut cut = room;
     while !args.is_char_boundary(cut) {
@@ -276,6 +315,7 @@ fn append_capped(slot: &mut Slot, args: &str, max: usize) {
     }
     slot.args.push_str(&args[..cut]);
     slot.truncated = true;
+    cut
 }
 
 /// Parses the arguments text into an object, or says why it can't, for the model.

@@ -13,8 +13,8 @@ use reqwest::{Response, Url};
 use serde_json::Value;
 use tokio::time::{sleep, timeout_at, Instant};
 
-use crate::assemble::Assembler;
-use crate::error::LlmError;
+use crate::assemble::{Assembler, PushError};
+use crate::error::{LlmError, SizeLimit};
 use crate::history::assistant_message;
 use crate::provider::Provider;
 use crate::request::{build_body, chat_completions_url, ChatRequest};
@@ -321,6 +321,7 @@ impl Inner {
         let limit = self.provider.limits.max_error_body_bytes;
         let body = read_capped(response, limit, self.wait_limit(deadline))
             .await
+            .map(|capped| capped.body)
             .unwrap_or_default();
         let text = String::from_utf8_lossy(&body);
         let info = serde_json::from_str::<Value>(&text)
@@ -363,24 +364,31 @@ impl Inner {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.trim_start().starts_with("application/json"));
         if !is_json {
-            let frames = sse::frames(response.bytes_stream(), provider.limits.max_response_bytes);
+            let frames = sse::frames(response.bytes_stream(), &provider.limits);
             let turn = Some((deadline, provider.timeouts.turn));
             return Ok(Source::Sse(Box::new(Decoder::new(frames, &options, turn))));
         }
-        let body = read_capped(
-            response,
-            provider.limits.max_response_bytes,
-            self.wait_limit(deadline),
-        )
-        .await
-        .map_err(|e| match e {
-            ReadError::Timeout => self.timeout_error(deadline),
-            ReadError::Transport(source) => LlmError::StreamCut {
+        // The whole answer is one event: it gets the event cap.
+        let limit = provider.limits.max_event_bytes();
+        let capped = read_capped(response, limit, self.wait_limit(deadline))
+            .await
+            .map_err(|e| match e {
+                ReadError::Timeout => self.timeout_error(deadline),
+                ReadError::Transport(source) => LlmError::StreamCut {
+                    provider: self.label.clone(),
+                    source: Some(Box::new(source)),
+                },
+            })?;
+        if capped.cut {
+            return Err(LlmError::TooLarge {
                 provider: self.label.clone(),
-                source: Some(Box::new(source)),
-            },
-        })?;
-        Ok(Source::Ready(self.decode_json(&body)))
+                limit: SizeLimit::Event {
+                    max_bytes: limit,
+                    max_turn_bytes: provider.limits.max_turn_bytes,
+                },
+            });
+        }
+        Ok(Source::Ready(self.decode_json(&capped.body)))
     }
 
     fn decode_json(&self, body: &[u8]) -> VecDeque<Result<TurnEvent, LlmError>> {
@@ -396,7 +404,8 @@ impl Inner {
                 return events;
             }
         };
-        let mut assembler = Assembler::new(self.provider.limits.max_argument_bytes);
+        let limits = &self.provider.limits;
+        let mut assembler = Assembler::new(limits.max_argument_bytes, limits.max_turn_bytes);
         match assembler.push(chunk) {
             Ok(text) => {
                 if let Some(text) = text {
@@ -404,10 +413,18 @@ impl Inner {
                 }
                 events.push_back(Ok(TurnEvent::Finished(assembler.finish())));
             }
-            Err(ErrorInfo { message, code, .. }) => events.push_back(Err(LlmError::Provider {
+            Err(PushError::Provider(ErrorInfo { message, code, .. })) => {
+                events.push_back(Err(LlmError::Provider {
+                    provider: label,
+                    message,
+                    code,
+                }));
+            }
+            Err(PushError::TurnTooLarge) => events.push_back(Err(LlmError::TooLarge {
                 provider: label,
-                message,
-                code,
+                limit: SizeLimit::Turn {
+                    max_bytes: limits.max_turn_bytes,
+                },
             })),
         }
         events
@@ -449,23 +466,31 @@ enum ReadError {
     Transport(reqwest::Error),
 }
 
-/// Reads at most `limit` bytes of a body (the rest is dropped), giving up at `until`.
+/// The start of a body.
+struct Capped {
+    /// At most the limit's worth of bytes.
+    body: Vec<u8>,
+    /// The body went on past the limit; the rest was not read.
+    cut: bool,
+}
+
+/// Reads at most `limit` bytes of a body (the rest is not read), giving up at `until`.
 async fn read_capped(
     mut response: Response,
     limit: usize,
     until: Instant,
-) -> Result<Vec<u8>, ReadError> {
+) -> Result<Capped, ReadError> {
     let mut body = Vec::new();
     loop {
         match timeout_at(until, response.chunk()).await {
             Err(_) => return Err(ReadError::Timeout),
             Ok(Err(e)) => return Err(ReadError::Transport(e.without_url())),
-            Ok(Ok(None)) => return Ok(body),
+            Ok(Ok(None)) => return Ok(Capped { body, cut: false }),
             Ok(Ok(Some(chunk))) => {
                 let room = limit.saturating_sub(body.len());
                 body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-                if body.len() >= limit {
-                    return Ok(body);
+                if chunk.len() > room {
+                    return Ok(Capped { body, cut: true });
                 }
             }
         }

@@ -85,6 +85,16 @@ pub enum LlmError {
         detail: String,
     },
 
+    /// The turn, or one piece of the stream, passed a size limit; nothing past the limit was
+    /// kept and the connection was dropped. Text already yielded stays valid as partial output.
+    #[error("{}", too_large_message(provider, limit))]
+    TooLarge {
+        /// The endpoint's host.
+        provider: String,
+        /// Which limit, and its value.
+        limit: SizeLimit,
+    },
+
     /// The request cannot be sent as given (an invalid tool name, an unserialisable message).
     #[error("invalid model request: {detail}")]
     InvalidRequest {
@@ -120,9 +130,55 @@ impl LlmError {
             LlmError::IdleTimeout { .. } => "idle_timeout",
             LlmError::TurnTimeout { .. } => "turn_timeout",
             LlmError::Malformed { .. } => "malformed",
+            LlmError::TooLarge { .. } => "too_large",
             LlmError::InvalidRequest { .. } => "invalid_request",
             LlmError::InvalidConfig { .. } => "invalid_config",
         }
+    }
+}
+
+/// The size limit a stream passed (see [`crate::Limits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SizeLimit {
+    /// The turn's text and tool calls, as assembled, passed `max_turn_bytes`.
+    Turn {
+        /// `Limits::max_turn_bytes`.
+        max_bytes: usize,
+    },
+    /// One SSE line, one event's data, or a whole JSON answer passed
+    /// [`crate::Limits::max_event_bytes`], which is derived from the turn limit.
+    Event {
+        /// The event cap.
+        max_bytes: usize,
+        /// `Limits::max_turn_bytes`, the limit the cap follows from.
+        max_turn_bytes: usize,
+    },
+    /// The response body passed `max_response_bytes`.
+    Response {
+        /// `Limits::max_response_bytes`.
+        max_bytes: usize,
+    },
+}
+
+/// What to tell the user: the turn limit first (the one they can act on), then the detail.
+fn too_large_message(provider: &str, limit: &SizeLimit) -> String {
+    const ADVICE: &str =
+        "ask for a shorter answer or for the work in smaller steps, or raise the limit";
+    match limit {
+        SizeLimit::Turn { max_bytes } => {
+            format!("the model's turn exceeded {max_bytes} bytes of text and tool calls; {ADVICE}")
+        }
+        SizeLimit::Event {
+            max_bytes,
+            max_turn_bytes,
+        } => format!(
+            "the model's turn exceeded {max_turn_bytes} bytes: the provider at {provider} sent \
+             one stream event over {max_bytes} bytes; {ADVICE}"
+        ),
+        SizeLimit::Response { max_bytes } => format!(
+            "the model provider at {provider} sent more than {max_bytes} bytes for one turn"
+        ),
     }
 }
 
@@ -156,6 +212,33 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "the stream from the model provider at h ended before the turn was complete"
+        );
+    }
+
+    #[test]
+    fn too_large_says_which_limit_and_what_to_do() {
+        let turn = LlmError::TooLarge {
+            provider: "h".into(),
+            limit: SizeLimit::Turn { max_bytes: 8192 },
+        };
+        assert_eq!(
+            turn.to_string(),
+            "the model's turn exceeded 8192 bytes of text and tool calls; ask for a shorter \
+             answer or for the work in smaller steps, or raise the limit"
+        );
+        assert_eq!(turn.kind(), "too_large");
+        let event = LlmError::TooLarge {
+            provider: "h:1".into(),
+            limit: SizeLimit::Event {
+                max_bytes: 4_259_840,
+                max_turn_bytes: 2_097_152,
+            },
+        };
+        assert_eq!(
+            event.to_string(),
+            "the model's turn exceeded 2097152 bytes: the provider at h:1 sent one stream event \
+             over 4259840 bytes; ask for a shorter answer or for the work in smaller steps, or \
+             raise the limit"
         );
     }
 }

@@ -9,13 +9,14 @@
 //! - `request` — [`ChatRequest`], the request body, tool sanitising, the endpoint URL.
 //! - `client` — [`Client::stream_turn`]: connect, retry before output, pick the decoder.
 //! - `stream` — [`TurnStream`] and [`decode_stream`]: a body under idle/turn time-outs.
-//! - `sse` — bytes → SSE events → chunk / `[DONE]` / in-stream error.
+//! - `sse` — bytes → SSE events (`sse/framer.rs`: linear, capped) → chunk / `[DONE]` /
+//!   in-stream error.
 //! - `wire` — tolerant serde types for chunks and provider error objects.
 //! - `assemble` — chunks → text deltas and whole tool calls → [`Turn`] (provider quirks).
 //! - `turn` — [`Turn`], [`ToolCall`], [`FinishReason`], [`Usage`], [`TurnEvent`].
 //! - `history` — the assistant and `tool` messages to append to the history.
 //! - `retry` — retryable statuses, `Retry-After`, backoff.
-//! - `error` — [`LlmError`].
+//! - `error` — [`LlmError`], [`SizeLimit`].
 //!
 //! # Use from an agent loop
 //!
@@ -59,7 +60,7 @@ mod turn;
 mod wire;
 
 pub use client::Client;
-pub use error::{BoxError, LlmError};
+pub use error::{BoxError, LlmError, SizeLimit};
 pub use history::{assistant_message, tool_message, EmptyContent};
 pub use provider::{ApiKey, Limits, Provider, RetryPolicy, Timeouts};
 pub use request::{

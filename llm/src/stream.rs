@@ -11,8 +11,8 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use tokio::time::{timeout_at, Instant};
 
-use crate::assemble::Assembler;
-use crate::error::{BoxError, LlmError};
+use crate::assemble::{Assembler, PushError};
+use crate::error::{BoxError, LlmError, SizeLimit};
 use crate::provider::Limits;
 use crate::sse::{self, FrameError, Frames, SseItem};
 use crate::turn::{Turn, TurnEvent};
@@ -82,7 +82,7 @@ pub struct DecodeOptions {
     pub idle_timeout: Option<Duration>,
     /// Longest time for the whole body; `None` waits forever.
     pub turn_timeout: Option<Duration>,
-    /// Size limits (argument and body sizes are used).
+    /// Size limits (turn, argument, event and body sizes are used).
     pub limits: Limits,
 }
 
@@ -106,7 +106,7 @@ where
     E: Into<BoxError>,
 {
     let provider = options.provider.clone();
-    let frames = sse::frames(body, options.limits.max_response_bytes);
+    let frames = sse::frames(body, &options.limits);
     let clock = options
         .turn_timeout
         .map(|limit| (Instant::now() + limit, limit));
@@ -123,6 +123,8 @@ pub(crate) struct Decoder {
     idle_deadline: Option<Instant>,
     /// The turn deadline and the configured limit (for the message).
     turn: Option<(Instant, Duration)>,
+    /// `Limits::max_turn_bytes`, for the message.
+    max_turn_bytes: usize,
 }
 
 impl Decoder {
@@ -133,11 +135,15 @@ impl Decoder {
     ) -> Self {
         Decoder {
             frames,
-            assembler: Some(Assembler::new(options.limits.max_argument_bytes)),
+            assembler: Some(Assembler::new(
+                options.limits.max_argument_bytes,
+                options.limits.max_turn_bytes,
+            )),
             provider: options.provider.clone(),
             idle: options.idle_timeout,
             idle_deadline: options.idle_timeout.map(|d| Instant::now() + d),
             turn,
+            max_turn_bytes: options.limits.max_turn_bytes,
         }
     }
 
@@ -173,6 +179,7 @@ impl Decoder {
                     }))
                 }
                 Some(Err(FrameError::Malformed(detail))) => return Some(self.malformed(detail)),
+                Some(Err(FrameError::TooLarge(limit))) => return Some(self.too_large(limit)),
                 Some(Ok(event)) => event,
             };
             self.idle_deadline = self.idle.map(|d| Instant::now() + d);
@@ -183,7 +190,11 @@ impl Decoder {
                 Ok(SseItem::Chunk(chunk)) => match assembler.push(*chunk) {
                     Ok(Some(text)) => return Some(Ok(TurnEvent::TextDelta(text))),
                     Ok(None) => {}
-                    Err(info) => return Some(self.provider_error(info)),
+                    Err(PushError::Provider(info)) => return Some(self.provider_error(info)),
+                    Err(PushError::TurnTooLarge) => {
+                        let max_bytes = self.max_turn_bytes;
+                        return Some(self.too_large(SizeLimit::Turn { max_bytes }));
+                    }
                 },
                 Err(detail) => return Some(self.malformed(detail)),
             }
@@ -253,6 +264,13 @@ impl Decoder {
             provider: self.provider.clone(),
             message: info.message,
             code: info.code,
+        })
+    }
+
+    fn too_large(&mut self, limit: SizeLimit) -> Result<TurnEvent, LlmError> {
+        self.fail(LlmError::TooLarge {
+            provider: self.provider.clone(),
+            limit,
         })
     }
 

@@ -1,11 +1,20 @@
 //! Tolerant serde types for what providers send: a stream chunk (or a whole non-streamed
 //! completion, which has the same shape with `message` for `delta`), and the error objects
 //! they use. Every field is optional and a field of an unexpected type reads as absent, so
-//! one provider's oddity never fails the whole chunk. Interpretation is `assemble.rs`'s job.
+//! one provider's oddity never fails the whole chunk; a list keeps its readable elements, at
+//! most 256. Interpretation is `assemble.rs`'s job.
 
-use serde::de::DeserializeOwned;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{DeserializeOwned, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
+
+/// Most elements of `choices` or `tool_calls` kept from one chunk; the rest are skipped
+/// unread. We ask for one choice, and a turn's calls are far fewer, but an event of a few
+/// MB could otherwise hold a million `{}` elements, each a struct of a few hundred bytes.
+const MAX_LIST_ITEMS: usize = 256;
 
 /// Reads any JSON value and keeps it only if it has the expected type.
 fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
@@ -15,6 +24,67 @@ where
 {
     let v = Value::deserialize(d)?;
     Ok(serde_json::from_value(v).ok())
+}
+
+/// Reads a list one element at a time, each leniently (an element of an unexpected type is
+/// skipped), keeping at most [`MAX_LIST_ITEMS`]; anything but a list reads as absent.
+fn lenient_list<'de, D, T>(d: D) -> Result<Option<Vec<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    d.deserialize_any(ListVisitor(PhantomData))
+}
+
+struct ListVisitor<T>(PhantomData<T>);
+
+impl<'de, T: DeserializeOwned> Visitor<'de> for ListVisitor<T> {
+    type Value = Option<Vec<T>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::new();
+        while items.len() < MAX_LIST_ITEMS {
+            match seq.next_element::<Value>()? {
+                Some(value) => items.extend(serde_json::from_value(value).ok()),
+                None => return Ok(Some(items)),
+            }
+        }
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Some(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
 }
 
 /// Reads an id given as a string or a number (LM Studio sends numeric strings; a number is
@@ -35,7 +105,7 @@ where
 #[serde(default)]
 pub(crate) struct Chunk {
     /// Usually one choice; `[]` on a trailing usage chunk.
-    #[serde(deserialize_with = "lenient")]
+    #[serde(deserialize_with = "lenient_list")]
     pub(crate) choices: Option<Vec<Choice>>,
     /// On the last chunk, or on every chunk (often `null`).
     #[serde(deserialize_with = "lenient")]
@@ -82,7 +152,7 @@ pub(crate) struct Delta {
     /// OpenAI's refusal text: shown to the user like an answer.
     #[serde(deserialize_with = "lenient")]
     pub(crate) refusal: Option<String>,
-    #[serde(deserialize_with = "lenient")]
+    #[serde(deserialize_with = "lenient_list")]
     pub(crate) tool_calls: Option<Vec<WireToolCall>>,
     // `reasoning_content` / `reasoning` are deliberately not read: never answer text.
 }
@@ -240,6 +310,42 @@ mod tests {
         assert_eq!(delta.content, Some(json!("hi")));
         assert!(delta.tool_calls.is_none());
         assert!(c.usage.is_none());
+    }
+
+    #[test]
+    fn lists_keep_their_readable_elements_up_to_the_cap() {
+        let c = chunk(
+            json!({"choices": [7, {"delta": {"tool_calls": [{"id": "a"}, "x", {"id": "b"}]}}]}),
+        );
+        let choices = c.choices.unwrap();
+        assert_eq!(choices.len(), 1, "the number is skipped");
+        let calls = choices[0]
+            .delta
+            .as_ref()
+            .unwrap()
+            .tool_calls
+            .as_ref()
+            .unwrap();
+        let ids: Vec<_> = calls.iter().map(|c| c.id.as_deref().unwrap()).collect();
+        assert_eq!(ids, ["a", "b"]);
+        let many = format!(
+            "{{\"choices\":[{}{{}}],\"usage\":{{\"prompt_tokens\":1}}}}",
+            "{},".repeat(100_000)
+        );
+        let c: Chunk = serde_json::from_str(&many).unwrap();
+        assert_eq!(c.choices.unwrap().len(), MAX_LIST_ITEMS);
+        assert_eq!(
+            c.usage.unwrap().prompt_tokens,
+            Some(1),
+            "the rest is still read"
+        );
+        for odd in [
+            json!({"choices": {"a": [1]}}),
+            json!({"choices": "x"}),
+            json!({"choices": null}),
+        ] {
+            assert!(chunk(odd.clone()).choices.is_none(), "{odd}");
+        }
     }
 
     #[test]

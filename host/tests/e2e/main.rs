@@ -14,6 +14,7 @@ mod dropin;
 mod limits;
 mod load;
 mod metrics;
+mod model_turns;
 mod plugins;
 mod providers;
 mod support;

@@ -10,15 +10,32 @@ fn run(chunks: &[Value]) -> Result<(Vec<String>, Turn), ErrorInfo> {
 }
 
 fn run_capped(chunks: &[Value], cap: usize) -> Result<(Vec<String>, Turn), ErrorInfo> {
-    let mut a = Assembler::new(cap);
+    let mut a = Assembler::new(cap, 1 << 30);
     let mut deltas = Vec::new();
     for c in chunks {
         let chunk: Chunk = serde_json::from_value(c.clone()).expect("test chunk");
-        if let Some(text) = a.push(chunk)? {
-            deltas.push(text);
+        match a.push(chunk) {
+            Ok(Some(text)) => deltas.push(text),
+            Ok(None) => {}
+            Err(PushError::Provider(info)) => return Err(info),
+            Err(PushError::TurnTooLarge) => panic!("no turn limit in these tests"),
         }
     }
     Ok((deltas, a.finish()))
+}
+
+/// Pushes `chunks` under a turn limit; returns the text handed out and whether the limit hit.
+fn run_turn_limited(chunks: &[Value], max_turn_bytes: usize) -> (String, bool) {
+    let mut a = Assembler::new(1 << 20, max_turn_bytes);
+    let mut handed_out = String::new();
+    for c in chunks {
+        match a.push(serde_json::from_value(c.clone()).expect("test chunk")) {
+            Ok(text) => handed_out.push_str(&text.unwrap_or_default()),
+            Err(PushError::TurnTooLarge) => return (handed_out, true),
+            Err(PushError::Provider(info)) => panic!("{info:?}"),
+        }
+    }
+    (handed_out, false)
 }
 
 fn delta(d: Value) -> Value {
@@ -257,7 +274,7 @@ fn nameless_calls_are_dropped() {
 
 #[test]
 fn empty_finish_reason_is_absent_and_null_never_clears_it() {
-    let mut a = Assembler::new(100);
+    let mut a = Assembler::new(100, 1 << 20);
     let push = |a: &mut Assembler, v: Value| a.push(serde_json::from_value(v).unwrap()).unwrap();
     push(
         &mut a,
@@ -330,4 +347,43 @@ fn extra_choices_beyond_the_first_are_ignored() {
     ]});
     let (_, t) = run(&[chunk, finish("stop")]).unwrap();
     assert_eq!(t.text, "a");
+}
+
+#[test]
+fn text_past_the_turn_limit_ends_the_turn_and_is_not_handed_out() {
+    let chunks: Vec<Value> = (0..10)
+        .map(|_| delta(json!({"content": "0123456789"})))
+        .collect();
+    assert_eq!(
+        run_turn_limited(&chunks, 100),
+        ("0123456789".repeat(10), false)
+    );
+    let (text, hit) = run_turn_limited(&chunks, 95);
+    assert!(hit);
+    assert_eq!(
+        text,
+        "0123456789".repeat(9),
+        "only text within the limit went out"
+    );
+}
+
+#[test]
+fn tool_calls_count_toward_the_turn_limit() {
+    // Ten calls, each far below the per-call argument cap, together past the turn limit.
+    let args = format!("{{\"text\":\"{}\"}}", "a".repeat(200));
+    let calls: Vec<Value> = (0..10)
+        .map(|i| call(Some(i), Some(&format!("c{i}")), Some("write"), &args))
+        .collect();
+    let (_, hit) = run_turn_limited(&calls, 10 * args.len());
+    assert!(
+        hit,
+        "arguments, ids, names and per-call overhead are counted"
+    );
+    let (_, hit) = run_turn_limited(&calls, 10 * (args.len() + 2 + 5 + CALL_OVERHEAD_BYTES));
+    assert!(!hit);
+    // Calls with nothing in them still count their overhead.
+    let empty: Vec<Value> = (0..1000)
+        .map(|i| json!({"choices": [{"delta": {"tool_calls": [{"index": i}]}}]}))
+        .collect();
+    assert!(run_turn_limited(&empty, 64 * 1024).1);
 }

@@ -1,6 +1,9 @@
 //! Time-dependent decoding under a paused clock: the idle timeout (keep-alive comments do not
-//! reset it), the turn deadline, and what end-of-stream means.
+//! reset it), the turn deadline, and what end-of-stream means; and the size limits: a huge
+//! line is refused after reading about the event cap, a long turn at `max_turn_bytes`.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{stream, Stream, StreamExt};
@@ -148,4 +151,82 @@ async fn event_error_and_non_json_data_are_reported() {
         matches!(&got[..], [Err(LlmError::Malformed { .. })]),
         "{got:?}"
     );
+}
+
+/// A 60 MB `data:` line in 16 KiB reads, counting the bytes the decoder pulled.
+fn huge_line(pulled: Arc<AtomicUsize>) -> impl Stream<Item = Item> + Send + 'static {
+    const READ: usize = 16 * 1024;
+    let filler = Bytes::from(vec![b'x'; READ]);
+    let head = Bytes::from_static(b"data: {\"choices\":[{\"delta\":{\"content\":\"");
+    stream::iter(std::iter::once(head).chain(std::iter::repeat_n(filler, 60_000_000 / READ))).map(
+        move |bytes| {
+            pulled.fetch_add(bytes.len(), Ordering::SeqCst);
+            Ok(bytes)
+        },
+    )
+}
+
+#[tokio::test]
+async fn a_60_mb_line_is_refused_after_reading_about_the_cap() {
+    let pulled = Arc::new(AtomicUsize::new(0));
+    let options = DecodeOptions::default();
+    let cap = options.limits.max_event_bytes();
+    let got = collect(decode_stream(huge_line(Arc::clone(&pulled)), options)).await;
+    match &got[..] {
+        [Err(e @ LlmError::TooLarge { limit, .. })] => {
+            assert_eq!(
+                *limit,
+                SizeLimit::Event {
+                    max_bytes: 4_259_840,
+                    max_turn_bytes: 2_097_152
+                }
+            );
+            assert!(e
+                .to_string()
+                .starts_with("the model's turn exceeded 2097152 bytes"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let pulled = pulled.load(Ordering::SeqCst);
+    assert!(
+        pulled > cap && pulled <= cap + 16 * 1024,
+        "pulled {pulled} bytes for a cap of {cap}"
+    );
+}
+
+fn text_chunk(text: &str) -> String {
+    format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
+}
+
+#[tokio::test]
+async fn a_turn_past_max_turn_bytes_fails_after_the_text_within_it() {
+    let piece = "0123456789".repeat(100);
+    let body: Vec<Result<String, std::io::Error>> =
+        (0..20).map(|_| Ok(text_chunk(&piece))).collect();
+    let mut options = DecodeOptions::default();
+    options.limits.max_turn_bytes = 8192;
+    let got = collect(decode_stream(stream::iter(body), options)).await;
+    let text: String = got
+        .iter()
+        .filter_map(|e| match e {
+            Ok(TurnEvent::TextDelta(t)) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        text.len(),
+        8000,
+        "text within the limit is handed out, no more"
+    );
+    match got.last() {
+        Some(Err(
+            e @ LlmError::TooLarge {
+                limit: SizeLimit::Turn { max_bytes: 8192 },
+                ..
+            },
+        )) => {
+            assert_eq!(e.kind(), "too_large");
+        }
+        other => panic!("{other:?}"),
+    }
 }

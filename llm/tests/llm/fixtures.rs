@@ -21,8 +21,9 @@ fn with_line_ending(bytes: &[u8], ending: &str) -> Vec<u8> {
 }
 
 /// Split positions: every one for bodies up to 4 KiB; for larger ones every one in the first
-/// and last 512 bytes and every 17th between (decoding is quadratic in this test, and the
-/// middle events repeat the shapes of the first ones).
+/// and last 512 bytes and every 17th between (each split decodes the whole body, so every
+/// position would cost the square of its length, and the middle events repeat the shapes
+/// of the first ones).
 fn split_positions(len: usize) -> Vec<usize> {
     if len <= 4096 {
         return (0..=len).collect();

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use rojos_llm::{ChatRequest, Client, LlmError, Provider, ToolChoice, TurnEvent};
+use rojos_llm::{ChatRequest, Client, LlmError, Provider, SizeLimit, ToolChoice, TurnEvent};
 use serde_json::{json, Value};
 
 use crate::support::expect::{check, drain, Outcome};
@@ -389,6 +389,47 @@ async fn a_json_answer_to_a_stream_request_is_accepted() {
         Ok(json!({"path": "docs"}))
     );
     assert_eq!(t.usage.map(|u| u.total_tokens), Some(8));
+}
+
+#[tokio::test]
+async fn a_json_answer_over_the_event_cap_is_too_large_and_not_retried() {
+    let completion = json!({"choices": [{"index": 0, "finish_reason": "stop",
+        "message": {"role": "assistant", "content": "x".repeat(80_000)}}]});
+    let up = ScriptedUpstream::start(vec![Reply::Json(completion)]).await;
+    let mut p = provider(&up);
+    p.limits.max_turn_bytes = 4096; // an event cap of 8 KiB + 64 KiB
+    let err = turn(p).await.result.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LlmError::TooLarge {
+                limit: SizeLimit::Event {
+                    max_bytes: 73_728,
+                    max_turn_bytes: 4096
+                },
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    up.assert_consumed();
+}
+
+#[tokio::test]
+async fn a_json_answer_past_the_turn_limit_is_too_large() {
+    let completion = json!({"choices": [{"index": 0, "finish_reason": "stop",
+        "message": {"role": "assistant", "content": "x".repeat(5000)}}]});
+    let up = ScriptedUpstream::start(vec![Reply::Json(completion)]).await;
+    let mut p = provider(&up);
+    p.limits.max_turn_bytes = 4096;
+    let got = turn(p).await;
+    assert!(got.deltas.is_empty(), "{:?}", got.deltas);
+    let err = got.result.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the model's turn exceeded 4096 bytes of text and tool calls; ask for a shorter \
+         answer or for the work in smaller steps, or raise the limit"
+    );
 }
 
 #[tokio::test]

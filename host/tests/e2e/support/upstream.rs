@@ -1,8 +1,8 @@
 //! `ScriptedUpstream`: an OpenAI-compatible `POST /v1/chat/completions` on loopback that
 //! stands for the provider. It serves one scripted [`Turn`] per request from a queue (and
 //! fails loudly when the queue is empty), or by step for many concurrent conversations; speaks the providers' exact SSE wire format, can
-//! pause between chunks, cut the connection or answer an error status, and records every
-//! request it received.
+//! pause between chunks, cut the connection, answer an error status or stream a runaway
+//! `data:` line, and records every request it received.
 
 use std::{
     collections::VecDeque,
@@ -21,7 +21,7 @@ use axum::{
     routing::post,
     Router,
 };
-use futures_util::stream;
+use futures_util::{stream, StreamExt};
 use serde_json::{json, Value};
 
 /// One model turn as the upstream will send it.
@@ -41,6 +41,8 @@ pub struct Turn {
 #[derive(Debug, Clone)]
 enum TurnKind {
     Sse(Vec<String>),
+    /// One `data:` line of this many bytes of text, made as it is sent, never ended.
+    HugeLine(usize),
     Status {
         code: u16,
         body: String,
@@ -121,6 +123,16 @@ impl Turn {
         events.push(chunk(json!({}), Some("tool_calls")));
         events.push("data: [DONE]\n\n".to_owned());
         Turn::sse(events)
+    }
+
+    /// A single `data:` line carrying `bytes` bytes of answer text, written 64 KiB at a
+    /// time as the client reads (never held whole), without an end: a runaway provider.
+    /// [`ScriptedUpstream::huge_bytes_sent`] counts what was written.
+    pub fn huge_line(bytes: usize) -> Turn {
+        Turn {
+            kind: TurnKind::HugeLine(bytes),
+            ..Turn::sse(Vec::new())
+        }
     }
 
     /// The bytes of a real provider's stream from the fixtures, sent as they are.
@@ -226,6 +238,8 @@ struct Script {
     received: Mutex<Vec<Received>>,
     /// Responses whose body stream was dropped before it ended (the client went away).
     dropped: AtomicUsize,
+    /// Bytes of `Turn::huge_line` bodies handed to the connection.
+    huge_sent: AtomicUsize,
 }
 
 /// A running scripted upstream.
@@ -285,6 +299,11 @@ impl ScriptedUpstream {
         self.script.dropped.load(Ordering::SeqCst)
     }
 
+    /// How many bytes of `Turn::huge_line` bodies were handed to the connection.
+    pub fn huge_bytes_sent(&self) -> usize {
+        self.script.huge_sent.load(Ordering::SeqCst)
+    }
+
     /// Panics if turns are left that the host never asked for.
     pub fn assert_consumed(&self) {
         let left = self.script.turns.lock().unwrap().len();
@@ -342,6 +361,7 @@ async fn serve_turn(
             .into_response();
     };
     match &turn.kind {
+        TurnKind::HugeLine(bytes) => huge_line(script, *bytes),
         TurnKind::Status {
             code,
             body,
@@ -405,4 +425,26 @@ async fn serve_turn(
                 .expect("response")
         }
     }
+}
+
+/// The body of `Turn::huge_line`: a chunk's opening, then `x` up to `bytes`, as the client
+/// reads; every piece shares one 64 KiB buffer.
+fn huge_line(script: Arc<Script>, bytes: usize) -> Response {
+    const PIECE: usize = 64 * 1024;
+    let filler = Bytes::from(vec![b'x'; PIECE]);
+    let head = Bytes::from_static(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
+    let pieces = std::iter::once(head).chain(std::iter::repeat_n(filler, bytes / PIECE));
+    let watch = DropWatch {
+        script: Arc::clone(&script),
+        finished: false,
+    };
+    let body = stream::iter(pieces).map(move |piece| {
+        let _keep = &watch;
+        script.huge_sent.fetch_add(piece.len(), Ordering::SeqCst);
+        Ok::<_, std::io::Error>(piece)
+    });
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(body))
+        .expect("response")
 }
