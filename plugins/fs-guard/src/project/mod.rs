@@ -7,7 +7,7 @@
 use std::io::{Read, Write};
 use std::os::fd::BorrowedFd;
 
-use cap_std::fs::{Dir, Metadata, OpenOptions, OpenOptionsExt, Permissions};
+use cap_std::fs::{Dir, Metadata, OpenOptions, OpenOptionsExt, Permissions, PermissionsExt};
 use cap_tempfile::TempFile;
 use rojos_plugin_api::{CallContext, ErrorKind, Limits, ToolError};
 use rustix::fs::{OFlags, RenameFlags};
@@ -22,6 +22,12 @@ use crate::path::{check_path, Entry, PathUse, Split};
 mod tree;
 
 pub use tree::MAX_DELETE_DEPTH;
+
+/// The permission bits a rewritten file keeps from the file it replaces: read, write and
+/// execute for owner, group and others. Setuid, setgid and sticky (`0o7000`) are dropped, so
+/// a write never turns new content into a privileged executable. New files are created
+/// `0o666` and folders `0o777`, less the umask, so they never get those bits either.
+const KEPT_MODE_BITS: u32 = 0o777;
 
 /// The two kinds of entry the tools report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -217,7 +223,8 @@ impl ProjectDir {
     }
 
     /// Replaces or creates a file with `text`, creating missing parent folders: written to a
-    /// temporary file in the same folder, synced, given the old file's mode, renamed onto the
+    /// temporary file in the same folder, synced, given the old file's mode (without setuid,
+    /// setgid and sticky: see [`KEPT_MODE_BITS`]), renamed onto the
     /// name, and the folder synced. Nothing is ever half-written, and a hard link's other
     /// names keep the old content.
     ///
@@ -557,7 +564,7 @@ impl ProjectDir {
     }
 
     /// What stands at `leaf` before a write: `None` if nothing, the mode of a regular file to
-    /// keep, or the refusal for anything else (including any symlink).
+    /// keep (its [`KEPT_MODE_BITS`]), or the refusal for anything else (including any symlink).
     fn existing_file_permissions(
         &self,
         folder: &Dir,
@@ -571,7 +578,8 @@ impl ProjectDir {
         };
         let file_type = meta.file_type();
         if file_type.is_file() {
-            Ok(Some(meta.permissions()))
+            let mode = meta.permissions().mode() & KEPT_MODE_BITS;
+            Ok(Some(Permissions::from_mode(mode)))
         } else if file_type.is_dir() {
             Err(PathError::IsADirectory {
                 path: Shown::new(path),
