@@ -19,7 +19,10 @@ use time::OffsetDateTime;
 use crate::error::{describe_type, from_io, PathError, Shown};
 use crate::path::{check_path, Entry, PathUse, Split};
 
+mod first_names;
 mod tree;
+
+use first_names::FirstNames;
 
 pub use tree::MAX_DELETE_DEPTH;
 
@@ -273,7 +276,9 @@ impl ProjectDir {
 
     /// The entries of a folder (in-root symlinks followed), sorted by name, at most
     /// `max_list_entries`. Symlinks that lead outside, dangle or loop, FIFOs, sockets and
-    /// devices are left out and never opened; so are names that are not UTF-8.
+    /// devices are left out and never opened; so are names that are not UTF-8. However many
+    /// entries the folder has, at most `max_list_entries` are held in memory at once (see
+    /// [`FirstNames`]); the others are only counted.
     ///
     /// # Errors
     ///
@@ -281,7 +286,8 @@ impl ProjectDir {
     pub fn list(&self, path: &str) -> Result<Listing, PathError> {
         check_path(path, PathUse::Existing)?;
         let io = |e| from_io(path, e);
-        let mut entries = Vec::new();
+        let max = usize::try_from(self.limits.max_list_entries).unwrap_or(usize::MAX);
+        let mut first = FirstNames::new(max);
         for entry in self.dir.read_dir(path).map_err(io)? {
             let entry = entry.map_err(io)?;
             let Ok(name) = entry.file_name().into_string() else {
@@ -301,17 +307,14 @@ impl ProjectDir {
                 None
             };
             if let Some(kind) = kind {
-                entries.push(ListEntry {
+                first.offer(ListEntry {
                     name,
                     kind,
                     symlink: file_type.is_symlink(),
                 });
             }
         }
-        entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        let total = entries.len();
-        let max = usize::try_from(self.limits.max_list_entries).unwrap_or(usize::MAX);
-        entries.truncate(max);
+        let (entries, total) = first.finish();
         Ok(Listing { entries, total })
     }
 
