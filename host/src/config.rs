@@ -15,6 +15,8 @@ use serde::Deserialize;
 
 use crate::{secret::Secret, storage::ProjectId};
 
+mod parse_error;
+
 /// Why a configuration was refused. Messages name the key (`rojos.default.provider: ...`).
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -31,7 +33,8 @@ pub enum ConfigError {
     Parse {
         /// The config file.
         path: PathBuf,
-        /// The TOML parser's message, with line, column and key.
+        /// The TOML parser's message, with line, column and the source line, secrets hidden
+        /// (see docs/configuration.md, "Secrets in error messages").
         message: String,
     },
     /// A value is well-formed but wrong.
@@ -375,7 +378,7 @@ impl Config {
     ) -> Result<Config, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_owned(),
-            message: e.to_string().trim_end().to_owned(),
+            message: parse_error::describe(text, &e),
         })?;
         let resolve = |p: &Path| {
             if p.is_absolute() {

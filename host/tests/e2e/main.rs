@@ -15,5 +15,6 @@ mod load;
 mod metrics;
 mod plugins;
 mod providers;
+mod secrets;
 mod support;
 mod tools_api;
