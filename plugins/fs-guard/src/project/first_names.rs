@@ -74,7 +74,12 @@ impl FirstNames {
 
     /// The kept entries sorted by name, and the number of entries offered.
     pub(super) fn finish(self) -> (Vec<ListEntry>, usize) {
-        let entries = self.kept.into_sorted_vec().into_iter().map(|e| e.0).collect();
+        let entries = self
+            .kept
+            .into_sorted_vec()
+            .into_iter()
+            .map(|e| e.0)
+            .collect();
         (entries, self.total)
     }
 }

@@ -654,11 +654,24 @@ fn a_write_leaves_no_temporary_file_and_keeps_the_old_mode() {
 fn a_write_over_a_setuid_or_setgid_file_keeps_its_mode_without_those_bits() {
     let fx = Fixture::new();
     let dir = fx.project_dir();
-    for (mode, kept) in [(0o4755, 0o755), (0o2755, 0o755), (0o7750, 0o750), (0o1644, 0o644)] {
+    for (mode, kept) in [
+        (0o4755, 0o755),
+        (0o2755, 0o755),
+        (0o7750, 0o750),
+        (0o1644, 0o644),
+    ] {
         fx.chmod("hello.txt", mode);
-        assert_eq!(fx.mode("hello.txt"), mode, "the fixture could not set {mode:o}");
+        assert_eq!(
+            fx.mode("hello.txt"),
+            mode,
+            "the fixture could not set {mode:o}"
+        );
         dir.write_text("hello.txt", "#!/bin/sh\n").unwrap();
-        assert_eq!(fx.mode("hello.txt"), kept, "after overwriting a {mode:o} file");
+        assert_eq!(
+            fx.mode("hello.txt"),
+            kept,
+            "after overwriting a {mode:o} file"
+        );
         assert_eq!(fx.read("hello.txt"), b"#!/bin/sh\n");
     }
 }
