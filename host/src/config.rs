@@ -682,7 +682,7 @@ fn parse_provider(
             format!("{key}.base_url"),
             format!(
                 "must start with http:// or https://, got {:?}",
-                raw.base_url
+                rojos_llm::display_url(&raw.base_url)
             ),
         ));
     }
@@ -869,6 +869,20 @@ tools = ["list_files"]
         assert_eq!(e, "limits.max_read_bytes: must be at least 1");
         let e = error(&GOOD.replace("[plugins]", "[plugins]\ncall_timeout_secs = \"ten\""));
         assert!(e.contains("call_timeout_secs"), "{e}");
+    }
+
+    #[test]
+    fn a_refused_base_url_is_named_without_its_key() {
+        let e = error(&GOOD.replace(
+            "http://127.0.0.1:11434/v1",
+            "ftp://me:pa55word@h/v1?key=AIza-secret",
+        ));
+        assert_eq!(
+            e,
+            r#"providers.local.base_url: must start with http:// or https://, got "ftp://<redacted>@h/v1?key=<redacted>""#
+        );
+        let e = error(&GOOD.replace("http://127.0.0.1:11434/v1", "http://?key=AIza-secret"));
+        assert!(!e.contains("AIza-secret"), "{e}");
     }
 
     #[test]
