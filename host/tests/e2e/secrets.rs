@@ -8,6 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::support::host::{client, HostConfig, DEMO_TOKEN, TOKEN};
+use crate::support::upstream::{ScriptedUpstream, Turn};
+
+/// The provider's API key (from the environment) and a key in its `base_url`'s query.
+const API_KEY: &str = "sk-e2e-provider-key-1234";
+const URL_KEY: &str = "AIza-e2e-url-key-5678";
 
 /// `rojos` serving the config in `dir`, its stdout and stderr read into shared text.
 struct RunningBinary {
@@ -21,7 +26,8 @@ impl RunningBinary {
         let mut child = Command::new(env!("CARGO_BIN_EXE_rojos"))
             .arg("--config")
             .arg(dir.join("rojos.toml"))
-            .env("RUST_LOG", "trace,hyper=info,h2=info,notify=info")
+            .env("RUST_LOG", "trace,notify=info")
+            .env("E2E_PROVIDER_KEY", API_KEY)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -80,9 +86,20 @@ fn collect(stream: impl Read + Send + 'static) -> Arc<Mutex<String>> {
 }
 
 #[tokio::test]
-async fn a_live_edit_with_a_typo_on_the_token_line_logs_no_token() {
+async fn the_log_shows_no_token_or_provider_key_even_after_a_typo_on_the_token_line() {
+    // A provider that quotes the key it was sent, as some proxies do.
+    let upstream = ScriptedUpstream::start(vec![Turn::status(
+        401,
+        &format!("invalid key {API_KEY} (query key={URL_KEY})"),
+    )])
+    .await;
     let dir = tempfile::tempdir().unwrap();
-    let config = HostConfig::builtins().render();
+    let mut with_keys = HostConfig::builtins().upstream(&upstream);
+    with_keys.provider_url = format!("{}?key={URL_KEY}", upstream.base_url);
+    let config = with_keys.render().replace(
+        "model = \"scripted-model\"",
+        "model = \"scripted-model\"\napi_key_env = \"E2E_PROVIDER_KEY\"",
+    );
     let path = dir.path().join("rojos.toml");
     std::fs::write(&path, &config).unwrap();
     let rojos = RunningBinary::start(dir.path());
@@ -96,6 +113,33 @@ async fn a_live_edit_with_a_typo_on_the_token_line_logs_no_token() {
         .await
         .unwrap();
     assert_eq!(tools.status(), 200);
+    // A chat, so the provider client's errors and logging are checked too: the error event
+    // and the log line carry the provider's message, scrubbed.
+    let chat = client()
+        .post(format!("{url}/chat"))
+        .bearer_auth(TOKEN)
+        .json(&serde_json::json!({"projectId": "demo", "message": "hi"}))
+        .send()
+        .await
+        .unwrap();
+    let events = chat.text().await.unwrap();
+    assert!(
+        events.contains("answered HTTP 401: invalid key <redacted>"),
+        "{events}"
+    );
+    assert!(
+        !events.contains(API_KEY) && !events.contains(URL_KEY),
+        "{events}"
+    );
+    let received = upstream.received();
+    assert_eq!(
+        received[0]
+            .headers
+            .get("authorization")
+            .map(|v| v.to_str().unwrap()),
+        Some(format!("Bearer {API_KEY}").as_str()),
+        "the key was sent"
+    );
 
     let typo = config.replace(
         &format!("token = \"{TOKEN}\""),
@@ -114,8 +158,8 @@ async fn a_live_edit_with_a_typo_on_the_token_line_logs_no_token() {
     // The reload really reported the parse error, on the token's line.
     assert!(log.contains("token = <redacted>"), "{log}");
     assert!(log.contains("unexpected key or value"), "{log}");
-    for token in [TOKEN, DEMO_TOKEN] {
-        assert!(!log.contains(token), "the log shows a token:\n{log}");
+    for secret in [TOKEN, DEMO_TOKEN, API_KEY, URL_KEY] {
+        assert!(!log.contains(secret), "the log shows a secret:\n{log}");
     }
     // The running configuration stays: the token still works.
     let tools = client()
@@ -130,5 +174,7 @@ async fn a_live_edit_with_a_typo_on_the_token_line_logs_no_token() {
         rojos.stdout.lock().unwrap(),
         rojos.stderr.lock().unwrap()
     );
-    assert!(!all.contains(TOKEN), "{all}");
+    for secret in [TOKEN, DEMO_TOKEN, API_KEY, URL_KEY] {
+        assert!(!all.contains(secret), "{all}");
+    }
 }
