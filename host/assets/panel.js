@@ -18,7 +18,7 @@
     forget: $('forget-token'), transcript: $('transcript'), thread: $('thread'), empty: $('empty'),
     composer: $('composer'), input: $('input'), send: $('send'), stop: $('stop'),
     overlay: $('token-overlay'), tokenForm: $('token-form'), tokenInput: $('token-input'),
-    tokenError: $('token-error'),
+    tokenError: $('token-error'), tokenSwitch: $('token-switch'),
   };
 
   const state = {
@@ -574,15 +574,33 @@
     el.tokenInput.focus();
   }
 
-  // A `#token=...` link (printed by the server) is read once, kept, and removed from the URL.
-  function tokenFromUrl() {
+  // A `#token=...` link (printed by the server) is read once and removed from the address
+  // bar at once, whatever happens next, so no history entry keeps it. A token other than the
+  // one kept here is taken only if the user says so: a link from someone else must not
+  // silently switch the panel to their token (docs/panel.md, "Token links").
+  // Resolves to whether the kept token changed.
+  async function tokenFromUrl() {
     const params = new URLSearchParams(location.hash.slice(1));
     const token = params.get('token');
-    if (!token) return;
-    localStorage.setItem(KEY_TOKEN, token);
+    if (!token) return false;
     params.delete('token');
     const rest = params.toString();
     history.replaceState(null, '', location.pathname + location.search + (rest ? '#' + rest : ''));
+    const current = localStorage.getItem(KEY_TOKEN);
+    if (current === token) return false;
+    if (current && !(await askToSwitch())) return false;
+    localStorage.setItem(KEY_TOKEN, token);
+    return true;
+  }
+
+  // The modal dialog: focus starts on "Keep the current one"; Escape also keeps it.
+  function askToSwitch() {
+    const dialog = el.tokenSwitch;
+    return new Promise((resolve) => {
+      dialog.returnValue = '';
+      dialog.addEventListener('close', () => resolve(dialog.returnValue === 'switch'), { once: true });
+      dialog.showModal();
+    });
   }
 
   async function start() {
@@ -647,10 +665,9 @@
     localStorage.setItem(KEY_TOKEN, token);
     start();
   });
-  window.addEventListener('hashchange', () => {
-    if (location.hash.includes('token=')) { tokenFromUrl(); start(); }
+  window.addEventListener('hashchange', async () => {
+    if (location.hash.includes('token=') && (await tokenFromUrl())) start();
   });
 
-  tokenFromUrl();
-  start();
+  tokenFromUrl().then(start);
 })();

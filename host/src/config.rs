@@ -15,6 +15,8 @@ use serde::Deserialize;
 
 use crate::{secret::Secret, storage::ProjectId};
 
+mod parse_error;
+
 /// Why a configuration was refused. Messages name the key (`rojos.default.provider: ...`).
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -31,7 +33,8 @@ pub enum ConfigError {
     Parse {
         /// The config file.
         path: PathBuf,
-        /// The TOML parser's message, with line, column and key.
+        /// The TOML parser's message, with line, column and the source line, secrets hidden
+        /// (see docs/configuration.md, "Secrets in error messages").
         message: String,
     },
     /// A value is well-formed but wrong.
@@ -375,7 +378,7 @@ impl Config {
     ) -> Result<Config, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_owned(),
-            message: e.to_string().trim_end().to_owned(),
+            message: parse_error::describe(text, &e),
         })?;
         let resolve = |p: &Path| {
             if p.is_absolute() {
@@ -685,7 +688,7 @@ fn parse_provider(
             format!("{key}.base_url"),
             format!(
                 "must start with http:// or https://, got {:?}",
-                raw.base_url
+                rojos_llm::display_url(&raw.base_url)
             ),
         ));
     }
@@ -874,6 +877,20 @@ tools = ["list_files"]
         assert_eq!(e, "limits.max_read_bytes: must be at least 1");
         let e = error(&GOOD.replace("[plugins]", "[plugins]\ncall_timeout_secs = \"ten\""));
         assert!(e.contains("call_timeout_secs"), "{e}");
+    }
+
+    #[test]
+    fn a_refused_base_url_is_named_without_its_key() {
+        let e = error(&GOOD.replace(
+            "http://127.0.0.1:11434/v1",
+            "ftp://me:pa55word@h/v1?key=AIza-secret",
+        ));
+        assert_eq!(
+            e,
+            r#"providers.local.base_url: must start with http:// or https://, got "ftp://<redacted>@h/v1?key=<redacted>""#
+        );
+        let e = error(&GOOD.replace("http://127.0.0.1:11434/v1", "http://?key=AIza-secret"));
+        assert!(!e.contains("AIza-secret"), "{e}");
     }
 
     #[test]

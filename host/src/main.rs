@@ -73,7 +73,7 @@ fn probe(config: &Config, name: &str) -> anyhow::Result<()> {
     let client = rojos_llm::Client::new(provider.client.clone())?;
     println!(
         "probing {} (model {})",
-        client.endpoint(),
+        rojos_llm::display_url(client.endpoint().as_str()),
         provider.client.model
     );
     let checks = tokio::runtime::Runtime::new()?.block_on(rojos::probe::run(&client));

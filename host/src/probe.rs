@@ -77,7 +77,7 @@ async fn stream(client: &Client, request: &ChatRequest) -> Streamed {
     }
     Streamed {
         turn: Err(rojos_llm::LlmError::Malformed {
-            provider: client.endpoint().to_string(),
+            provider: rojos_llm::display_url(client.endpoint().as_str()),
             detail: "the stream ended without a result".to_owned(),
         }),
         deltas,

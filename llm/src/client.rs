@@ -17,6 +17,7 @@ use crate::assemble::{Assembler, PushError};
 use crate::error::{LlmError, SizeLimit};
 use crate::history::assistant_message;
 use crate::provider::Provider;
+use crate::redact::{display_url, Secrets};
 use crate::request::{build_body, chat_completions_url, ChatRequest};
 use crate::retry;
 use crate::sse::{self, truncate};
@@ -37,6 +38,8 @@ struct Inner {
     /// `host[:port]`, the provider's name in errors and logs.
     label: String,
     headers: HeaderMap,
+    /// Scrubbed from the provider's own words before they reach an error or a log.
+    secrets: Secrets,
 }
 
 impl fmt::Debug for Client {
@@ -71,7 +74,7 @@ impl Client {
         let url = chat_completions_url(&provider.base_url)?;
         if provider.model.trim().is_empty() {
             return Err(LlmError::InvalidConfig {
-                detail: format!("no model given for {}", provider.base_url),
+                detail: format!("no model given for {}", display_url(&provider.base_url)),
             });
         }
         let label = match (url.host_str(), url.port()) {
@@ -80,6 +83,7 @@ impl Client {
             (None, _) => String::from("unknown host"),
         };
         let headers = build_headers(&provider)?;
+        let secrets = Secrets::of(&provider);
         Ok(Client {
             inner: Arc::new(Inner {
                 provider,
@@ -87,6 +91,7 @@ impl Client {
                 url,
                 label,
                 headers,
+                secrets,
             }),
         })
     }
@@ -96,7 +101,8 @@ impl Client {
         &self.inner.provider
     }
 
-    /// The full endpoint, `{base_url}/chat/completions`.
+    /// The full endpoint, `{base_url}/chat/completions`. Its query or user-info may hold a
+    /// key: show it with [`crate::display_url`].
     pub fn endpoint(&self) -> &Url {
         &self.inner.url
     }
@@ -234,7 +240,7 @@ impl Run {
     fn end(&mut self, item: Result<TurnEvent, LlmError>) -> Result<TurnEvent, LlmError> {
         self.done = true;
         self.source = None;
-        item
+        item.map_err(|e| self.inner.secrets.scrub_error(e))
     }
 
     /// Sends the request until the provider answers 2xx, retrying what may be retried.
@@ -299,6 +305,7 @@ impl Run {
     }
 
     fn log_retry(&self, error: &LlmError, wait: Duration) {
+        let error = self.inner.secrets.scrub(&error.to_string());
         tracing::warn!(
             provider = %self.inner.label,
             attempt = self.attempts,

@@ -16,6 +16,7 @@
 //! - `turn` — [`Turn`], [`ToolCall`], [`FinishReason`], [`Usage`], [`TurnEvent`].
 //! - `history` — the assistant and `tool` messages to append to the history.
 //! - `retry` — retryable statuses, `Retry-After`, backoff.
+//! - `redact` — [`display_url`], and the provider's secrets kept out of its error messages.
 //! - `error` — [`LlmError`], [`SizeLimit`].
 //!
 //! # Use from an agent loop
@@ -52,6 +53,7 @@ mod client;
 mod error;
 mod history;
 mod provider;
+mod redact;
 mod request;
 mod retry;
 mod sse;
@@ -63,6 +65,7 @@ pub use client::Client;
 pub use error::{BoxError, LlmError, SizeLimit};
 pub use history::{assistant_message, tool_message, EmptyContent};
 pub use provider::{ApiKey, Limits, Provider, RetryPolicy, Timeouts};
+pub use redact::display_url;
 pub use request::{
     chat_completions_url, sanitize_schema, sanitize_tool, validate_tool_name, ChatRequest,
     ToolChoice,

@@ -181,7 +181,7 @@ impl fmt::Debug for Provider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let header_names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
         f.debug_struct("Provider")
-            .field("base_url", &self.base_url)
+            .field("base_url", &crate::redact::display_url(&self.base_url))
             .field("model", &self.model)
             .field("api_key", &self.api_key)
             .field("headers", &header_names)
@@ -201,11 +201,12 @@ mod tests {
 
     #[test]
     fn debug_never_shows_the_key_or_header_values() {
-        let mut p = Provider::new("http://h/v1", "m").with_api_key("sk-secret-123");
+        let mut p = Provider::new("http://h/v1?key=url-secret", "m").with_api_key("sk-secret-123");
         p.headers.push(("x-api-key".into(), "also-secret".into()));
         let shown = format!("{p:?}");
         assert!(!shown.contains("sk-secret-123"), "{shown}");
         assert!(!shown.contains("also-secret"), "{shown}");
+        assert!(!shown.contains("url-secret"), "{shown}");
         assert!(shown.contains("<redacted>"));
         assert!(shown.contains("x-api-key"));
     }

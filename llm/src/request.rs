@@ -3,6 +3,8 @@
 //! and the endpoint URL. Messages pass through untouched: history is the caller's.
 
 use reqwest::Url;
+
+use crate::redact::display_url;
 use serde_json::{json, Map, Value};
 
 use crate::error::LlmError;
@@ -165,11 +167,14 @@ pub fn sanitize_tool(tool: &Value) -> Result<Value, LlmError> {
 /// [`LlmError::InvalidConfig`] when `base_url` is not an `http(s)` URL.
 pub fn chat_completions_url(base_url: &str) -> Result<Url, LlmError> {
     let mut url = Url::parse(base_url.trim()).map_err(|e| LlmError::InvalidConfig {
-        detail: format!("base_url {base_url:?} is not a URL: {e}"),
+        detail: format!("base_url {:?} is not a URL: {e}", display_url(base_url)),
     })?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
         return Err(LlmError::InvalidConfig {
-            detail: format!("base_url {base_url:?} must be an http or https URL with a host"),
+            detail: format!(
+                "base_url {:?} must be an http or https URL with a host",
+                display_url(base_url)
+            ),
         });
     }
     let path = format!("{}/chat/completions", url.path().trim_end_matches('/'));

@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { launch, PHONE, screenshot } from './support/browser.js';
 import { startGate } from './support/gate.js';
-import { TOKEN } from './support/host.js';
+import { DEMO_TOKEN, TOKEN } from './support/host.js';
 import {
   openPanel, PAGE, SEED, SEED_REPLY, seedTurns, send, session, transcript, waitIdle,
 } from './support/panel.js';
@@ -360,6 +360,57 @@ describe('the chat panel', () => {
     await fresh.press('#token-input', 'Enter');
     await fresh.waitForSelector('body[data-ready="true"]');
     assert.equal(await fresh.isVisible('#token-overlay'), false);
+  });
+
+  test('a #token= link with another token asks first; keeping or switching both clear the URL', async (t) => {
+    const { page, host, context, problems } = await session(t, browser, []);
+    await openPanel(page, host);
+    const kept = () => page.evaluate(() => localStorage.getItem('rojos.token'));
+    assert.equal(await kept(), TOKEN);
+    assert.equal(await page.$eval('#token-switch', (d) => d.open), false, 'no prompt without a kept token');
+
+    // The same token again: no question.
+    const same = await context.newPage();
+    await same.goto(`${host.url}/#token=${TOKEN}`);
+    await same.waitForSelector('body[data-ready="true"]');
+    assert.equal(await same.$eval('#token-switch', (d) => d.open), false);
+    assert.equal(new URL(same.url()).hash, '');
+
+    // Another token: a modal dialog, the link already gone from the address bar, the focus
+    // on the safe answer; Escape keeps the current token.
+    const keep = await context.newPage();
+    await keep.goto(`${host.url}/#token=${DEMO_TOKEN}&note=1`);
+    const dialog = keep.getByRole('dialog', { name: 'Switch the token?' });
+    await dialog.waitFor();
+    assert.equal(new URL(keep.url()).hash, '#note=1');
+    assert.match(await dialog.textContent(), /A link wants to switch this browser to another access token/);
+    assert.equal(await keep.evaluate(() => document.activeElement.textContent), 'Keep the current one');
+    await screenshot(keep, 'token-switch-question');
+    await keep.keyboard.press('Escape');
+    await keep.waitForSelector('body[data-ready="true"]');
+    assert.equal(await keep.$eval('#token-switch', (d) => d.open), false);
+    assert.equal(await kept(), TOKEN);
+
+    // Enter on the focused "Keep the current one" keeps it too.
+    const enter = await context.newPage();
+    await enter.goto(`${host.url}/#token=${DEMO_TOKEN}`);
+    await enter.getByRole('dialog', { name: 'Switch the token?' }).waitFor();
+    await enter.keyboard.press('Enter');
+    await enter.waitForSelector('body[data-ready="true"]');
+    assert.equal(await kept(), TOKEN);
+
+    // Tab to "Use the new token", then Enter: the panel switches and works with it.
+    const use = await context.newPage();
+    await use.goto(`${host.url}/#token=${DEMO_TOKEN}`);
+    await use.getByRole('dialog', { name: 'Switch the token?' }).waitFor();
+    assert.equal(new URL(use.url()).hash, '');
+    await use.keyboard.press('Tab');
+    assert.equal(await use.evaluate(() => document.activeElement.textContent), 'Use the new token');
+    await use.keyboard.press('Enter');
+    await use.waitForSelector('body[data-ready="true"]');
+    assert.equal(await kept(), DEMO_TOKEN);
+    assert.equal(await use.isVisible('#token-overlay'), false, 'the new token was accepted');
+    assert.deepEqual(problems, []);
   });
 
   test('the panel is usable at phone width', async (t) => {

@@ -1,8 +1,14 @@
 //! Bearer tokens: the [`Caller`] extractor answers 401 for a missing or wrong token, and
 //! [`Caller::authorize`] 403 for a project outside the token's scope. With no token
 //! configured, the server makes one at start (printed once, never logged).
+//!
+//! Tokens are compared as SHA-256 digests, in constant time, against every configured token:
+//! how long a check takes says nothing about how much of a token matched, nor how long the
+//! configured tokens are, nor which of them matched.
 
 use axum::{extract::FromRequestParts, http::request::Parts};
+use sha2::{Digest, Sha256};
+use subtle::{ConditionallySelectable, ConstantTimeEq};
 
 use super::error::ApiError;
 use crate::{
@@ -15,9 +21,33 @@ use crate::{
 /// The token table.
 #[derive(Debug)]
 pub struct Auth {
-    tokens: Vec<TokenConfig>,
+    tokens: Vec<KnownToken>,
     /// The token made at start because none was configured.
     pub generated: Option<Secret>,
+}
+
+/// A configured token as the check needs it: its digest, hashed once at start.
+struct KnownToken {
+    digest: [u8; 32],
+    projects: ProjectScope,
+}
+
+impl std::fmt::Debug for KnownToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // A digest of a token is as good as the token for a guessing attacker: never shown.
+        f.debug_struct("KnownToken")
+            .field("projects", &self.projects)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KnownToken {
+    fn new(config: &TokenConfig) -> KnownToken {
+        KnownToken {
+            digest: digest(config.token.expose()),
+            projects: config.projects.clone(),
+        }
+    }
 }
 
 impl Auth {
@@ -25,16 +55,16 @@ impl Auth {
     pub fn from_config(tokens: &[TokenConfig]) -> Auth {
         if !tokens.is_empty() {
             return Auth {
-                tokens: tokens.to_vec(),
+                tokens: tokens.iter().map(KnownToken::new).collect(),
                 generated: None,
             };
         }
         let token = Secret::new(random_token());
         Auth {
-            tokens: vec![TokenConfig {
+            tokens: vec![KnownToken::new(&TokenConfig {
                 token: token.clone(),
                 projects: ProjectScope::All,
-            }],
+            })],
             generated: Some(token),
         }
     }
@@ -49,15 +79,29 @@ impl Auth {
             .and_then(|h| h.strip_prefix("Bearer "))
             .map(str::trim)
             .ok_or(ApiError::Unauthorized)?;
-        self.tokens
-            .iter()
-            .enumerate()
-            .find(|(_, t)| constant_time_eq(t.token.expose().as_bytes(), presented.as_bytes()))
-            .map(|(index, t)| Caller {
-                scope: t.projects.clone(),
-                token: index,
-            })
-            .ok_or(ApiError::Unauthorized)
+        let index = self
+            .matching_token(&digest(presented))
+            .ok_or(ApiError::Unauthorized)?;
+        let known = self.tokens.get(index).ok_or(ApiError::Unauthorized)?;
+        Ok(Caller {
+            scope: known.projects.clone(),
+            token: index,
+        })
+    }
+
+    /// The index of the configured token whose digest is `presented`. Every configured
+    /// token is compared, all 32 bytes each (`subtle`, no early return on the first
+    /// differing byte nor on the first match), and the index is picked without a branch;
+    /// digests have one length, so neither is the tokens' length revealed.
+    fn matching_token(&self, presented: &[u8; 32]) -> Option<usize> {
+        let mut found = subtle::Choice::from(0);
+        let mut index = 0u64;
+        for (i, known) in self.tokens.iter().enumerate() {
+            let equal = known.digest.ct_eq(presented);
+            index = u64::conditional_select(&index, &(i as u64), equal);
+            found |= equal;
+        }
+        bool::from(found).then_some(index as usize)
     }
 }
 
@@ -106,8 +150,9 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// The SHA-256 digest of a token: a fixed size whatever the token's length.
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
 }
 
 fn random_token() -> String {
@@ -141,6 +186,67 @@ mod tests {
                 "{header:?}"
             );
         }
+    }
+
+    fn two_tokens() -> Auth {
+        Auth::from_config(&[
+            TokenConfig {
+                token: Secret::new("first-token-0001"),
+                projects: ProjectScope::Only(BTreeSet::from(["one".to_owned()])),
+            },
+            TokenConfig {
+                token: Secret::new("a-much-longer-second-token-0002"),
+                projects: ProjectScope::All,
+            },
+        ])
+    }
+
+    #[test]
+    fn each_configured_token_is_found_whatever_its_place_and_length() {
+        let auth = two_tokens();
+        let first = auth.caller(Some("Bearer first-token-0001")).unwrap();
+        assert_eq!(first.token(), 0);
+        assert!(first.authorize(&ProjectId::parse("one").unwrap()).is_ok());
+        assert!(first.authorize(&ProjectId::parse("two").unwrap()).is_err());
+        let second = auth
+            .caller(Some("Bearer a-much-longer-second-token-0002"))
+            .unwrap();
+        assert_eq!(second.token(), 1);
+        assert!(second.authorize(&ProjectId::parse("two").unwrap()).is_ok());
+    }
+
+    #[test]
+    fn prefixes_extensions_and_empty_tokens_are_refused() {
+        let auth = two_tokens();
+        for presented in [
+            "",
+            "first-token-000",
+            "first-token-00011",
+            "first-token-0002",
+            "a-much-longer-second-token-0001",
+            "FIRST-TOKEN-0001",
+        ] {
+            assert!(
+                matches!(
+                    auth.caller(Some(&format!("Bearer {presented}"))),
+                    Err(ApiError::Unauthorized)
+                ),
+                "{presented:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_token_table_never_shows_tokens_or_their_digests() {
+        let auth = two_tokens();
+        let shown = format!("{auth:?}");
+        let digest_hex: String = digest("first-token-0001")
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert!(!shown.contains("first-token-0001"), "{shown}");
+        assert!(!shown.contains(&digest_hex[..8]), "{shown}");
+        assert!(!shown.contains("digest"), "{shown}");
     }
 
     #[test]

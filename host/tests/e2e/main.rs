@@ -17,5 +17,6 @@ mod metrics;
 mod model_turns;
 mod plugins;
 mod providers;
+mod secrets;
 mod support;
 mod tools_api;

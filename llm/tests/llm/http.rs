@@ -208,6 +208,28 @@ async fn status_400_is_not_retried_and_carries_the_provider_message() {
 }
 
 #[tokio::test]
+async fn a_provider_echoing_the_key_or_a_url_key_never_puts_them_in_the_error() {
+    // Gemini-style: the key in the URL's query, and an answer that quotes what it was sent.
+    let up = ScriptedUpstream::start(vec![
+        Reply::status(400, "{\"error\":{\"message\":\"API key AIza-url-secret-1 not valid; header said Bearer sk-test-key\"}}"),
+        Reply::status(502, "proxy could not reach /v1/chat/completions?key=AIza-url-secret-1"),
+    ])
+    .await;
+    let mut p = provider(&up);
+    p.base_url = format!("{}?key=AIza-url-secret-1", up.base_url());
+    p.retry.max_attempts = 1;
+    for _ in 0..2 {
+        let err = turn(p.clone()).await.result.unwrap_err();
+        let shown = format!("{err:?}{err}");
+        assert!(!shown.contains("AIza-url-secret-1"), "{shown}");
+        assert!(!shown.contains("sk-test-key"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
+    }
+    assert_eq!(up.requests().len(), 2);
+    assert!(!format!("{p:?}").contains("AIza-url-secret-1"));
+}
+
+#[tokio::test]
 async fn client_errors_are_never_retried() {
     for code in [401, 403, 404, 413, 422] {
         let up = ScriptedUpstream::start(vec![Reply::status(code, "nope"), ok_reply()]).await;

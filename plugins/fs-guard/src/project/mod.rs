@@ -7,7 +7,7 @@
 use std::io::{Read, Write};
 use std::os::fd::BorrowedFd;
 
-use cap_std::fs::{Dir, Metadata, OpenOptions, OpenOptionsExt, Permissions};
+use cap_std::fs::{Dir, Metadata, OpenOptions, OpenOptionsExt, Permissions, PermissionsExt};
 use cap_tempfile::TempFile;
 use rojos_plugin_api::{CallContext, ErrorKind, Limits, ToolError};
 use rustix::fs::{OFlags, RenameFlags};
@@ -19,9 +19,18 @@ use time::OffsetDateTime;
 use crate::error::{describe_type, from_io, PathError, Shown};
 use crate::path::{check_path, Entry, PathUse, Split};
 
+mod first_names;
 mod tree;
 
+use first_names::FirstNames;
+
 pub use tree::MAX_DELETE_DEPTH;
+
+/// The permission bits a rewritten file keeps from the file it replaces: read, write and
+/// execute for owner, group and others. Setuid, setgid and sticky (`0o7000`) are dropped, so
+/// a write never turns new content into a privileged executable. New files are created
+/// `0o666` and folders `0o777`, less the umask, so they never get those bits either.
+const KEPT_MODE_BITS: u32 = 0o777;
 
 /// The two kinds of entry the tools report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -217,7 +226,8 @@ impl ProjectDir {
     }
 
     /// Replaces or creates a file with `text`, creating missing parent folders: written to a
-    /// temporary file in the same folder, synced, given the old file's mode, renamed onto the
+    /// temporary file in the same folder, synced, given the old file's mode (without setuid,
+    /// setgid and sticky: see [`KEPT_MODE_BITS`]), renamed onto the
     /// name, and the folder synced. Nothing is ever half-written, and a hard link's other
     /// names keep the old content.
     ///
@@ -266,7 +276,9 @@ impl ProjectDir {
 
     /// The entries of a folder (in-root symlinks followed), sorted by name, at most
     /// `max_list_entries`. Symlinks that lead outside, dangle or loop, FIFOs, sockets and
-    /// devices are left out and never opened; so are names that are not UTF-8.
+    /// devices are left out and never opened; so are names that are not UTF-8. However many
+    /// entries the folder has, at most `max_list_entries` are held in memory at once (see
+    /// [`FirstNames`]); the others are only counted.
     ///
     /// # Errors
     ///
@@ -274,7 +286,8 @@ impl ProjectDir {
     pub fn list(&self, path: &str) -> Result<Listing, PathError> {
         check_path(path, PathUse::Existing)?;
         let io = |e| from_io(path, e);
-        let mut entries = Vec::new();
+        let max = usize::try_from(self.limits.max_list_entries).unwrap_or(usize::MAX);
+        let mut first = FirstNames::new(max);
         for entry in self.dir.read_dir(path).map_err(io)? {
             let entry = entry.map_err(io)?;
             let Ok(name) = entry.file_name().into_string() else {
@@ -294,17 +307,14 @@ impl ProjectDir {
                 None
             };
             if let Some(kind) = kind {
-                entries.push(ListEntry {
+                first.offer(ListEntry {
                     name,
                     kind,
                     symlink: file_type.is_symlink(),
                 });
             }
         }
-        entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        let total = entries.len();
-        let max = usize::try_from(self.limits.max_list_entries).unwrap_or(usize::MAX);
-        entries.truncate(max);
+        let (entries, total) = first.finish();
         Ok(Listing { entries, total })
     }
 
@@ -557,7 +567,7 @@ impl ProjectDir {
     }
 
     /// What stands at `leaf` before a write: `None` if nothing, the mode of a regular file to
-    /// keep, or the refusal for anything else (including any symlink).
+    /// keep (its [`KEPT_MODE_BITS`]), or the refusal for anything else (including any symlink).
     fn existing_file_permissions(
         &self,
         folder: &Dir,
@@ -571,7 +581,8 @@ impl ProjectDir {
         };
         let file_type = meta.file_type();
         if file_type.is_file() {
-            Ok(Some(meta.permissions()))
+            let mode = meta.permissions().mode() & KEPT_MODE_BITS;
+            Ok(Some(Permissions::from_mode(mode)))
         } else if file_type.is_dir() {
             Err(PathError::IsADirectory {
                 path: Shown::new(path),

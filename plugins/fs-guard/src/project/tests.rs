@@ -651,6 +651,43 @@ fn a_write_leaves_no_temporary_file_and_keeps_the_old_mode() {
 }
 
 #[test]
+fn a_write_over_a_setuid_or_setgid_file_keeps_its_mode_without_those_bits() {
+    let fx = Fixture::new();
+    let dir = fx.project_dir();
+    for (mode, kept) in [
+        (0o4755, 0o755),
+        (0o2755, 0o755),
+        (0o7750, 0o750),
+        (0o1644, 0o644),
+    ] {
+        fx.chmod("hello.txt", mode);
+        assert_eq!(
+            fx.mode("hello.txt"),
+            mode,
+            "the fixture could not set {mode:o}"
+        );
+        dir.write_text("hello.txt", "#!/bin/sh\n").unwrap();
+        assert_eq!(
+            fx.mode("hello.txt"),
+            kept,
+            "after overwriting a {mode:o} file"
+        );
+        assert_eq!(fx.read("hello.txt"), b"#!/bin/sh\n");
+    }
+}
+
+#[test]
+fn new_files_and_folders_get_no_setuid_setgid_or_sticky_bit() {
+    let fx = Fixture::new();
+    let dir = fx.project_dir();
+    dir.write_text("fresh/new.txt", "x").unwrap();
+    dir.create_dir("made/deeper").unwrap();
+    for made in ["fresh", "fresh/new.txt", "made", "made/deeper"] {
+        assert_eq!(fx.mode(made) & 0o7000, 0, "{made}: {:o}", fx.mode(made));
+    }
+}
+
+#[test]
 fn a_write_creates_missing_parent_folders() {
     let fx = Fixture::new();
     fx.project_dir().write_text("a/b/c.txt", "abc").unwrap();
