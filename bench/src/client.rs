@@ -1,10 +1,12 @@
 //! One client's conversation: `POST /chat` with the seed message, the NDJSON body read as it
 //! arrives (time to first event, total latency) and checked event by event against what the
 //! docs/intro conversation must stream: both tool calls and their `ok` results, the answer's
-//! text, `DONE` with `stopReason: completed` last.
+//! text, `DONE` with `stopReason: completed` last. Any other chat can be followed to its end
+//! with its events only counted ([`follow_chat`]), for streams too large to keep.
 
 use std::time::{Duration, Instant};
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::upstream::{ANSWER, FILE, FOLDER, MESSAGE, PAGE};
@@ -28,22 +30,7 @@ pub(crate) async fn conversation(
     project: &str,
 ) -> Result<Sample, String> {
     let started = Instant::now();
-    let mut response = http
-        .post(format!("{url}/chat"))
-        .bearer_auth(token)
-        .json(&json!({"projectId": project, "message": MESSAGE}))
-        .send()
-        .await
-        .map_err(|e| format!("request failed: {e}"))?;
-    if response.status() != 200 {
-        let status = response.status();
-        let body = response.text().await.unwrap_or_default();
-        return Err(format!("status {status}: {body}"));
-    }
-    if response.headers().get("content-type").map(|v| v.as_bytes()) != Some(b"application/x-ndjson")
-    {
-        return Err("wrong content type".to_owned());
-    }
+    let mut response = start_chat(http, url, token, project, MESSAGE).await?;
     let mut body = Vec::new();
     let mut first_event = None;
     while let Some(chunk) = response
@@ -63,6 +50,135 @@ pub(crate) async fn conversation(
         first_event: first_event.unwrap_or(latency),
         conversation,
     })
+}
+
+/// Sends `POST /chat` with `message` in `project`; the response once it is known to be a
+/// `200` NDJSON stream.
+pub(crate) async fn start_chat(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    project: &str,
+    message: &str,
+) -> Result<reqwest::Response, String> {
+    let response = http
+        .post(format!("{url}/chat"))
+        .bearer_auth(token)
+        .json(&json!({"projectId": project, "message": message}))
+        .send()
+        .await
+        .map_err(|e| format!("request failed: {e}"))?;
+    if response.status() != 200 {
+        let status = response.status();
+        let body = response.text().await.unwrap_or_default();
+        return Err(format!("status {status}: {body}"));
+    }
+    if response.headers().get("content-type").map(|v| v.as_bytes()) != Some(b"application/x-ndjson")
+    {
+        return Err("wrong content type".to_owned());
+    }
+    Ok(response)
+}
+
+/// How a chat stream went, counted event by event.
+#[derive(Debug, Default)]
+pub(crate) struct Ending {
+    /// Bytes of NDJSON read.
+    pub(crate) body_bytes: u64,
+    /// `TOOL_CALL` events.
+    pub(crate) tool_calls: u64,
+    /// `TOOL_RESULT` events with `ok: true`, and with `ok: false`.
+    pub(crate) results: (u64, u64),
+    /// Bytes of `CHAT` text.
+    pub(crate) chat_bytes: u64,
+    /// The first few `ERROR` messages.
+    pub(crate) errors: Vec<String>,
+    /// `DONE.stopReason`, once `DONE` came.
+    pub(crate) stop_reason: Option<String>,
+    /// `DONE.conversationId`.
+    pub(crate) conversation: Option<String>,
+    /// Why the stream could not be read to its end (cut, a bad line, too slow).
+    pub(crate) problem: Option<String>,
+}
+
+/// The fields of an event that [`follow_chat`] counts; the rest (tool arguments and results)
+/// is skipped while parsing.
+#[derive(Debug, Deserialize)]
+struct EventHead {
+    #[serde(rename = "type")]
+    kind: String,
+    ok: Option<bool>,
+    text: Option<String>,
+    message: Option<String>,
+    #[serde(rename = "stopReason")]
+    stop_reason: Option<String>,
+    #[serde(rename = "conversationId")]
+    conversation_id: Option<String>,
+}
+
+/// Reads a chat stream to its end, or for at most `limit`, counting its events.
+pub(crate) async fn follow_chat(response: reqwest::Response, limit: Duration) -> Ending {
+    let mut ending = Ending::default();
+    let outcome = tokio::time::timeout(limit, read_events(response, &mut ending)).await;
+    let problem = match outcome {
+        Ok(Ok(())) if ending.stop_reason.is_none() => {
+            Some("the stream ended without DONE".to_owned())
+        }
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e),
+        Err(_) => Some(format!("no end within {} s", limit.as_secs())),
+    };
+    ending.problem = problem;
+    ending
+}
+
+async fn read_events(mut response: reqwest::Response, ending: &mut Ending) -> Result<(), String> {
+    let mut line = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| format!("body failed after {} bytes: {e}", ending.body_bytes))?
+    {
+        feed(&mut line, &chunk, ending)?;
+    }
+    if line.is_empty() {
+        Ok(())
+    } else {
+        Err("the body does not end with a newline".to_owned())
+    }
+}
+
+/// Counts the events that `chunk` completes; `line` keeps the unfinished one. Each byte is
+/// looked at once, however long a line grows.
+fn feed(line: &mut Vec<u8>, chunk: &[u8], ending: &mut Ending) -> Result<(), String> {
+    ending.body_bytes += chunk.len() as u64;
+    let mut rest = chunk;
+    while let Some(end) = rest.iter().position(|b| *b == b'\n') {
+        line.extend_from_slice(&rest[..end]);
+        count_event(line, ending)?;
+        line.clear();
+        rest = &rest[end + 1..];
+    }
+    line.extend_from_slice(rest);
+    Ok(())
+}
+
+fn count_event(line: &[u8], ending: &mut Ending) -> Result<(), String> {
+    let event: EventHead =
+        serde_json::from_slice(line).map_err(|e| format!("bad event line: {e}"))?;
+    match event.kind.as_str() {
+        "TOOL_CALL" => ending.tool_calls += 1,
+        "TOOL_RESULT" if event.ok == Some(true) => ending.results.0 += 1,
+        "TOOL_RESULT" => ending.results.1 += 1,
+        "CHAT" => ending.chat_bytes += event.text.map_or(0, |t| t.len() as u64),
+        "ERROR" if ending.errors.len() < 3 => ending.errors.extend(event.message),
+        "DONE" => {
+            ending.stop_reason = event.stop_reason;
+            ending.conversation = event.conversation_id;
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Checks a whole NDJSON body; returns the conversation id.
@@ -143,6 +259,25 @@ mod tests {
             .map(|e| format!("{e}\n"))
             .collect::<String>()
             .into_bytes()
+    }
+
+    #[test]
+    fn events_are_counted_across_any_cut_of_the_body() {
+        let mut all = events();
+        all[1]["ok"] = json!(false);
+        let body = body(&all);
+        for cut in [1, 7, 64, body.len()] {
+            let (mut line, mut ending) = (Vec::new(), Ending::default());
+            for piece in body.chunks(cut) {
+                feed(&mut line, piece, &mut ending).unwrap();
+            }
+            assert!(line.is_empty());
+            assert_eq!(ending.body_bytes, body.len() as u64);
+            assert_eq!((ending.tool_calls, ending.results), (2, (1, 1)));
+            assert_eq!(ending.chat_bytes, ANSWER.len() as u64);
+            assert_eq!(ending.stop_reason.as_deref(), Some("completed"));
+            assert_eq!(ending.conversation.as_deref(), Some("abc"));
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::{
 use anyhow::{bail, Context};
 use serde_json::Value;
 
-use crate::host::{HostProcess, TOKEN};
+use crate::host::{Flavour, HostProcess, TOKEN};
 
 /// The plugin deployed: a test plugin whose tool name no built-in uses.
 const PLUGIN: &str = "librojos_test_panic_tool.so";
@@ -27,7 +27,7 @@ pub(crate) async fn measure(build: &Path, provider_url: &str) -> anyhow::Result<
             source.display()
         );
     }
-    let host = HostProcess::start(build, provider_url, true).await?;
+    let host = HostProcess::start(build, provider_url, Flavour::DropIn).await?;
     let folder = host.dir().join("plugins.d");
     let http = reqwest::Client::new();
     let mut times = Vec::new();

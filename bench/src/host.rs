@@ -1,7 +1,8 @@
 //! The host under test as a separate process, so its memory and CPU are its own: the release
 //! `rojos` binary started with a generated config (a token, the five built-in plugins, storage
-//! in a temp folder, the bench's upstream as provider, generous limits, no rate limit). Its
-//! address comes from its first line of output; memory and CPU time from `/proc/<pid>`.
+//! in a temp folder, the bench's upstream as provider, generous chat limits, no rate limit;
+//! the other limits at their defaults). Its address comes from its first line of output;
+//! memory and CPU time from `/proc/<pid>`.
 
 use std::{
     path::{Path, PathBuf},
@@ -48,6 +49,21 @@ pub(crate) fn build_dir() -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
+/// What the generated config adds to the common one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flavour {
+    /// Nothing.
+    Plain,
+    /// A drop-in folder, `plugins.d` (`[plugins].dir`).
+    DropIn,
+    /// A request head must arrive within [`ABUSE_HEADER_READ_TIMEOUT_SECS`], so holding
+    /// partial heads a few seconds outlasts it.
+    Abuse,
+}
+
+/// `[server].header_read_timeout_secs` of the [`Flavour::Abuse`] config.
+pub(crate) const ABUSE_HEADER_READ_TIMEOUT_SECS: u64 = 2;
+
 /// Memory of the host process, in bytes.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Memory {
@@ -68,16 +84,16 @@ pub(crate) struct HostProcess {
 }
 
 impl HostProcess {
-    /// Writes a config and starts `<build>/rojos` on it; `dropin` adds a `[plugins].dir`.
+    /// Writes a config and starts `<build>/rojos` on it.
     pub(crate) async fn start(
         build: &Path,
         provider_url: &str,
-        dropin: bool,
+        flavour: Flavour,
     ) -> anyhow::Result<HostProcess> {
         let dir = tempfile::tempdir().context("cannot make a temp folder")?;
         let config = dir.path().join("rojos.toml");
-        std::fs::write(&config, render_config(build, provider_url, dropin))?;
-        if dropin {
+        std::fs::write(&config, render_config(build, provider_url, flavour))?;
+        if flavour == Flavour::DropIn {
             std::fs::create_dir(dir.path().join("plugins.d"))?;
         }
         let log = std::fs::File::create(dir.path().join("rojos.log"))?;
@@ -225,7 +241,7 @@ fn log_tail(dir: &Path) -> String {
     format!("host log ({}):\n{tail}", dir.join("rojos.log").display())
 }
 
-fn render_config(build: &Path, provider_url: &str, dropin: bool) -> String {
+fn render_config(build: &Path, provider_url: &str, flavour: Flavour) -> String {
     let load: Vec<String> = BUILTINS
         .iter()
         .map(|lib| {
@@ -240,7 +256,8 @@ fn render_config(build: &Path, provider_url: &str, dropin: bool) -> String {
 bind = "127.0.0.1:0"
 storage = "storage"
 max_concurrent_chats = 8192
-
+max_chats_per_token = 8192
+{header_timeout}
 [[auth.tokens]]
 token = "{TOKEN}"
 projects = ["*"]
@@ -261,7 +278,16 @@ provider = "bench"
 tools = "*"
 "#,
         load = load.join(", "),
-        dir = if dropin { "dir = \"plugins.d\"\n" } else { "" },
+        dir = if flavour == Flavour::DropIn {
+            "dir = \"plugins.d\"\n"
+        } else {
+            ""
+        },
+        header_timeout = if flavour == Flavour::Abuse {
+            format!("header_read_timeout_secs = {ABUSE_HEADER_READ_TIMEOUT_SECS}\n")
+        } else {
+            String::new()
+        },
         model = crate::upstream::MODEL,
     )
 }

@@ -1,15 +1,9 @@
 //! One load scenario: `clients` concurrent clients, each running the seed conversation back
-//! to back in its own project until the deadline, while the host's memory is sampled (and
-//! `/healthz` probed, for the slow-upstream scenario). Afterwards the files written are checked
+//! to back in its own project until the deadline, while the host's memory is sampled and
+//! `/healthz` probed (`watch`). Afterwards the files written are checked
 //! in a sample of projects, and a few stored conversations are read back.
 
-use std::{
-    sync::{
-        atomic::{AtomicBool, AtomicU64, Ordering},
-        Arc,
-    },
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -17,6 +11,7 @@ use crate::{
     client::{self, Sample},
     host::{HostProcess, TOKEN},
     upstream::{self, Pace, Upstream, FILE, PAGE},
+    watch::{Healthz, Probing, Watch, Watched},
 };
 
 /// What to run.
@@ -54,7 +49,7 @@ pub(crate) struct Outcome {
     /// The upstream's own time for one conversation (3 turns, measured directly).
     pub(crate) upstream_alone: Duration,
     /// `/healthz` latencies sampled during the scenario, and failed probes.
-    pub(crate) healthz: (Vec<Duration>, u64),
+    pub(crate) healthz: Healthz,
 }
 
 impl Outcome {
@@ -69,13 +64,15 @@ pub(crate) async fn run(scenario: Scenario, host: &HostProcess, upstream: &Upstr
     upstream.set_pace(scenario.pace);
     let rounds = if scenario.pace == Pace::FAST { 200 } else { 2 };
     let upstream_alone = upstream_alone(upstream, rounds).await;
-    let peak_reset = host.reset_peak();
     let host_cpu0 = host.cpu().unwrap_or_default();
     let bench_cpu0 = crate::host::cpu_of("/proc/self/stat").unwrap_or_default();
-    let stop = Arc::new(AtomicBool::new(false));
-    let sampled_peak = Arc::new(AtomicU64::new(0));
-    let sampler = spawn_rss_sampler(host, Arc::clone(&stop), Arc::clone(&sampled_peak));
-    let prober = spawn_healthz_prober(&host.url, Arc::clone(&stop));
+    let watch = Watch::start(
+        host,
+        Probing {
+            every: Duration::from_millis(50),
+            fresh_connections: false,
+        },
+    );
 
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(scenario.clients)
@@ -121,15 +118,7 @@ pub(crate) async fn run(scenario: Scenario, host: &HostProcess, upstream: &Upstr
     let bench_cpu = crate::host::cpu_of("/proc/self/stat")
         .unwrap_or_default()
         .saturating_sub(bench_cpu0);
-    stop.store(true, Ordering::Relaxed);
-    let _ = sampler.await;
-    let healthz = prober.await.unwrap_or_default();
-    let hwm = if peak_reset {
-        host.memory().map(|m| m.peak).unwrap_or(0)
-    } else {
-        0
-    };
-    let peak_rss = hwm.max(sampled_peak.load(Ordering::Relaxed));
+    let Watched { peak_rss, healthz } = watch.finish(host).await;
 
     let problems = check_files(host, &scenario).await;
     let problems = problems
@@ -173,54 +162,6 @@ async fn upstream_alone(upstream: &Upstream, rounds: usize) -> Duration {
     }
     times.sort();
     times.get(times.len() / 2).copied().unwrap_or_default()
-}
-
-fn spawn_rss_sampler(
-    host: &HostProcess,
-    stop: Arc<AtomicBool>,
-    peak: Arc<AtomicU64>,
-) -> tokio::task::JoinHandle<()> {
-    let path = format!("/proc/{}/status", host.pid());
-    tokio::spawn(async move {
-        while !stop.load(Ordering::Relaxed) {
-            if let Ok(status) = tokio::fs::read_to_string(&path).await {
-                let rss = status
-                    .lines()
-                    .find_map(|l| l.strip_prefix("VmRSS:"))
-                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-                    .map_or(0, |kib| kib * 1024);
-                peak.fetch_max(rss, Ordering::Relaxed);
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-}
-
-/// Probes `GET /healthz` on its own connection every 50 ms until `stop`.
-fn spawn_healthz_prober(
-    url: &str,
-    stop: Arc<AtomicBool>,
-) -> tokio::task::JoinHandle<(Vec<Duration>, u64)> {
-    let url = format!("{url}/healthz");
-    tokio::spawn(async move {
-        let http = reqwest::Client::new();
-        let mut times = Vec::new();
-        let mut failed = 0;
-        while !stop.load(Ordering::Relaxed) {
-            let started = Instant::now();
-            let ok = match http.get(&url).send().await {
-                Ok(r) => r.status() == 200 && r.text().await.is_ok(),
-                Err(_) => false,
-            };
-            if ok {
-                times.push(started.elapsed());
-            } else {
-                failed += 1;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        (times, failed)
-    })
 }
 
 /// Checks the page in up to 50 of the scenario's projects.

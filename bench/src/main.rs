@@ -7,9 +7,11 @@
 //! clients through the docs/intro conversation (3 model turns, 2 tool calls), checks every
 //! stream and a sample of the files written, and prints conversations/s, latency
 //! percentiles, time to first event, errors and the host's peak RSS for the three scenarios of
-//! the LangChain.js measurements, then the plugin boundary cost and the drop-in deploy time.
+//! the LangChain.js measurements, then the abuse scenario (a tool-call flood, a huge SSE line,
+//! partial request heads: `abuse`), the plugin boundary cost and the drop-in deploy time.
 //! Figures, never pass/fail: the goals are printed beside them.
 
+mod abuse;
 mod boundary;
 mod client;
 mod dropin;
@@ -17,13 +19,14 @@ mod host;
 mod load;
 mod report;
 mod upstream;
+mod watch;
 
 use std::time::Duration;
 
 use clap::Parser;
 
 use crate::{
-    host::HostProcess,
+    host::{Flavour, HostProcess},
     load::Scenario,
     upstream::{Pace, Upstream},
 };
@@ -47,7 +50,7 @@ struct Options {
     /// Concurrent clients in S3.
     #[arg(long, default_value_t = 1000)]
     s3_clients: usize,
-    /// Only run these scenarios (e.g. `--only S2`); repeat for more.
+    /// Only run these scenarios (`S1`, `S2`, `S3`, `abuse`; e.g. `--only S2`); repeat for more.
     #[arg(long)]
     only: Vec<String>,
     /// Skip the plugin boundary measurement.
@@ -84,7 +87,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     report::machine();
 
     let upstream = Upstream::start().await?;
-    let mut host = HostProcess::start(&build, &upstream.base_url, false).await?;
+    let mut host = HostProcess::start(&build, &upstream.base_url, Flavour::Plain).await?;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let idle = host.memory()?.rss;
     println!("host idle RSS after start: {}", report::mib(idle));
@@ -115,12 +118,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     ];
     let mut outcomes = Vec::new();
     for scenario in scenarios {
-        let selected = options.only.is_empty()
-            || options
-                .only
-                .iter()
-                .any(|o| o.eq_ignore_ascii_case(scenario.name));
-        if !selected {
+        if !options.selects(scenario.name) {
             continue;
         }
         println!();
@@ -138,6 +136,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let (requests, refused) = upstream.counts();
     println!("\nupstream: {requests} requests served, {refused} refused as malformed");
     host.stop().await;
+    if options.selects("abuse") {
+        abuse(&build, &upstream).await;
+    }
 
     let boundary = if options.no_boundary {
         None
@@ -162,6 +163,25 @@ async fn run(options: Options) -> anyhow::Result<()> {
     println!();
     report::summary(idle, &outcomes, boundary.as_ref(), dropin.as_deref());
     Ok(())
+}
+
+impl Options {
+    /// Whether the scenario called `name` runs.
+    fn selects(&self, name: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o.eq_ignore_ascii_case(name))
+    }
+}
+
+/// The abuse scenario's attacks, each on a fresh host, printed as each ends.
+async fn abuse(build: &std::path::Path, upstream: &Upstream) {
+    for attack in abuse::Attack::ALL {
+        println!();
+        report::attack(attack);
+        match abuse::run(attack, build, upstream).await {
+            Ok(phase) => report::abuse(&phase),
+            Err(e) => println!("  not run: {e:#}"),
+        }
+    }
 }
 
 /// A few conversations so connection pools, the database and the page cache are warm.

@@ -2,7 +2,9 @@
 //! the docs/intro conversation in the Chat Completions SSE wire format (the same bytes as the
 //! end-to-end tests' `ScriptedUpstream`). Stateless: the turn is chosen by counting the `tool`
 //! messages in the request, so any number of conversations can run at once. The pace (time to
-//! first byte, time between chunks) can be changed between scenarios.
+//! first byte, time between chunks) can be changed between scenarios. Under
+//! `/abuse/{misbehaviour}/v1` it misbehaves instead, for the abuse scenario: a turn of
+//! [`FLOOD_CALLS`] tool calls, or one SSE `data:` line of [`HUGE_LINE_BYTES`].
 
 use std::{
     sync::{
@@ -14,7 +16,7 @@ use std::{
 
 use axum::{
     body::{Body, Bytes},
-    extract::State,
+    extract::{DefaultBodyLimit, Path, State},
     http::StatusCode,
     response::{IntoResponse, Response},
     routing::post,
@@ -40,6 +42,43 @@ pub(crate) const ANSWER: &str = "Done! I created `docs/intro` and wrote `docs/in
 /// Argument text per tool-call delta, and answer text per content delta.
 const ARGS_PIECE: usize = 20;
 const TEXT_PIECE: usize = 12;
+
+/// `get_text_content` calls in the tool-flood turn.
+pub(crate) const FLOOD_CALLS: usize = 1500;
+/// The file the tool-flood turn reads, in the project root.
+pub(crate) const FLOOD_FILE: &str = "big.txt";
+/// Bytes of the huge-line turn's one `data:` line.
+pub(crate) const HUGE_LINE_BYTES: usize = 60_000_000;
+/// The huge line is written in pieces of this size, as a provider's server would.
+const HUGE_LINE_WRITE: usize = 64 * 1024;
+/// Requests to the misbehaving routes may be this large (the flood's second request carries
+/// every tool result).
+const MISBEHAVING_BODY_LIMIT: usize = 1 << 30;
+
+/// How the upstream misbehaves under `/abuse/{slug}/v1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Misbehaviour {
+    /// The first turn asks for [`FLOOD_CALLS`] reads of [`FLOOD_FILE`], each path spelt
+    /// differently; once the request carries tool results, a text answer.
+    ToolFlood,
+    /// Every turn is a single `data:` line of [`HUGE_LINE_BYTES`] (its `content`), then `stop`.
+    HugeLine,
+}
+
+impl Misbehaviour {
+    fn slug(self) -> &'static str {
+        match self {
+            Misbehaviour::ToolFlood => "tool-flood",
+            Misbehaviour::HugeLine => "huge-line",
+        }
+    }
+
+    fn from_slug(slug: &str) -> Option<Misbehaviour> {
+        [Misbehaviour::ToolFlood, Misbehaviour::HugeLine]
+            .into_iter()
+            .find(|m| m.slug() == slug)
+    }
+}
 
 /// How fast the upstream answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +164,51 @@ fn tool_call(id: &str, name: &str, args: &str) -> Vec<Bytes> {
     events
 }
 
+/// The `i`-th spelling of [`FLOOD_FILE`]: 11 parts `./` or `.//` (the bits of `i`), so every
+/// call's arguments differ while naming the same file.
+pub(crate) fn flood_path(i: usize) -> String {
+    let prefix: String = (0..11)
+        .map(|bit| if i >> bit & 1 == 1 { ".//" } else { "./" })
+        .collect();
+    format!("{prefix}{FLOOD_FILE}")
+}
+
+/// One turn asking for [`FLOOD_CALLS`] reads, each call whole in one delta (as some providers
+/// send them).
+fn tool_flood() -> Vec<Bytes> {
+    let mut events = vec![chunk(json!({"role": "assistant", "content": null}), None)];
+    for i in 0..FLOOD_CALLS {
+        let args = json!({"path": flood_path(i)}).to_string();
+        events.push(chunk(
+            json!({"tool_calls": [{"index": i, "id": format!("call_flood_{i}"), "type": "function", "function": {"name": "get_text_content", "arguments": args}}]}),
+            None,
+        ));
+    }
+    events.push(chunk(json!({}), Some("tool_calls")));
+    events.push(Bytes::from_static(b"data: [DONE]\n\n"));
+    events
+}
+
+/// One turn whose text is a single `data:` line of about [`HUGE_LINE_BYTES`], cut into
+/// [`HUGE_LINE_WRITE`] writes.
+fn huge_line() -> Vec<Bytes> {
+    const SENTENCE: &str = "All work and no play makes a very long answer. ";
+    let mut text = SENTENCE.repeat(HUGE_LINE_BYTES / SENTENCE.len() + 1);
+    // The chunk's JSON around the text takes the other 200 bytes (ASCII: any cut is a char
+    // boundary).
+    text.truncate(HUGE_LINE_BYTES - 200);
+    let line = chunk(json!({"content": text}), None);
+    let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+    events.extend(
+        (0..line.len())
+            .step_by(HUGE_LINE_WRITE)
+            .map(|at| line.slice(at..(at + HUGE_LINE_WRITE).min(line.len()))),
+    );
+    events.push(chunk(json!({}), Some("stop")));
+    events.push(Bytes::from_static(b"data: [DONE]\n\n"));
+    events
+}
+
 fn text(answer: &str) -> Vec<Bytes> {
     let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
     for piece in pieces(answer, TEXT_PIECE) {
@@ -149,6 +233,8 @@ struct Shared {
 pub(crate) struct Upstream {
     /// `http://127.0.0.1:PORT/v1`.
     pub(crate) base_url: String,
+    /// `http://127.0.0.1:PORT`.
+    root: String,
     shared: Arc<Shared>,
 }
 
@@ -164,9 +250,14 @@ impl Upstream {
         });
         let app = Router::new()
             .route("/v1/chat/completions", post(completions))
+            .route(
+                "/abuse/{misbehaviour}/v1/chat/completions",
+                post(misbehave).layer(DefaultBodyLimit::max(MISBEHAVING_BODY_LIMIT)),
+            )
             .with_state(Arc::clone(&shared));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let base_url = format!("http://{}/v1", listener.local_addr()?);
+        let root = format!("http://{}", listener.local_addr()?);
+        let base_url = format!("{root}/v1");
         // Providers' servers send each SSE event at once; so does this one.
         let listener = listener.tap_io(|tcp| {
             let _ = tcp.set_nodelay(true);
@@ -176,7 +267,16 @@ impl Upstream {
                 eprintln!("rojos-bench: the scripted upstream stopped: {e}");
             }
         });
-        Ok(Upstream { base_url, shared })
+        Ok(Upstream {
+            base_url,
+            root,
+            shared,
+        })
+    }
+
+    /// The base URL under which the upstream misbehaves as `misbehaviour`.
+    pub(crate) fn misbehaving_url(&self, misbehaviour: Misbehaviour) -> String {
+        format!("{}/abuse/{}/v1", self.root, misbehaviour.slug())
     }
 
     /// Sets the pace of every turn from now on.
@@ -239,11 +339,32 @@ async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response
             },
         ))
     };
+    sse(body)
+}
+
+fn sse(body: Body) -> Response {
     Response::builder()
         .header("content-type", "text/event-stream")
         .header("cache-control", "no-cache")
         .body(body)
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// The misbehaving routes: the turn comes at once, as fast as the host reads it.
+async fn misbehave(Path(slug): Path<String>, body: Bytes) -> Response {
+    let events = match Misbehaviour::from_slug(&slug) {
+        Some(Misbehaviour::ToolFlood) if contains(&body, br#""role":"tool""#) => text(ANSWER),
+        Some(Misbehaviour::ToolFlood) => tool_flood(),
+        Some(Misbehaviour::HugeLine) => huge_line(),
+        None => return (StatusCode::NOT_FOUND, "no such misbehaviour").into_response(),
+    };
+    sse(Body::from_stream(stream::iter(
+        events.into_iter().map(Ok::<_, std::convert::Infallible>),
+    )))
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// The request a host should send for turn `tools`: the model, streaming, five tools, and the
@@ -303,6 +424,32 @@ mod tests {
             "{own:?}"
         );
         assert_eq!(Script::seed().own_time(Pace::FAST), Duration::ZERO);
+    }
+
+    #[test]
+    fn flood_paths_differ_and_all_name_the_file() {
+        let paths: std::collections::HashSet<String> = (0..FLOOD_CALLS).map(flood_path).collect();
+        assert_eq!(paths.len(), FLOOD_CALLS);
+        for path in &paths {
+            let parts: Vec<&str> = path
+                .split('/')
+                .filter(|p| !p.is_empty() && *p != ".")
+                .collect();
+            assert_eq!(parts, [FLOOD_FILE], "{path}");
+        }
+    }
+
+    #[test]
+    fn the_huge_line_is_one_data_line_in_64_kib_writes() {
+        let events = huge_line();
+        let line: Vec<u8> = events[1..events.len() - 2].concat();
+        assert!(line.starts_with(b"data: {"));
+        assert!(line.len() > HUGE_LINE_BYTES - 100 && line.len() <= HUGE_LINE_BYTES);
+        assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 2);
+        assert!(line.ends_with(b"}\n\n"));
+        assert!(events[1..events.len() - 3]
+            .iter()
+            .all(|e| e.len() == HUGE_LINE_WRITE));
     }
 
     #[test]
