@@ -17,3 +17,4 @@ mod plugins;
 mod providers;
 mod support;
 mod tools_api;
+mod trust;
