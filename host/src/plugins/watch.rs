@@ -462,6 +462,42 @@ mod tests {
     }
 
     #[test]
+    fn a_folder_made_unsafe_loads_nothing_new_says_so_once_and_resumes_when_fixed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let chmod = |mode| {
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode)).unwrap()
+        };
+        let registry = Arc::new(RegistryHandle::new(Registry::default()));
+        let loader = Arc::new(Loader::new(1).unwrap());
+        let mut dropin = DropIn::new(dir.path().to_owned(), loader, Vec::new(), registry);
+        let logs = logs_of(|| {
+            dropin.scan();
+            chmod(0o777);
+            std::fs::write(dir.path().join("libgarbage.so"), "garbage").unwrap();
+            dropin.scan();
+            dropin.scan();
+            chmod(0o755);
+            dropin.scan();
+        });
+        let warnings: Vec<&String> = logs.iter().filter(|l| l.contains("WARN")).collect();
+        assert_eq!(warnings.len(), 2, "{logs:#?}");
+        assert!(
+            warnings[0].contains("is not trusted, no plugin is loaded from it")
+                && warnings[0].contains("(mode 777); fix: chmod go-w"),
+            "{logs:#?}"
+        );
+        assert!(
+            warnings[1].contains("libgarbage.so': not a plugin library"),
+            "read only once the folder is safe again: {logs:#?}"
+        );
+        assert!(
+            logs.iter().any(|l| l.contains("trusted again")),
+            "{logs:#?}"
+        );
+    }
+
+    #[test]
     fn a_group_or_world_writable_folder_is_refused() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
