@@ -230,11 +230,16 @@ fn read_trusted(path: &Path) -> Result<Vec<u8>, LoadFailure> {
         Refusal::Io(message) => LoadFailure::Read(message),
         Refusal::Untrusted(distrust) => LoadFailure::Untrusted(distrust),
     })?;
+    let too_large = |len: u64| len > MAX_PLUGIN_BYTES;
+    if file.metadata().is_ok_and(|meta| too_large(meta.len())) {
+        return Err(LoadFailure::TooLarge);
+    }
+    // Still capped: the file may grow while it is read.
     let mut bytes = Vec::new();
     file.take(MAX_PLUGIN_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| LoadFailure::Read(e.to_string()))?;
-    if bytes.len() as u64 > MAX_PLUGIN_BYTES {
+    if too_large(bytes.len() as u64) {
         return Err(LoadFailure::TooLarge);
     }
     Ok(bytes)
@@ -350,4 +355,26 @@ fn layout_failure(report: &str) -> LoadFailure {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_over_the_size_cap_is_refused_naming_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("libhuge.so");
+        // Sparse: no disk space is used, and reading it would take 256 MiB of memory.
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_len(MAX_PLUGIN_BYTES + 1).unwrap();
+        let error = Loader::new(1).unwrap().load(&path).unwrap_err();
+        assert!(matches!(error.reason, LoadFailure::TooLarge), "{error}");
+        assert!(
+            error
+                .to_string()
+                .ends_with("larger than the 256 MiB a plugin may have"),
+            "{error}"
+        );
+    }
 }

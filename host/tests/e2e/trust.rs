@@ -67,7 +67,10 @@ impl Setup {
             .arg("--config")
             .arg(self.path("rojos.toml"))
             .env(MARKER_VAR, self.marker())
-            .env("RUST_LOG", "rojos=debug");
+            .env("RUST_LOG", "rojos=debug")
+            // The loader's private copies go in this test's folder, removed with it (a killed
+            // server cannot remove them itself).
+            .env("TMPDIR", self.dir.path());
         command
     }
 
