@@ -224,15 +224,14 @@ impl DropIn {
         let fingerprint = Fingerprint::of(&meta);
         // A refusal for trust is retried while the file is unchanged: it may come from a folder
         // that changed during the scan, which the file's fingerprint does not show.
-        let retry = match self.entries.get(path) {
-            Some(e) if e.fingerprint == fingerprint => match &e.loaded {
-                Err(LoadError {
-                    reason: LoadFailure::Untrusted(_),
-                    ..
-                }) => true,
-                _ => return false,
-            },
-            _ => false,
+        let unchanged = self
+            .entries
+            .get(path)
+            .filter(|e| e.fingerprint == fingerprint);
+        let retry = match unchanged {
+            Some(e) if is_untrusted(&e.loaded) => true,
+            Some(_) => return false,
+            None => false,
         };
         if !may_load {
             tracing::debug!(path = %path.display(), "not loaded: plugins.dir is not trusted");
@@ -245,7 +244,7 @@ impl DropIn {
             }
             Err(e) => self.report(e.to_string()),
         }
-        if retry && loaded.is_err() {
+        if retry && is_untrusted(&loaded) {
             return false;
         }
         self.entries.insert(
@@ -391,6 +390,17 @@ impl DropIn {
             .ok()?;
         Some(watcher)
     }
+}
+
+/// Whether a load was refused for trust (see `trust`), not for what the file holds.
+fn is_untrusted(loaded: &Result<Arc<Tool>, LoadError>) -> bool {
+    matches!(
+        loaded,
+        Err(LoadError {
+            reason: LoadFailure::Untrusted(_),
+            ..
+        })
+    )
 }
 
 /// A plugin file: `*.so`, not a dot-name (dot-names are copies still in progress).
