@@ -95,36 +95,32 @@ impl Live {
         Ok(())
     }
 
-    /// Watches the config file on a thread of its own and reloads it after each edit.
+    /// Watches the config file on a thread of its own and reloads it after each edit. The
+    /// watch is in place when this returns, so an edit made right after the start is seen.
     pub fn watch(self: &Arc<Self>, path: PathBuf, registry: Arc<RegistryHandle>) -> WatchGuard {
         let (guard, stop) = WatchGuard::new();
+        let Some((watcher, events)) = watch_folder_of(&path) else {
+            return guard;
+        };
         let live = Arc::clone(self);
         std::thread::Builder::new()
             .name("rojos-config-watch".to_owned())
-            .spawn(move || live.watch_loop(&path, &registry, &stop))
+            .spawn(move || {
+                let _watcher = watcher;
+                live.watch_loop(&path, &registry, &events, &stop);
+            })
             .expect("the config watcher thread starts");
         guard
     }
 
-    fn watch_loop(&self, path: &Path, registry: &RegistryHandle, stop: &AtomicBool) {
-        let (tx, rx) = mpsc::channel();
+    fn watch_loop(
+        &self,
+        path: &Path,
+        registry: &RegistryHandle,
+        rx: &mpsc::Receiver<notify::Result<notify::Event>>,
+        stop: &AtomicBool,
+    ) {
         let file_name = path.file_name().map(ToOwned::to_owned);
-        let folder = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        // Watch the folder, not the file: editors save by writing a new file and renaming it.
-        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            let _ = tx.send(event);
-        })
-        .and_then(|mut w| w.watch(folder, RecursiveMode::NonRecursive).map(|()| w));
-        let _watcher = match watcher {
-            Ok(w) => w,
-            Err(e) => {
-                tracing::warn!(error = %e, config = %path.display(), "cannot watch the config file; edits need a restart");
-                return;
-            }
-        };
         let mut due: Option<Instant> = None;
         while !stop.load(Ordering::Relaxed) {
             match rx.recv_timeout(Duration::from_millis(100)) {
@@ -150,6 +146,32 @@ impl Live {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Watches the folder holding the config file, not the file itself: editors save by writing
+/// a new file and renaming it. `None` (logged) if it cannot be watched.
+fn watch_folder_of(
+    path: &Path,
+) -> Option<(
+    notify::RecommendedWatcher,
+    mpsc::Receiver<notify::Result<notify::Event>>,
+)> {
+    let (tx, rx) = mpsc::channel();
+    let folder = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        let _ = tx.send(event);
+    })
+    .and_then(|mut w| w.watch(folder, RecursiveMode::NonRecursive).map(|()| w));
+    match watcher {
+        Ok(watcher) => Some((watcher, rx)),
+        Err(e) => {
+            tracing::warn!(error = %e, config = %path.display(), "cannot watch the config file; edits need a restart");
+            None
         }
     }
 }

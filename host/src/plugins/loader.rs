@@ -1,6 +1,7 @@
-//! One plugin file to a loaded [`Tool`], the way DESIGN.md §1 found safe: read the bytes, hash
-//! them, check the ELF is complete, load a private content-addressed copy (never the file
-//! itself, which may be replaced in place), then read and check the manifest.
+//! One plugin file to a loaded [`Tool`], the way DESIGN.md §1 found safe: open the file only if
+//! nobody but the server's user or root could have written it (`trust`), read the bytes from
+//! that descriptor, hash them, check the ELF is complete, load a private content-addressed copy
+//! (never the file itself, which may be replaced in place), then read and check the manifest.
 //!
 //! Loaded libraries are never unloaded (abi_stable leaks them), so each content hash is loaded
 //! at most once and failures are remembered too: retrying a bad file costs nothing.
@@ -8,6 +9,7 @@
 use std::{
     collections::HashMap,
     fmt,
+    io::Read,
     path::{Path, PathBuf},
     sync::{Arc, Mutex},
 };
@@ -18,7 +20,15 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
-use super::elf;
+use super::{
+    elf,
+    trust::{self, Distrust, Refusal},
+};
+
+/// The largest plugin file read. Debug builds of the workspace's plugins are about 20 MB and
+/// big release builds with debug info stay under 100 MB; the cap only stops a huge or endless
+/// file from filling the server's memory.
+pub const MAX_PLUGIN_BYTES: u64 = 256 << 20;
 
 /// Why a plugin file was not loaded, with the file named.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -36,6 +46,13 @@ pub enum LoadFailure {
     /// It could not be read (missing, unreadable).
     #[error("cannot read: {0}")]
     Read(String),
+    /// Someone other than the server's user or root could have written its code (see
+    /// docs/plugins.md): it was never given to the dynamic loader.
+    #[error("untrusted: {0}; fix: {fix}", fix = .0.fix())]
+    Untrusted(Distrust),
+    /// Larger than [`MAX_PLUGIN_BYTES`].
+    #[error("larger than the {} MiB a plugin may have", MAX_PLUGIN_BYTES >> 20)]
+    TooLarge,
     /// It is not a shared library at all.
     #[error("not a plugin library: {0}")]
     NotALibrary(String),
@@ -150,7 +167,7 @@ impl Loader {
             path: path.to_owned(),
             reason,
         };
-        let bytes = std::fs::read(path).map_err(|e| error(LoadFailure::Read(e.to_string())))?;
+        let bytes = read_trusted(path).map_err(error)?;
         let hash = hex(&Sha256::digest(&bytes));
         let library = self.library_for(&hash, &bytes).map_err(error)?;
         Ok(Arc::new(Tool {
@@ -205,6 +222,27 @@ impl Loader {
             .map_err(|e| LoadFailure::Read(format!("cannot make a private copy: {e}")))?;
         Ok(path)
     }
+}
+
+/// The bytes of the plugin file, read from the descriptor whose owner and mode were checked.
+fn read_trusted(path: &Path) -> Result<Vec<u8>, LoadFailure> {
+    let file = trust::open_library(path).map_err(|refusal| match refusal {
+        Refusal::Io(message) => LoadFailure::Read(message),
+        Refusal::Untrusted(distrust) => LoadFailure::Untrusted(distrust),
+    })?;
+    let too_large = |len: u64| len > MAX_PLUGIN_BYTES;
+    if file.metadata().is_ok_and(|meta| too_large(meta.len())) {
+        return Err(LoadFailure::TooLarge);
+    }
+    // Still capped: the file may grow while it is read.
+    let mut bytes = Vec::new();
+    file.take(MAX_PLUGIN_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| LoadFailure::Read(e.to_string()))?;
+    if too_large(bytes.len() as u64) {
+        return Err(LoadFailure::TooLarge);
+    }
+    Ok(bytes)
 }
 
 fn read_manifest(module: ToolModuleRef) -> Result<Manifest, LoadFailure> {
@@ -317,4 +355,26 @@ fn layout_failure(report: &str) -> LoadFailure {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_over_the_size_cap_is_refused_naming_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("libhuge.so");
+        // Sparse: no disk space is used, and reading it would take 256 MiB of memory.
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_len(MAX_PLUGIN_BYTES + 1).unwrap();
+        let error = Loader::new(1).unwrap().load(&path).unwrap_err();
+        assert!(matches!(error.reason, LoadFailure::TooLarge), "{error}");
+        assert!(
+            error
+                .to_string()
+                .ends_with("larger than the 256 MiB a plugin may have"),
+            "{error}"
+        );
+    }
 }

@@ -1,14 +1,17 @@
 //! Tool plugins: loading a library into a [`Tool`], and running one call of it.
 //!
-//! `loader` turns a file into a loaded library (or a [`LoadError`] naming the file and the
-//! reason); `invoke` runs one call off the async runtime under a deadline and a per-plugin
-//! concurrency cap. The set of tools the server offers is the [`crate::registry`].
+//! `trust` opens a plugin file only if nobody but the server's user or root could have
+//! written it; `loader` turns that file into a loaded library (or a [`LoadError`] naming the
+//! file and the reason); `invoke` runs one call off the async runtime under a deadline and a
+//! per-plugin concurrency cap. The set of tools the server offers is the [`crate::registry`].
 
 mod elf;
 mod invoke;
 mod loader;
+mod trust;
 mod watch;
 
 pub use invoke::{invoke, CallRequest, ToolOutcome};
-pub use loader::{Library, LoadError, LoadFailure, Loader, Tool};
+pub use loader::{Library, LoadError, LoadFailure, Loader, Tool, MAX_PLUGIN_BYTES};
+pub use trust::Distrust;
 pub use watch::{check_folder, DropIn, WatchGuard};

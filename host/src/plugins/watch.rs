@@ -5,6 +5,11 @@
 //! quiet period after its last event and is then reconciled with what is on disk. The folder
 //! is also rescanned periodically (a deleted folder silently ends the watch; it is watched
 //! again when it reappears). Files are fingerprinted, so a rescan reloads nothing unchanged.
+//!
+//! Before anything is loaded, the folder and every folder above it must pass the `trust` rule,
+//! at every scan, not only at start: from a folder that turns unsafe nothing new is loaded (one
+//! log line), and tools already loaded from it stay, since their code was checked when it was
+//! read and runs from the loader's private copies (docs/configuration.md, "The drop-in folder").
 //! Built-in plugins (`[plugins].load`) always win a name clash, then drop-ins in file-name
 //! order; every loser and every bad file is logged once.
 
@@ -21,7 +26,10 @@ use std::{
 
 use notify::{event::AccessKind, EventKind, RecursiveMode, Watcher};
 
-use super::{LoadError, Loader, Tool};
+use super::{
+    trust::{self, Refusal},
+    LoadError, LoadFailure, Loader, Tool,
+};
 use crate::registry::{Registry, RegistryHandle};
 
 /// How long a path must stay quiet before it is loaded.
@@ -54,12 +62,13 @@ struct Entry {
     loaded: Result<Arc<Tool>, LoadError>,
 }
 
-/// Refuses a drop-in folder other users may write to: a library's constructors run inside
-/// `dlopen`, so whoever can write there runs code in the server. Creates the folder if missing.
+/// Refuses a drop-in folder that a user other than the server's or root could write to, or
+/// whose parents they could (the `trust` rule): a library's constructors run inside `dlopen`,
+/// so whoever can write there runs code in the server. Creates the folder if missing.
 ///
 /// # Errors
 ///
-/// A message naming the folder and what is wrong.
+/// A message naming the folder, what is wrong and how to fix it.
 pub fn check_folder(dir: &Path) -> Result<(), String> {
     // Created without group/other write whatever the umask, so a folder we make is never refused.
     std::fs::DirBuilder::new()
@@ -67,16 +76,18 @@ pub fn check_folder(dir: &Path) -> Result<(), String> {
         .mode(0o755)
         .create(dir)
         .map_err(|e| format!("plugins.dir '{}': cannot create it: {e}", dir.display()))?;
-    let meta =
-        std::fs::metadata(dir).map_err(|e| format!("plugins.dir '{}': {e}", dir.display()))?;
-    let mode = meta.mode() & 0o7777;
-    if mode & 0o022 != 0 {
-        return Err(format!(
-            "plugins.dir '{}' is writable by other users (mode {mode:o}); a plugin runs code in the server, so it is refused: run `chmod go-w` on it",
+    trust::check_folder(dir).map_err(|refusal| folder_problem(dir, &refusal))
+}
+
+/// The one line saying why nothing is loaded from the drop-in folder.
+fn folder_problem(dir: &Path, refusal: &Refusal) -> String {
+    match refusal {
+        Refusal::Io(message) => format!("plugins.dir '{}': cannot check it: {message}", dir.display()),
+        Refusal::Untrusted(_) => format!(
+            "plugins.dir '{}' is not trusted, no plugin is loaded from it (a plugin runs code in the server): {refusal}",
             dir.display()
-        ));
+        ),
     }
-    Ok(())
 }
 
 /// The drop-in folder's tools and the registry they are merged into.
@@ -87,6 +98,8 @@ pub struct DropIn {
     registry: Arc<RegistryHandle>,
     entries: BTreeMap<PathBuf, Entry>,
     reported: HashSet<String>,
+    /// Why the folder was last found unsafe (logged when it changes), `None` while it is safe.
+    distrusted: Option<String>,
     /// The inode of the folder being watched: a folder deleted and recreated is a new one.
     watched: Option<u64>,
 }
@@ -140,18 +153,23 @@ impl DropIn {
             registry,
             entries: BTreeMap::new(),
             reported: HashSet::new(),
+            distrusted: None,
             watched: None,
         }
     }
 
     /// Reconciles every file of the folder with what is loaded, then publishes the registry.
+    /// Nothing is loaded while the folder is not trusted; removed files are still forgotten.
     pub fn scan(&mut self) {
-        let mut present: Vec<PathBuf> = match std::fs::read_dir(&self.dir) {
-            Ok(entries) => entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| is_candidate(p))
-                .collect(),
-            Err(_) => Vec::new(),
+        let (mut present, may_load): (Vec<PathBuf>, bool) = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => (
+                entries
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| is_candidate(p))
+                    .collect(),
+                self.folder_is_trusted(),
+            ),
+            Err(_) => (Vec::new(), false),
         };
         present.sort();
         let gone: Vec<PathBuf> = self
@@ -162,16 +180,38 @@ impl DropIn {
             .collect();
         let mut changed = false;
         for path in gone.iter().chain(&present) {
-            changed |= self.reconcile(path);
+            changed |= self.reconcile(path, may_load);
         }
         if changed {
             self.publish();
         }
     }
 
-    /// Loads, reloads or forgets one path; true when something changed.
-    fn reconcile(&mut self, path: &Path) -> bool {
-        let meta = std::fs::metadata(path).ok().filter(|m| m.is_file());
+    /// Checks the folder chain; logs once when it turns unsafe (or the reason changes) and
+    /// once when it is safe again.
+    fn folder_is_trusted(&mut self) -> bool {
+        match trust::check_folder(&self.dir) {
+            Ok(()) => {
+                if self.distrusted.take().is_some() {
+                    tracing::info!(dir = %self.dir.display(), "plugins.dir is trusted again; loading from it");
+                }
+                true
+            }
+            Err(refusal) => {
+                let line = folder_problem(&self.dir, &refusal);
+                if self.distrusted.as_ref() != Some(&line) {
+                    tracing::warn!("{line}");
+                    self.distrusted = Some(line);
+                }
+                false
+            }
+        }
+    }
+
+    /// Loads, reloads or forgets one path (loads only if `may_load`); true when something
+    /// changed. A symlink or FIFO is not skipped silently: the loader refuses it with a reason.
+    fn reconcile(&mut self, path: &Path, may_load: bool) -> bool {
+        let meta = std::fs::symlink_metadata(path).ok().filter(|m| !m.is_dir());
         let Some(meta) = meta else {
             let Some(old) = self.entries.remove(path) else {
                 return false;
@@ -182,11 +222,19 @@ impl DropIn {
             return true;
         };
         let fingerprint = Fingerprint::of(&meta);
-        if self
+        // A refusal for trust is retried while the file is unchanged: it may come from a folder
+        // that changed during the scan, which the file's fingerprint does not show.
+        let unchanged = self
             .entries
             .get(path)
-            .is_some_and(|e| e.fingerprint == fingerprint)
-        {
+            .filter(|e| e.fingerprint == fingerprint);
+        let retry = match unchanged {
+            Some(e) if is_untrusted(&e.loaded) => true,
+            Some(_) => return false,
+            None => false,
+        };
+        if !may_load {
+            tracing::debug!(path = %path.display(), "not loaded: plugins.dir is not trusted");
             return false;
         }
         let loaded = self.loader.load(path);
@@ -195,6 +243,9 @@ impl DropIn {
                 tracing::info!(tool = %tool.name(), path = %path.display(), hash = %&tool.library.hash[..12], "plugin loaded from the drop-in folder")
             }
             Err(e) => self.report(e.to_string()),
+        }
+        if retry && is_untrusted(&loaded) {
+            return false;
         }
         self.entries.insert(
             path.to_owned(),
@@ -261,10 +312,11 @@ impl DropIn {
                 .map(|(p, _)| p.clone())
                 .collect();
             if !ready.is_empty() {
+                let may_load = self.dir.is_dir() && self.folder_is_trusted();
                 let mut changed = false;
                 for path in ready {
                     pending.remove(&path);
-                    changed |= is_candidate(&path) && self.reconcile(&path);
+                    changed |= is_candidate(&path) && self.reconcile(&path, may_load);
                 }
                 if changed {
                     self.publish();
@@ -306,16 +358,13 @@ impl DropIn {
         }
     }
 
-    /// Watches the folder if it exists and is still safe; `None` to retry at the next rescan.
+    /// Watches the folder if it exists; `None` to retry at the next rescan. (Whether it is safe
+    /// to load from is checked at every scan and before every load, not here.)
     fn start_watching(
         &mut self,
         tx: &mpsc::Sender<notify::Result<notify::Event>>,
     ) -> Option<notify::RecommendedWatcher> {
         if !self.dir.is_dir() {
-            return None;
-        }
-        if let Err(problem) = check_folder(&self.dir) {
-            self.report(problem);
             return None;
         }
         let tx = tx.clone();
@@ -341,6 +390,17 @@ impl DropIn {
             .ok()?;
         Some(watcher)
     }
+}
+
+/// Whether a load was refused for trust (see `trust`), not for what the file holds.
+fn is_untrusted(loaded: &Result<Arc<Tool>, LoadError>) -> bool {
+    matches!(
+        loaded,
+        Err(LoadError {
+            reason: LoadFailure::Untrusted(_),
+            ..
+        })
+    )
 }
 
 /// A plugin file: `*.so`, not a dot-name (dot-names are copies still in progress).
@@ -412,6 +472,42 @@ mod tests {
     }
 
     #[test]
+    fn a_folder_made_unsafe_loads_nothing_new_says_so_once_and_resumes_when_fixed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let chmod = |mode| {
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode)).unwrap()
+        };
+        let registry = Arc::new(RegistryHandle::new(Registry::default()));
+        let loader = Arc::new(Loader::new(1).unwrap());
+        let mut dropin = DropIn::new(dir.path().to_owned(), loader, Vec::new(), registry);
+        let logs = logs_of(|| {
+            dropin.scan();
+            chmod(0o777);
+            std::fs::write(dir.path().join("libgarbage.so"), "garbage").unwrap();
+            dropin.scan();
+            dropin.scan();
+            chmod(0o755);
+            dropin.scan();
+        });
+        let warnings: Vec<&String> = logs.iter().filter(|l| l.contains("WARN")).collect();
+        assert_eq!(warnings.len(), 2, "{logs:#?}");
+        assert!(
+            warnings[0].contains("is not trusted, no plugin is loaded from it")
+                && warnings[0].contains("(mode 777); fix: chmod go-w"),
+            "{logs:#?}"
+        );
+        assert!(
+            warnings[1].contains("libgarbage.so': not a plugin library"),
+            "read only once the folder is safe again: {logs:#?}"
+        );
+        assert!(
+            logs.iter().any(|l| l.contains("trusted again")),
+            "{logs:#?}"
+        );
+    }
+
+    #[test]
     fn a_group_or_world_writable_folder_is_refused() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
@@ -419,7 +515,15 @@ mod tests {
         check_folder(&folder).expect("a new folder is created with safe permissions");
         std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o775)).unwrap();
         let e = check_folder(&folder).unwrap_err();
-        assert!(e.contains("is writable by other users (mode 775)"), "{e}");
+        assert!(
+            e.contains("is writable by group or others (mode 775)"),
+            "{e}"
+        );
+        let real = folder.canonicalize().unwrap();
+        assert!(
+            e.ends_with(&format!("fix: chmod go-w '{}'", real.display())),
+            "{e}"
+        );
     }
 
     #[test]

@@ -355,7 +355,10 @@ async fn a_drop_in_folder_other_users_may_write_to_is_refused_at_start() {
     let e = rojos::state::AppState::start(config)
         .expect_err("a world-writable folder must be refused")
         .to_string();
-    assert!(e.contains("is writable by other users (mode 777)"), "{e}");
+    assert!(
+        e.contains("is writable by group or others (mode 777)"),
+        "{e}"
+    );
 }
 
 #[tokio::test]

@@ -20,3 +20,4 @@ mod providers;
 mod secrets;
 mod support;
 mod tools_api;
+mod trust;
