@@ -240,6 +240,7 @@ fn render_config(build: &Path, provider_url: &str, dropin: bool) -> String {
 bind = "127.0.0.1:0"
 storage = "storage"
 max_concurrent_chats = 8192
+max_chats_per_token = 8192
 
 [[auth.tokens]]
 token = "{TOKEN}"
