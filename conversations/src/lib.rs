@@ -9,6 +9,8 @@
 //! - `id`: [`ConversationId`], the validated id newtype, and how new ids are made.
 //! - `error`: [`StoreError`], the one error type.
 //! - `title`: a conversation's title, taken from its first user message.
+//! - `lease`: [`RunLeases`], one run at a time per conversation, and its in-process
+//!   [`LocalRunLeases`].
 //! - `sqlite`: [`SqliteStore`]: connections (`pool`), schema and migrations
 //!   (`schema`) and the blocking queries (`queries`).
 //!
@@ -29,12 +31,16 @@
 
 mod error;
 mod id;
+mod lease;
 mod sqlite;
 mod store;
 mod title;
 
 pub use error::StoreError;
 pub use id::ConversationId;
+pub use lease::{LeaseHolder, LocalRunLeases, RunLeases};
 pub use sqlite::{SqliteOptions, SqliteStore, SCHEMA_VERSION};
-pub use store::{Conversation, ConversationStore, ConversationSummary};
+pub use store::{
+    Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
+};
 pub use title::TITLE_MAX_CHARS;

@@ -33,6 +33,37 @@ pub struct Conversation {
     /// When a step was last appended, or the creation time (UTC, millisecond precision).
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
+    /// The stored size: the bytes of its messages' JSON text, as stored.
+    pub stored_bytes: u64,
+}
+
+/// A conversation without its messages: enough to authorise a caller and to check its
+/// size before reading any message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConversationHead {
+    /// The conversation's id.
+    pub id: ConversationId,
+    /// The project it belongs to.
+    pub project_id: String,
+    /// The rojo it was started with.
+    pub rojo: String,
+    /// How many messages it holds.
+    pub message_count: u64,
+    /// The stored size: the bytes of its messages' JSON text.
+    pub stored_bytes: u64,
+}
+
+/// Part of a conversation's messages, read with [`ConversationStore::page`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationPage {
+    /// The conversation the page belongs to.
+    pub head: ConversationHead,
+    /// The messages from index `from` on, in order: as many as fit the page's byte
+    /// budget, and at least one while any is left.
+    pub messages: Vec<Value>,
+    /// The index of the first message after this page, or `None` when the page holds
+    /// the last message (or none is left).
+    pub next: Option<u64>,
 }
 
 /// One line of a project's conversation list (the chat panel's history).
@@ -54,6 +85,8 @@ pub struct ConversationSummary {
     pub updated_at: OffsetDateTime,
     /// How many messages it holds.
     pub message_count: u64,
+    /// The stored size: the bytes of its messages' JSON text.
+    pub stored_bytes: u64,
 }
 
 /// Where conversations are kept. Implementations are safe to share between many
@@ -71,9 +104,27 @@ pub trait ConversationStore: Send + Sync {
     /// has this id.
     async fn get(&self, id: &ConversationId) -> Result<Option<Conversation>, StoreError>;
 
+    /// The conversation without its messages, or `Ok(None)` when no conversation has
+    /// this id. Reads no message.
+    async fn head(&self, id: &ConversationId) -> Result<Option<ConversationHead>, StoreError>;
+
+    /// The messages from index `from` (0 is the first) on, as many as fit in
+    /// `max_bytes` counted as their JSON array (`[`, each message's stored JSON text and
+    /// the `,` or `]` after it), but always one while any is left, so a message larger
+    /// than `max_bytes` is still readable. `Ok(None)` when no conversation has this id;
+    /// a `from` past the last message gives an empty page. Reads only that page's
+    /// messages.
+    async fn page(
+        &self,
+        id: &ConversationId,
+        from: u64,
+        max_bytes: usize,
+    ) -> Result<Option<ConversationPage>, StoreError>;
+
     /// Stores the messages of one step (a user message, or an assistant message
     /// and its tool results) after those already stored: all of them in order, or
-    /// none. Appending no messages only checks that the conversation exists.
+    /// none, adding their JSON text's bytes to the conversation's stored size. Appending
+    /// no messages only checks that the conversation exists.
     ///
     /// Each message must be a JSON object with a string `role`. If the calling
     /// task is cancelled, the step is still stored or refused as a whole.

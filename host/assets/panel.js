@@ -507,24 +507,45 @@
     scrollDown(true);
   }
 
+  // A conversation's stored messages, every page of them: GET /conversations/{id}?from=N
+  // answers one page, and its `Rojos-Next-From` header names the next page's first message
+  // (absent on the last page). `{ stale: true }` when another conversation was opened
+  // meanwhile, `{ error }` when the server refused a page.
+  async function fetchMessages(id, seq) {
+    const messages = [];
+    let from = 0;
+    for (;;) {
+      const query = from > 0 ? '?from=' + from : '';
+      const response = await api('/conversations/' + encodeURIComponent(id) + query);
+      if (seq !== state.openSeq) return { stale: true };
+      if (!response.ok) return { error: await errorText(response) };
+      const page = await response.json();
+      if (seq !== state.openSeq) return { stale: true };
+      if (!Array.isArray(page)) return { error: 'the server did not send a list of messages' };
+      for (const message of page) messages.push(message);
+      const next = Number(response.headers.get('Rojos-Next-From') || NaN);
+      // A next page must start further on, or the list would never end.
+      if (!(next > from) || page.length === 0) return { messages };
+      from = next;
+    }
+  }
+
   async function openConversation(id, rojo) {
     if (state.busy) return;
     const seq = ++state.openSeq;
     closeSidebar();
     try {
-      const response = await api('/conversations/' + encodeURIComponent(id));
-      if (seq !== state.openSeq) return;
-      if (!response.ok) {
+      const { stale, error, messages } = await fetchMessages(id, seq);
+      if (stale) return;
+      if (error !== undefined) {
         clearThread();
-        addError('Cannot open the conversation: ' + (await errorText(response)));
+        addError('Cannot open the conversation: ' + error);
         setConversation(null);
         return;
       }
-      const messages = await response.json();
-      if (seq !== state.openSeq) return;
       if (rojo && [...el.rojo.options].some((o) => o.value === rojo)) el.rojo.value = rojo;
       setConversation(id);
-      renderHistory(Array.isArray(messages) ? messages : []);
+      renderHistory(messages);
     } catch (e) {
       if (e instanceof AuthError) return;
       addError('Cannot open the conversation: ' + e.message);

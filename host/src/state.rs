@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use rojos_conversations::{SqliteStore, StoreError};
+use rojos_conversations::{LocalRunLeases, SqliteStore, StoreError};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
@@ -33,7 +33,8 @@ pub struct AppState {
     pub loader: Arc<Loader>,
     /// Runs chats.
     pub agent: Arc<Agent>,
-    /// How many chats may stream at once, and how often each token may start one.
+    /// How many chats may stream at once (in all, and per token), and how often each token
+    /// may start one.
     pub limits: Arc<ChatLimits>,
     /// The rojos and providers, reloaded when `rojos.toml` changes.
     pub live: Arc<Live>,
@@ -137,6 +138,7 @@ impl AppState {
         let agent = Agent {
             registry: Arc::clone(&registry),
             store: Arc::new(store),
+            leases: Arc::new(LocalRunLeases::new()),
             storage: Arc::clone(&storage),
             limits: config.limits,
             call_timeout: config.plugins.call_timeout,
@@ -146,10 +148,10 @@ impl AppState {
             tasks: TaskTracker::new(),
             metrics: Arc::new(Metrics::new()),
         };
-        let limits = Arc::new(ChatLimits::new(
-            config.max_concurrent_chats,
-            config.rate_limit_per_minute,
-        ));
+        let limits = Arc::new(
+            ChatLimits::new(config.max_concurrent_chats, config.rate_limit_per_minute)
+                .with_per_token(config.max_chats_per_token),
+        );
         Ok(AppState {
             config: Arc::new(config),
             registry,

@@ -1,7 +1,8 @@
 // The chat panel in real headless Chromium, against the real `rojos` binary and a scripted
 // upstream: the seed conversation and its tool activity, failures, expanding a line, HTML in
-// model and tool text, reopening and continuing a conversation, streaming, stopping, the
-// keyboard, the token, and phone width. Screenshots go to test-output/browser/.
+// model and tool text, reopening (page by page) and continuing a conversation, a message
+// refused while another page's reply is written, streaming, stopping, the keyboard, the token,
+// and phone width. Screenshots go to test-output/browser/.
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -210,6 +211,10 @@ describe('the chat panel', () => {
 
     // A fresh page (the token is kept in the browser) starts empty; the history reopens it.
     const again = await context.newPage();
+    const pages = [];
+    again.on('response', (r) => {
+      if (new URL(r.url()).pathname.startsWith('/conversations/')) pages.push(r.url());
+    });
     await again.goto(host.url + '/');
     await again.waitForSelector('body[data-ready="true"]');
     assert.deepEqual(await transcript(again), []);
@@ -217,6 +222,9 @@ describe('the chat panel', () => {
     await again.waitForSelector('#thread .activity');
     const reopened = await transcript(again);
     assert.deepEqual(reopened, live);
+    // The history is longer than one page (1 KiB here): it was read page by page.
+    assert.ok(pages.length > 1, `read in ${pages.length} page(s)`);
+    assert.ok(pages.slice(1).every((u) => /\?from=\d+$/.test(u)), pages.join(' '));
     assert.deepEqual(
       reopened.filter((e) => e.kind === 'tool').map((e) => [e.tool, e.status]),
       [['create_directory', 'ok'], ['write_text_content', 'ok'], ['get_text_content', 'error']],
@@ -239,6 +247,52 @@ describe('the chat panel', () => {
     await again.reload();
     await again.waitForSelector('body[data-ready="true"]');
     assert.equal((await transcript(again)).at(-1).text, 'Still here.');
+  });
+
+  test('a message sent while another page is writing a reply is refused with the reason shown', async (t) => {
+    const slowly = 'This reply takes its time to arrive, a few characters at a time. '.repeat(2);
+    const { page, host, upstream, context } = await session(t, browser, [
+      Turn.text('First reply.'),
+      Turn.text(slowly).chunkDelay(400),
+      Turn.text('Your turn now.'),
+    ]);
+    await openPanel(page, host);
+    await send(page, 'first');
+    await waitIdle(page);
+    await send(page, 'second');
+    await page.waitForFunction(
+      () => (document.querySelectorAll('#thread .msg.assistant')[1]?.textContent || '').length > 0,
+    );
+
+    // The same conversation, opened in a second page while the first one's reply streams.
+    const other = await context.newPage();
+    await other.goto(host.url + '/');
+    await other.waitForSelector('body[data-ready="true"]');
+    await other.click('#history .history-item');
+    await other.waitForSelector('#thread .msg.assistant');
+    await send(other, 'me too');
+    await other.waitForSelector('#thread .msg.error');
+    assert.deepEqual((await transcript(other)).slice(-2), [
+      { kind: 'user', text: 'me too' },
+      {
+        kind: 'error',
+        text: '\u26A0 a reply is still being written in this conversation; wait for it to finish or stop it',
+      },
+    ]);
+    assert.equal(await other.inputValue('#input'), 'me too', 'the refused message is kept to send again');
+    assert.equal(await other.isEnabled('#input'), true);
+
+    // Once the first reply is done, the same message goes through.
+    await waitIdle(page);
+    assert.equal((await transcript(page)).at(-1).text, slowly);
+    await other.press('#input', 'Enter');
+    await waitIdle(other);
+    assert.equal((await transcript(other)).at(-1).text, 'Your turn now.');
+    assert.equal(upstream.received.length, 3, 'the refused message reached no model');
+    assert.deepEqual(
+      upstream.received[2].body.messages.filter((m) => m.role === 'user').map((m) => m.content),
+      ['first', 'second', 'me too'],
+    );
   });
 
   test('an ERROR from the run is shown and input comes back', async (t) => {

@@ -19,7 +19,9 @@ pub use schema::SCHEMA_VERSION;
 
 use crate::error::StoreError;
 use crate::id::ConversationId;
-use crate::store::{Conversation, ConversationStore, ConversationSummary};
+use crate::store::{
+    Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
+};
 use crate::title::{check_messages, title_of};
 use pool::Pool;
 use schema::Migrated;
@@ -183,6 +185,29 @@ impl ConversationStore for SqliteStore {
         let action = format!("read conversation '{id}'");
         self.pool
             .read(&action, move |conn| queries::select_conversation(conn, &id))
+            .await
+    }
+
+    async fn head(&self, id: &ConversationId) -> Result<Option<ConversationHead>, StoreError> {
+        let id = id.clone();
+        let action = format!("read conversation '{id}'");
+        self.pool
+            .read(&action, move |conn| queries::select_head(conn, &id))
+            .await
+    }
+
+    async fn page(
+        &self,
+        id: &ConversationId,
+        from: u64,
+        max_bytes: usize,
+    ) -> Result<Option<ConversationPage>, StoreError> {
+        let id = id.clone();
+        let action = format!("read a page of conversation '{id}'");
+        self.pool
+            .read(&action, move |conn| {
+                queries::select_page(conn, &id, from, max_bytes)
+            })
             .await
     }
 

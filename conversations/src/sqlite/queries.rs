@@ -8,7 +8,7 @@ use time::OffsetDateTime;
 
 use crate::error::StoreError;
 use crate::id::ConversationId;
-use crate::store::{Conversation, ConversationSummary};
+use crate::store::{Conversation, ConversationHead, ConversationPage, ConversationSummary};
 
 /// Inserts an empty conversation; `false` if `id` is already taken.
 pub(crate) fn insert_conversation(
@@ -70,10 +70,12 @@ pub(crate) fn insert_step(
         }
     }
     let activity = next_activity(&tx, &project_id)?;
+    let step_bytes: usize = messages.iter().map(String::len).sum();
     tx.prepare_cached(
         "UPDATE conversations
          SET message_count = message_count + ?2, step_count = step_count + 1,
-             updated_at = ?3, activity = ?4, title = coalesce(title, ?5)
+             updated_at = ?3, activity = ?4, title = coalesce(title, ?5),
+             stored_bytes = stored_bytes + ?6
          WHERE id = ?1",
     )?
     .execute(params![
@@ -81,10 +83,61 @@ pub(crate) fn insert_step(
         messages.len(),
         now_ms,
         activity,
-        title
+        title,
+        i64::try_from(step_bytes).unwrap_or(i64::MAX),
     ])?;
     tx.commit()?;
     Ok(true)
+}
+
+/// A conversation's row without its messages, as stored.
+struct HeadRow {
+    project_id: String,
+    rojo: String,
+    created_ms: i64,
+    updated_ms: i64,
+    message_count: u64,
+    stored_bytes: u64,
+}
+
+impl HeadRow {
+    fn into_head(self, id: &ConversationId) -> ConversationHead {
+        ConversationHead {
+            id: id.clone(),
+            project_id: self.project_id,
+            rojo: self.rojo,
+            message_count: self.message_count,
+            stored_bytes: self.stored_bytes,
+        }
+    }
+}
+
+fn select_head_row(conn: &Connection, id: &ConversationId) -> rusqlite::Result<Option<HeadRow>> {
+    conn.prepare_cached(
+        "SELECT project_id, rojo, created_at, updated_at, message_count, stored_bytes
+         FROM conversations WHERE id = ?1",
+    )?
+    .query_row([id.as_str()], |row| {
+        Ok(HeadRow {
+            project_id: row.get(0)?,
+            rojo: row.get(1)?,
+            created_ms: row.get(2)?,
+            updated_ms: row.get(3)?,
+            message_count: row.get(4)?,
+            stored_bytes: row.get(5)?,
+        })
+    })
+    .optional()
+}
+
+/// The conversation without its messages.
+pub(crate) fn select_head(
+    conn: &mut Connection,
+    id: &ConversationId,
+) -> Result<Option<ConversationHead>, StoreError> {
+    let head = select_head_row(conn, id)
+        .map_err(|e| StoreError::backend(format!("read conversation '{id}'"), e))?;
+    Ok(head.map(|row| row.into_head(id)))
 }
 
 /// The conversation and its messages, read in one snapshot.
@@ -96,27 +149,103 @@ pub(crate) fn select_conversation(
     let tx = conn
         .transaction()
         .map_err(|e| StoreError::backend(action(), e))?;
-    let head = tx
-        .query_row(
-            "SELECT project_id, rojo, created_at, updated_at FROM conversations WHERE id = ?1",
-            [id.as_str()],
-            |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, i64>(2)?,
-                    row.get::<_, i64>(3)?,
-                ))
-            },
-        )
-        .optional()
-        .map_err(|e| StoreError::backend(action(), e))?;
-    let Some((project_id, rojo, created_ms, updated_ms)) = head else {
+    let Some(head) = select_head_row(&tx, id).map_err(|e| StoreError::backend(action(), e))? else {
         return Ok(None);
     };
-    let rows = select_message_rows(&tx, id).map_err(|e| StoreError::backend(action(), e))?;
-    let messages = rows
-        .into_iter()
+    let rows =
+        select_message_rows(&tx, id, 0, None).map_err(|e| StoreError::backend(action(), e))?;
+    Ok(Some(Conversation {
+        id: id.clone(),
+        messages: parse_messages(rows, id)?,
+        created_at: from_millis(head.created_ms, id, "created_at")?,
+        updated_at: from_millis(head.updated_ms, id, "updated_at")?,
+        stored_bytes: head.stored_bytes,
+        project_id: head.project_id,
+        rojo: head.rojo,
+    }))
+}
+
+/// The messages from index `from` that fit in `max_bytes` (at least one), read in one
+/// snapshot: their sizes first, which SQLite reads without the JSON text, then only the
+/// rows of the page.
+pub(crate) fn select_page(
+    conn: &mut Connection,
+    id: &ConversationId,
+    from: u64,
+    max_bytes: usize,
+) -> Result<Option<ConversationPage>, StoreError> {
+    let action = || format!("read a page of conversation '{id}'");
+    let tx = conn
+        .transaction()
+        .map_err(|e| StoreError::backend(action(), e))?;
+    let Some(head) = select_head_row(&tx, id).map_err(|e| StoreError::backend(action(), e))? else {
+        return Ok(None);
+    };
+    let from_seq = i64::try_from(from).unwrap_or(i64::MAX);
+    let count = (|| {
+        let mut sizes = tx.prepare_cached(
+            "SELECT octet_length(json) FROM messages
+             WHERE conversation_id = ?1 AND seq >= ?2 ORDER BY seq",
+        )?;
+        let sizes = sizes.query_map(params![id.as_str(), from_seq], |row| row.get::<_, u64>(0))?;
+        page_length(sizes, max_bytes)
+    })()
+    .map_err(|e| StoreError::backend(action(), e))?;
+    let rows = select_message_rows(&tx, id, from_seq, Some(count))
+        .map_err(|e| StoreError::backend(action(), e))?;
+    let messages = parse_messages(rows, id)?;
+    let end = from.saturating_add(messages.len() as u64);
+    let head = head.into_head(id);
+    Ok(Some(ConversationPage {
+        next: (end < head.message_count).then_some(end),
+        head,
+        messages,
+    }))
+}
+
+/// How many of the messages whose sizes `sizes` gives, in order, fit in a JSON array of
+/// `max_bytes`: one byte for `[`, then each message and the `,` or `]` after it. The
+/// first message always counts. Stops reading `sizes` at the first that does not fit.
+fn page_length(
+    sizes: impl Iterator<Item = rusqlite::Result<u64>>,
+    max_bytes: usize,
+) -> rusqlite::Result<usize> {
+    let budget = u64::try_from(max_bytes).unwrap_or(u64::MAX);
+    let mut used: u64 = 1;
+    let mut count = 0;
+    for size in sizes {
+        let with_separator = size?.saturating_add(1);
+        if count > 0 && used.saturating_add(with_separator) > budget {
+            break;
+        }
+        used = used.saturating_add(with_separator);
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// Messages from `seq` `from` on, `limit` of them at most (`None`: all).
+fn select_message_rows(
+    conn: &Connection,
+    id: &ConversationId,
+    from: i64,
+    limit: Option<usize>,
+) -> rusqlite::Result<Vec<(i64, String)>> {
+    // SQLite reads a negative LIMIT as no limit.
+    let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+    let mut select = conn.prepare_cached(
+        "SELECT seq, json FROM messages WHERE conversation_id = ?1 AND seq >= ?2
+         ORDER BY seq LIMIT ?3",
+    )?;
+    let rows = select.query_map(params![id.as_str(), from, limit], |row| {
+        Ok((row.get(0)?, row.get(1)?))
+    })?;
+    rows.collect()
+}
+
+/// Stored rows back to messages; a row that is not JSON is reported by its `seq`.
+fn parse_messages(rows: Vec<(i64, String)>, id: &ConversationId) -> Result<Vec<Value>, StoreError> {
+    rows.into_iter()
         .map(|(seq, json)| {
             serde_json::from_str(&json).map_err(|e| {
                 StoreError::corrupt(
@@ -125,29 +254,11 @@ pub(crate) fn select_conversation(
                 )
             })
         })
-        .collect::<Result<Vec<Value>, _>>()?;
-    Ok(Some(Conversation {
-        id: id.clone(),
-        project_id,
-        rojo,
-        messages,
-        created_at: from_millis(created_ms, id, "created_at")?,
-        updated_at: from_millis(updated_ms, id, "updated_at")?,
-    }))
-}
-
-fn select_message_rows(
-    conn: &Connection,
-    id: &ConversationId,
-) -> rusqlite::Result<Vec<(i64, String)>> {
-    let mut select = conn
-        .prepare_cached("SELECT seq, json FROM messages WHERE conversation_id = ?1 ORDER BY seq")?;
-    let rows = select.query_map([id.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))?;
-    rows.collect()
+        .collect()
 }
 
 /// A raw row of [`select_summaries`], before its fields are checked.
-type SummaryRow = (String, String, Option<String>, i64, u64);
+type SummaryRow = (String, String, Option<String>, i64, u64, u64);
 
 /// Up to `limit` conversations of `project_id`, most recent activity first.
 pub(crate) fn select_summaries(
@@ -159,7 +270,7 @@ pub(crate) fn select_summaries(
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let rows = (|| -> rusqlite::Result<Vec<SummaryRow>> {
         let mut select = conn.prepare_cached(
-            "SELECT id, rojo, title, updated_at, message_count FROM conversations
+            "SELECT id, rojo, title, updated_at, message_count, stored_bytes FROM conversations
              WHERE project_id = ?1 ORDER BY activity DESC LIMIT ?2",
         )?;
         let rows = select.query_map(params![project_id, limit], |row| {
@@ -169,28 +280,32 @@ pub(crate) fn select_summaries(
                 row.get(2)?,
                 row.get(3)?,
                 row.get(4)?,
+                row.get(5)?,
             ))
         })?;
         rows.collect()
     })()
     .map_err(|e| StoreError::backend(action(), e))?;
     rows.into_iter()
-        .map(|(id, rojo, title, updated_ms, message_count)| {
-            let id = ConversationId::parse(&id).map_err(|e| {
-                StoreError::corrupt(
-                    format!("a conversation of project '{project_id}' has an invalid id"),
-                    e,
-                )
-            })?;
-            let updated_at = from_millis(updated_ms, &id, "updated_at")?;
-            Ok(ConversationSummary {
-                id,
-                rojo,
-                title,
-                updated_at,
-                message_count,
-            })
-        })
+        .map(
+            |(id, rojo, title, updated_ms, message_count, stored_bytes)| {
+                let id = ConversationId::parse(&id).map_err(|e| {
+                    StoreError::corrupt(
+                        format!("a conversation of project '{project_id}' has an invalid id"),
+                        e,
+                    )
+                })?;
+                let updated_at = from_millis(updated_ms, &id, "updated_at")?;
+                Ok(ConversationSummary {
+                    id,
+                    rojo,
+                    title,
+                    updated_at,
+                    message_count,
+                    stored_bytes,
+                })
+            },
+        )
         .collect()
 }
 
@@ -216,4 +331,38 @@ fn from_millis(ms: i64, id: &ConversationId, field: &str) -> Result<OffsetDateTi
             e,
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fit(sizes: &[u64], max_bytes: usize) -> usize {
+        page_length(sizes.iter().map(|n| Ok(*n)), max_bytes).unwrap()
+    }
+
+    #[test]
+    fn a_page_counts_the_array_brackets_and_commas() {
+        // `[` + 3 + `,` + 3 + `]` = 9 bytes.
+        assert_eq!(fit(&[3, 3, 3], 9), 2);
+        assert_eq!(fit(&[3, 3, 3], 8), 1);
+        assert_eq!(fit(&[3, 3, 3], 13), 3);
+    }
+
+    #[test]
+    fn a_page_holds_one_message_even_when_it_alone_is_over_the_budget() {
+        assert_eq!(fit(&[5000, 1], 1024), 1);
+        assert_eq!(fit(&[], 1024), 0);
+    }
+
+    #[test]
+    fn a_page_stops_reading_sizes_at_the_first_that_does_not_fit() {
+        let mut read = 0;
+        let sizes = [10, 10, 2000, 10, 10].into_iter().map(|n| {
+            read += 1;
+            Ok(n)
+        });
+        assert_eq!(page_length(sizes, 100).unwrap(), 2);
+        assert_eq!(read, 3);
+    }
 }

@@ -36,6 +36,14 @@ const MIGRATIONS: &[&str] = &[
         json            TEXT NOT NULL,
         PRIMARY KEY (conversation_id, seq)
     ) STRICT;",
+    // 2: each conversation's stored size, the bytes of its messages' JSON text, so a
+    // full conversation is refused without reading its messages. `append` adds each
+    // step's bytes in the step's transaction; rows already stored are counted here.
+    "ALTER TABLE conversations ADD COLUMN stored_bytes INTEGER NOT NULL DEFAULT 0;
+    UPDATE conversations SET stored_bytes = (
+        SELECT coalesce(sum(octet_length(json)), 0) FROM messages
+        WHERE messages.conversation_id = conversations.id
+    );",
 ];
 
 /// The schema version this build creates and understands.

@@ -6,6 +6,8 @@
 mod atomicity;
 mod concurrency;
 mod listing;
+mod paging;
 mod persistence;
 mod roundtrip;
+mod size;
 mod support;

@@ -4,7 +4,8 @@
 //! `run` is the step loop (model turn, tool calls, next turn); `dispatch` decides what
 //! happens to one tool call, with `budget` (what a turn and a run may give the model) and
 //! `canonical` (the form the repeated-call check compares); `history` builds provider
-//! requests and keeps the stored history one every provider accepts. The agent knows the registry, the provider clients and
+//! requests and keeps the stored history one every provider accepts; `lease` holds a
+//! conversation for one run at a time. The agent knows the registry, the provider clients and
 //! the store, but not HTTP.
 
 mod budget;
@@ -12,16 +13,18 @@ mod canonical;
 mod dispatch;
 pub mod events;
 mod history;
+mod lease;
 mod run;
 
 use std::{sync::Arc, time::Duration};
 
-use rojos_conversations::{ConversationId, ConversationStore};
+use rojos_conversations::{ConversationId, ConversationStore, RunLeases, StoreError};
 use rojos_plugin_api::Limits;
 use tokio::sync::mpsc;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 pub use events::{Event, StopReason};
+pub use lease::RunLease;
 
 use crate::{
     config::{RojoConfig, RunBudgets},
@@ -39,6 +42,8 @@ pub struct Agent {
     pub registry: Arc<RegistryHandle>,
     /// Conversation history.
     pub store: Arc<dyn ConversationStore>,
+    /// Which conversations have a run in progress (one at a time each).
+    pub leases: Arc<dyn RunLeases>,
     /// Project folders.
     pub storage: Arc<Storage>,
     /// Limits for file tools.
@@ -68,7 +73,7 @@ impl std::fmt::Debug for Agent {
 }
 
 /// One user message to answer.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct RunRequest {
     /// The project the tools work on.
     pub project: ProjectId,
@@ -84,9 +89,25 @@ pub struct RunRequest {
     pub history: Vec<serde_json::Value>,
     /// The user's message.
     pub message: String,
+    /// The run's lease on `conversation` (see [`Agent::lease`]), released after the run
+    /// stored its last message, before `DONE`.
+    pub lease: RunLease,
 }
 
 impl Agent {
+    /// Takes the run lease on `conversation`, or `Ok(None)` when a run is in progress there.
+    /// The lease's stop token is cancelled at shutdown or if the lease is lost.
+    ///
+    /// # Errors
+    ///
+    /// The lease backend's failure.
+    pub async fn lease(
+        &self,
+        conversation: &ConversationId,
+    ) -> Result<Option<RunLease>, StoreError> {
+        RunLease::acquire(&self.leases, conversation, self.shutdown.child_token()).await
+    }
+
     /// Spawns a run; the receiver yields its events and ends after `DONE`. Dropping the
     /// receiver cancels the run: the upstream request is dropped and no further tool starts.
     pub fn start(self: &Arc<Self>, request: RunRequest) -> mpsc::Receiver<Event> {

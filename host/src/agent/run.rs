@@ -28,7 +28,8 @@ pub(super) async fn run(agent: Arc<Agent>, request: RunRequest, tx: mpsc::Sender
         agent.metrics.chat_started();
         let out = Out {
             tx,
-            shutdown: agent.shutdown.clone(),
+            // The server's shutdown, or the run's lease lost.
+            shutdown: request.lease.stop().clone(),
         };
         let mut run = Run {
             agent: &agent,
@@ -52,6 +53,8 @@ pub(super) async fn run(agent: Arc<Agent>, request: RunRequest, tx: mpsc::Sender
         };
         tracing::info!(stop_reason = ?stop, "chat finished");
         agent.metrics.chat_finished(stop);
+        // The history is closed: the next message may start a run before `DONE` arrives.
+        request.lease.release().await;
         out.send(Event::Done {
             conversation_id: request.conversation.to_string(),
             stop_reason: stop,

@@ -1,6 +1,7 @@
 //! `POST /chat`: admit the chat under the limits (`429` beyond), validate the body, authorise
-//! the project, find or create the conversation, then start an agent run and stream its
-//! events as NDJSON.
+//! the project, find or create the conversation (`422` when it is full), take its run lease
+//! (`409` while another run writes there), then start an agent run and stream its events as
+//! NDJSON.
 
 use axum::{
     extract::{rejection::JsonRejection, State},
@@ -13,7 +14,11 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{auth::Caller, error::ApiError, ndjson};
-use crate::{agent::RunRequest, state::AppState, storage::ProjectId};
+use crate::{
+    agent::{RunLease, RunRequest},
+    state::AppState,
+    storage::ProjectId,
+};
 
 /// The request body.
 #[derive(Debug, Deserialize)]
@@ -60,30 +65,8 @@ pub(super) async fn chat(
     if body.message.trim().is_empty() {
         return Err(ApiError::BadRequest("message must not be empty".to_owned()));
     }
-    let store = &state.agent.store;
-    let (conversation, history) = match body.conversation_id {
-        None => (
-            store
-                .create(project.as_str(), &rojo_name)
-                .await
-                .map_err(internal)?,
-            Vec::new(),
-        ),
-        Some(id) => {
-            let id = ConversationId::parse(&id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
-            let conversation = store
-                .get(&id)
-                .await
-                .map_err(internal)?
-                .ok_or_else(|| ApiError::NotFound(format!("no conversation {id}")))?;
-            if conversation.project_id != project.as_str() {
-                return Err(ApiError::Forbidden(format!(
-                    "conversation {id} belongs to another project"
-                )));
-            }
-            (id, conversation.messages)
-        }
-    };
+    let (conversation, history, lease) =
+        open_conversation(&state, &project, &rojo_name, body.conversation_id).await?;
     let events = state.agent.start(RunRequest {
         project,
         rojo_name,
@@ -92,11 +75,88 @@ pub(super) async fn chat(
         conversation,
         history,
         message: body.message,
+        lease,
     });
     Ok(ndjson::response(
         events,
         (permit, state.agent.metrics.open_stream()),
     ))
+}
+
+/// The conversation a message continues (a new one without `conversation_id`), its history,
+/// and the run's lease on it.
+///
+/// # Errors
+///
+/// `404`/`403` for an unknown conversation or one of another project, `422` when it is full,
+/// `409` when a run is in progress in it.
+async fn open_conversation(
+    state: &AppState,
+    project: &ProjectId,
+    rojo_name: &str,
+    conversation_id: Option<String>,
+) -> Result<(ConversationId, Vec<Value>, RunLease), ApiError> {
+    let store = &state.agent.store;
+    let Some(id) = conversation_id else {
+        let id = store
+            .create(project.as_str(), rojo_name)
+            .await
+            .map_err(internal)?;
+        // Nobody else knows the new id yet: its lease is always free.
+        let lease = state
+            .agent
+            .lease(&id)
+            .await
+            .map_err(internal)?
+            .ok_or_else(|| {
+                ApiError::Internal(format!("new conversation {id} already has a run lease"))
+            })?;
+        return Ok((id, Vec::new(), lease));
+    };
+    let id = ConversationId::parse(&id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let head = store
+        .head(&id)
+        .await
+        .map_err(internal)?
+        .ok_or_else(|| ApiError::NotFound(format!("no conversation {id}")))?;
+    if head.project_id != project.as_str() {
+        return Err(ApiError::Forbidden(format!(
+            "conversation {id} belongs to another project"
+        )));
+    }
+    // Refused before its messages are read: a full conversation may be large.
+    check_size(head.stored_bytes, state)?;
+    let lease = state
+        .agent
+        .lease(&id)
+        .await
+        .map_err(internal)?
+        .ok_or_else(|| ApiError::Conflict(RUN_IN_PROGRESS.to_owned()))?;
+    // No run writes here while the lease is held: this history is complete.
+    let conversation = store
+        .get(&id)
+        .await
+        .map_err(internal)?
+        .ok_or_else(|| ApiError::NotFound(format!("no conversation {id}")))?;
+    // A run that ended since the first check may have filled it.
+    check_size(conversation.stored_bytes, state)?;
+    Ok((id, conversation.messages, lease))
+}
+
+/// The `409` message for a conversation with a run in progress.
+const RUN_IN_PROGRESS: &str =
+    "a reply is still being written in this conversation; wait for it to finish or stop it";
+
+/// Refuses a conversation whose stored size reached `[limits] max_conversation_bytes`.
+fn check_size(stored_bytes: u64, state: &AppState) -> Result<(), ApiError> {
+    let limit = state.config.budgets.max_conversation_bytes;
+    if stored_bytes < u64::try_from(limit).unwrap_or(u64::MAX) {
+        return Ok(());
+    }
+    Err(ApiError::Unprocessable(format!(
+        "this conversation has reached its size limit ({stored_bytes} bytes stored, limit \
+         {limit}); start a new conversation to continue"
+    )))
 }
 
 fn json_error(rejection: JsonRejection, limit: usize) -> ApiError {

@@ -1,9 +1,13 @@
-//! `GET /conversations/{id}`: a stored conversation's OpenAI-format messages (a JSON array),
-//! for a caller allowed on its project. `GET /conversations?projectId=X&limit=N`: that
-//! project's conversations, the most recently updated first (the chat panel's history).
+//! `GET /conversations/{id}?from=N`: a page of a stored conversation's OpenAI-format messages
+//! (a JSON array of at most `[limits] max_conversation_page_bytes`, at least one message), for
+//! a caller allowed on its project; `Link: <...?from=M>; rel="next"` and `Rojos-Next-From: M`
+//! say where the next page starts. `GET /conversations?projectId=X&limit=N`: that project's
+//! conversations, the most recently updated first (the chat panel's history).
 
 use axum::{
-    extract::{Path, Query, State},
+    extract::{rejection::QueryRejection, Path, Query, State},
+    http::{header, HeaderName, HeaderValue},
+    response::{IntoResponse, Response},
     Json,
 };
 use rojos_conversations::{ConversationId, ConversationSummary};
@@ -13,23 +17,45 @@ use serde_json::Value;
 use super::{auth::Caller, chat::internal, error::ApiError};
 use crate::{state::AppState, storage::ProjectId};
 
+/// The header giving the index of the next page's first message (absent on the last page).
+const NEXT_FROM: HeaderName = HeaderName::from_static("rojos-next-from");
+
+#[derive(Debug, Deserialize)]
+pub(super) struct PageQuery {
+    /// The index of the page's first message (0: the first message).
+    from: Option<u64>,
+}
+
 pub(super) async fn get(
     caller: Caller,
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+    query: Result<Query<PageQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
     let id = ConversationId::parse(&id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    let conversation = state
+    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let from = query.from.unwrap_or(0);
+    let page = state
         .agent
         .store
-        .get(&id)
+        .page(&id, from, state.config.max_conversation_page_bytes)
         .await
         .map_err(internal)?
         .ok_or_else(|| ApiError::NotFound(format!("no conversation {id}")))?;
-    let project = ProjectId::parse(&conversation.project_id)
+    let project = ProjectId::parse(&page.head.project_id)
         .map_err(|e| ApiError::Internal(format!("stored project id: {e}")))?;
     caller.authorize(&project)?;
-    Ok(Json(Value::Array(conversation.messages)))
+    let mut response = Json(Value::Array(page.messages)).into_response();
+    if let Some(next) = page.next {
+        let headers = response.headers_mut();
+        // An id is `[A-Za-z0-9_-]` only and `next` a number: both are valid header text.
+        let link = format!("</conversations/{id}?from={next}>; rel=\"next\"");
+        if let Ok(link) = HeaderValue::from_str(&link) {
+            headers.insert(header::LINK, link);
+        }
+        headers.insert(NEXT_FROM, HeaderValue::from(next));
+    }
+    Ok(response)
 }
 
 /// Conversations listed when the query gives no `limit`, and the most it may ask for.
@@ -46,7 +72,7 @@ pub(super) struct ListQuery {
 pub(super) async fn list(
     caller: Caller,
     State(state): State<AppState>,
-    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+    query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Vec<ConversationSummary>>, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let project = query

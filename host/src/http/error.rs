@@ -23,9 +23,17 @@ pub enum ApiError {
     /// 404: no such resource.
     #[error("{0}")]
     NotFound(String),
+    /// 409: the target is busy (a run is in progress in the conversation); retrying later
+    /// can succeed.
+    #[error("{0}")]
+    Conflict(String),
     /// 413: the body is too large.
     #[error("request body too large (limit {0} bytes)")]
     PayloadTooLarge(usize),
+    /// 422: the request is well-formed but cannot be carried out, and sending it again
+    /// will not change that (the conversation is full).
+    #[error("{0}")]
+    Unprocessable(String),
     /// 429: a limit is reached; `Retry-After` says when to try again.
     #[error("{message}")]
     TooManyRequests {
@@ -46,7 +54,9 @@ impl IntoResponse for ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(detail) => {
                 tracing::error!(%detail, "internal error");

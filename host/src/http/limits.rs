@@ -1,8 +1,8 @@
-//! Admission for `POST /chat`: a cap on the chat streams open at once (all callers together)
-//! and an optional rate of chats each token may start. Over either, the request is refused at
-//! once with `429` and `Retry-After`, instead of queueing and slowing every chat down. The
-//! concurrency permit travels with the NDJSON body and is released when the body ends or is
-//! dropped.
+//! Admission for `POST /chat`: a cap on the chat streams open at once (all callers together),
+//! a cap on those of each token (so one token cannot take every place), and an optional rate
+//! of chats each token may start. Over any, the request is refused at once with `429` and
+//! `Retry-After`, instead of queueing and slowing every chat down. The concurrency permits
+//! travel with the NDJSON body and are released when the body ends or is dropped.
 
 use std::{
     collections::HashMap,
@@ -23,13 +23,38 @@ const BUSY_RETRY_AFTER_SECS: u64 = 1;
 pub struct ChatLimits {
     streams: Arc<Semaphore>,
     max_streams: usize,
+    per_token: Option<PerToken>,
     rate: Option<RateLimit>,
 }
 
-/// One admitted chat: holds its place among the open streams until dropped.
+/// One admitted chat: holds its place among the open streams, and among its token's, until
+/// dropped.
 #[derive(Debug)]
 pub struct ChatPermit {
     _permit: OwnedSemaphorePermit,
+    _token_permit: Option<OwnedSemaphorePermit>,
+}
+
+/// The open streams of each token, capped at `max` each.
+#[derive(Debug)]
+struct PerToken {
+    max: usize,
+    /// Per token index, made on its first chat: at most one per configured token.
+    open: Mutex<HashMap<usize, Arc<Semaphore>>>,
+}
+
+impl PerToken {
+    /// A place among `token`'s open streams, or `None` when it has `max` open.
+    fn try_take(&self, token: usize) -> Option<OwnedSemaphorePermit> {
+        let streams = {
+            let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(
+                open.entry(token)
+                    .or_insert_with(|| Arc::new(Semaphore::new(self.max))),
+            )
+        };
+        streams.try_acquire_owned().ok()
+    }
 }
 
 impl ChatLimits {
@@ -40,6 +65,7 @@ impl ChatLimits {
         ChatLimits {
             streams: Arc::new(Semaphore::new(max_streams)),
             max_streams,
+            per_token: None,
             rate: rate_limit_per_minute
                 .filter(|n| *n > 0)
                 .map(|per_minute| RateLimit {
@@ -49,12 +75,22 @@ impl ChatLimits {
         }
     }
 
+    /// Also caps the streams each token has open at once at `max_chats_per_token`.
+    pub fn with_per_token(mut self, max_chats_per_token: usize) -> ChatLimits {
+        self.per_token = Some(PerToken {
+            max: max_chats_per_token.clamp(1, Semaphore::MAX_PERMITS),
+            open: Mutex::new(HashMap::new()),
+        });
+        self
+    }
+
     /// Admits a chat of the caller presenting `token`, or refuses it.
     ///
     /// # Errors
     ///
-    /// [`ApiError::TooManyRequests`] when the server has `max_concurrent_chats` streams open
-    /// or the token has used its rate; counted in `rojos_requests_limited_total`.
+    /// [`ApiError::TooManyRequests`] when the server has `max_concurrent_chats` streams open,
+    /// the token has `max_chats_per_token` open, or the token has used its rate; counted in
+    /// `rojos_requests_limited_total`.
     pub fn admit(&self, token: usize, metrics: &Metrics) -> Result<ChatPermit, ApiError> {
         self.admit_at(token, Instant::now(), metrics)
     }
@@ -75,6 +111,23 @@ impl ChatLimits {
                 retry_after: BUSY_RETRY_AFTER_SECS,
             });
         };
+        let token_permit = match &self.per_token {
+            None => None,
+            Some(per_token) => {
+                let Some(permit) = per_token.try_take(token) else {
+                    metrics.limited("token");
+                    return Err(ApiError::TooManyRequests {
+                        message: format!(
+                            "this token is at its limit of {} open chats \
+                             ([server] max_chats_per_token); try again when one ends",
+                            per_token.max
+                        ),
+                        retry_after: BUSY_RETRY_AFTER_SECS,
+                    });
+                };
+                Some(permit)
+            }
+        };
         if let Some(rate) = &self.rate {
             if let Err(wait) = rate.take(token, now) {
                 metrics.limited("rate");
@@ -88,7 +141,10 @@ impl ChatLimits {
                 });
             }
         }
-        Ok(ChatPermit { _permit: permit })
+        Ok(ChatPermit {
+            _permit: permit,
+            _token_permit: token_permit,
+        })
     }
 }
 
@@ -179,6 +235,41 @@ mod tests {
             "the server is at its limit of 1 open chats; try again shortly"
         );
         drop(first);
+        assert!(limits.admit(1, &metrics).is_ok());
+    }
+
+    #[test]
+    fn a_token_at_its_limit_is_refused_while_other_tokens_are_admitted() {
+        let limits = ChatLimits::new(10, None).with_per_token(2);
+        let metrics = Metrics::new();
+        let first = limits.admit(0, &metrics).unwrap();
+        let _second = limits.admit(0, &metrics).unwrap();
+        let refused = limits.admit(0, &metrics).unwrap_err();
+        assert!(
+            matches!(refused, ApiError::TooManyRequests { retry_after: 1, .. }),
+            "{refused:?}"
+        );
+        assert_eq!(
+            refused.to_string(),
+            "this token is at its limit of 2 open chats ([server] max_chats_per_token); \
+             try again when one ends"
+        );
+        let _other = limits.admit(1, &metrics).unwrap();
+        drop(first);
+        assert!(
+            limits.admit(0, &metrics).is_ok(),
+            "a place is free once a stream ends"
+        );
+    }
+
+    #[test]
+    fn a_chat_refused_for_its_token_takes_no_place_among_all_streams() {
+        let limits = ChatLimits::new(2, None).with_per_token(1);
+        let metrics = Metrics::new();
+        let _held = limits.admit(0, &metrics).unwrap();
+        for _ in 0..5 {
+            limits.admit(0, &metrics).unwrap_err();
+        }
         assert!(limits.admit(1, &metrics).is_ok());
     }
 

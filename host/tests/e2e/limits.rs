@@ -1,6 +1,7 @@
-//! The chat limits: over `[server] max_concurrent_chats` open streams, or over a token's
-//! `[auth] rate_limit_per_minute`, `POST /chat` answers `429` with `Retry-After` at once, and
-//! admits chats again once a stream ends or the wait has passed. Nothing here times anything:
+//! The chat limits: over `[server] max_concurrent_chats` open streams, over a token's
+//! `[server] max_chats_per_token`, or over its `[auth] rate_limit_per_minute`, `POST /chat`
+//! answers `429` with `Retry-After` at once, and admits chats again once a stream ends or the
+//! wait has passed. Nothing here times anything:
 //! the slow turn only keeps the first stream open while the second request is refused.
 
 use std::time::Duration;
@@ -104,5 +105,49 @@ async fn over_its_rate_a_token_gets_429_and_is_admitted_after_retry_after() {
         host.chat_as(TOKEN, empty).await.status(),
         400,
         "admitted again after Retry-After"
+    );
+}
+
+#[tokio::test]
+async fn one_token_at_its_open_chat_limit_does_not_lock_another_token_out() {
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::text("slow answer, still streaming").chunk_delay(Duration::from_secs(1)),
+        Turn::text("the other token's answer"),
+        Turn::text("second answer"),
+    ])
+    .await;
+    let host = TestHost::start(
+        HostConfig::builtins()
+            .upstream(&upstream)
+            .server("max_chats_per_token = 1"),
+    )
+    .await;
+
+    let first = host.chat(chat("first")).await;
+    assert_eq!(first.status(), 200);
+    upstream.until_received(1).await;
+    let (message, retry_after) = refused(host.chat(chat("second")).await).await;
+    assert_eq!(
+        message,
+        "this token is at its limit of 1 open chats ([server] max_chats_per_token); \
+         try again when one ends"
+    );
+    assert_eq!(retry_after, 1);
+    let other = Stream::read(host.chat_as(DEMO_TOKEN, chat("other")).await).await;
+    assert_eq!(other.text(), "the other token's answer");
+
+    // The token's stream ends; it may open another.
+    let first = Stream::read(first).await;
+    assert_eq!(first.text(), "slow answer, still streaming");
+    let second = Stream::read(host.chat(chat("second")).await).await;
+    assert_eq!(second.text(), "second answer");
+    upstream.assert_consumed();
+
+    let metrics = host.get("/metrics").await.text().await.unwrap();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == r#"rojos_requests_limited_total{limit="token"} 1"#),
+        "{metrics}"
     );
 }

@@ -1,7 +1,9 @@
 // Starts the real `rojos` binary (`target/debug/rojos`, or `$ROJOS_BIN`) on `127.0.0.1:0`
 // with a generated config: fresh temp storage, the five built-in plugins from
 // `target/debug/`, a `scripted` provider pointing at a scripted upstream, two rojos and two
-// tokens. The server's log goes to `test-output/browser/logs/`.
+// tokens. Conversations are read in pages of at most 1 KiB (the smallest allowed), so every
+// reopened conversation of more than a few messages is loaded page by page. The server's log
+// goes to `test-output/browser/logs/`.
 
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -46,6 +48,9 @@ projects = ["demo"]
 [plugins]
 load = [${libs.join(', ')}]
 call_timeout_secs = 5
+
+[limits]
+max_conversation_page_bytes = 1024
 
 [providers.scripted]
 base_url = "${upstreamUrl}"

@@ -294,6 +294,21 @@ impl ScriptedUpstream {
         self.script.received.lock().unwrap().clone()
     }
 
+    /// Waits (generously: ten seconds) until `count` requests have arrived, so a test knows
+    /// which scripted turn a run got before it starts another.
+    pub async fn until_received(&self, count: usize) {
+        for _ in 0..400 {
+            if self.received().len() >= count {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!(
+            "the upstream received {} requests, expected {count}",
+            self.received().len()
+        );
+    }
+
     /// How many responses the client abandoned before their end.
     pub fn dropped(&self) -> usize {
         self.script.dropped.load(Ordering::SeqCst)
