@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
 use super::{
-    elf,
+    copies, elf,
     trust::{self, Distrust, Refusal},
 };
 
@@ -140,15 +140,14 @@ pub struct Loader {
 }
 
 impl Loader {
-    /// A loader whose private copies live in a fresh `0700` temp folder.
+    /// A loader whose private copies live in a fresh `0700` temp folder (stale ones of dead
+    /// processes are removed first: see `copies`).
     ///
     /// # Errors
     ///
     /// The temp folder cannot be created.
     pub fn new(max_concurrent_calls: usize) -> std::io::Result<Loader> {
-        let cache = tempfile::Builder::new()
-            .prefix("rojos-plugins-")
-            .tempdir()?;
+        let cache = copies::fresh_folder(&std::env::temp_dir())?;
         Ok(Loader {
             cache,
             seen: Mutex::new(HashMap::new()),

@@ -5,6 +5,7 @@
 //! file and the reason); `invoke` runs one call off the async runtime under a deadline and a
 //! per-plugin concurrency cap. The set of tools the server offers is the [`crate::registry`].
 
+mod copies;
 mod elf;
 mod invoke;
 mod loader;
