@@ -65,8 +65,9 @@ pub(super) async fn chat(
     if body.message.trim().is_empty() {
         return Err(ApiError::BadRequest("message must not be empty".to_owned()));
     }
+    let size = SizeCheck::new(&state, &body.message);
     let (conversation, history, lease) =
-        open_conversation(&state, &project, &rojo_name, body.conversation_id).await?;
+        open_conversation(&state, &project, &rojo_name, body.conversation_id, &size).await?;
     let events = state.agent.start(RunRequest {
         project,
         rojo_name,
@@ -95,9 +96,11 @@ async fn open_conversation(
     project: &ProjectId,
     rojo_name: &str,
     conversation_id: Option<String>,
+    size: &SizeCheck,
 ) -> Result<(ConversationId, Vec<Value>, RunLease), ApiError> {
     let store = &state.agent.store;
     let Some(id) = conversation_id else {
+        size.check(0)?;
         let id = store
             .create(project.as_str(), rojo_name)
             .await
@@ -125,7 +128,7 @@ async fn open_conversation(
         )));
     }
     // Refused before its messages are read: a full conversation may be large.
-    check_size(head.stored_bytes, state)?;
+    size.check(head.stored_bytes)?;
     let lease = state
         .agent
         .lease(&id)
@@ -139,7 +142,7 @@ async fn open_conversation(
         .map_err(internal)?
         .ok_or_else(|| ApiError::NotFound(format!("no conversation {id}")))?;
     // A run that ended since the first check may have filled it.
-    check_size(conversation.stored_bytes, state)?;
+    size.check(conversation.stored_bytes)?;
     Ok((id, conversation.messages, lease))
 }
 
@@ -147,16 +150,42 @@ async fn open_conversation(
 const RUN_IN_PROGRESS: &str =
     "a reply is still being written in this conversation; wait for it to finish or stop it";
 
-/// Refuses a conversation whose stored size reached `[limits] max_conversation_bytes`.
-fn check_size(stored_bytes: u64, state: &AppState) -> Result<(), ApiError> {
-    let limit = state.config.budgets.max_conversation_bytes;
-    if stored_bytes < u64::try_from(limit).unwrap_or(u64::MAX) {
-        return Ok(());
+/// Whether the new message fits in a conversation under `[limits] max_conversation_bytes`,
+/// counted as the run will store it (`{"role":"user","content":…}`). Refusing it here, before
+/// anything is stored, means a run never starts on a conversation already over its limit.
+struct SizeCheck {
+    message_bytes: u64,
+    limit: u64,
+}
+
+impl SizeCheck {
+    fn new(state: &AppState, message: &str) -> SizeCheck {
+        let content = serde_json::to_string(message).map_or(0, |text| text.len());
+        let envelope = r#"{"role":"user","content":}"#.len();
+        SizeCheck {
+            message_bytes: u64::try_from(content + envelope).unwrap_or(u64::MAX),
+            limit: u64::try_from(state.config.budgets.max_conversation_bytes).unwrap_or(u64::MAX),
+        }
     }
-    Err(ApiError::Unprocessable(format!(
-        "this conversation has reached its size limit ({stored_bytes} bytes stored, limit \
-         {limit}); start a new conversation to continue"
-    )))
+
+    /// `422` when a conversation of `stored_bytes` is full or cannot take the message.
+    fn check(&self, stored_bytes: u64) -> Result<(), ApiError> {
+        let (message, limit) = (self.message_bytes, self.limit);
+        if stored_bytes >= limit {
+            return Err(ApiError::Unprocessable(format!(
+                "this conversation has reached its size limit ({stored_bytes} bytes stored, limit \
+                 {limit}); start a new conversation to continue"
+            )));
+        }
+        if stored_bytes.saturating_add(message) > limit {
+            return Err(ApiError::Unprocessable(format!(
+                "this message ({message} bytes) does not fit in this conversation \
+                 ({stored_bytes} of its {limit} bytes used); send a shorter message or start a \
+                 new conversation"
+            )));
+        }
+        Ok(())
+    }
 }
 
 fn json_error(rejection: JsonRejection, limit: usize) -> ApiError {

@@ -209,20 +209,32 @@ async fn a_client_that_disconnects_and_retries_at_once_gets_409_or_a_complete_hi
 
 #[tokio::test]
 async fn a_full_conversation_refuses_new_messages_with_422_before_any_run() {
-    let upstream =
-        ScriptedUpstream::start(vec![Turn::text("noted"), Turn::text("a fresh start")]).await;
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::text(&"n".repeat(6_000)),
+        Turn::text("a fresh start"),
+    ])
+    .await;
     let host = TestHost::start(
         HostConfig::builtins()
             .upstream(&upstream)
             .with("[limits]\nmax_conversation_bytes = 65536"),
     )
     .await;
-    // Under the limit when sent: accepted, and it fills the conversation.
-    let long = "a".repeat(70_000);
+    // A message larger than the whole limit never starts a conversation's run.
+    let too_long = host.chat(new_chat(&"b".repeat(70_000))).await;
+    assert_eq!(
+        error_of(too_long, 422).await,
+        "this message (70028 bytes) does not fit in this conversation (0 of its 65536 bytes \
+         used); send a shorter message or start a new conversation"
+    );
+    assert!(upstream.received().is_empty(), "no run started");
+    // Under the limit when sent: accepted and answered; the answer fills the conversation.
+    let long = "a".repeat(60_000);
     let (conversation, stop) = Stream::read(host.chat(new_chat(&long)).await).await.done();
     assert_eq!(stop, "completed");
     let messages = stored(&host, &conversation).await;
     let size: usize = messages.iter().map(|m| m.to_string().len()).sum();
+    assert!(size > 65536, "{size}");
     let listed: Vec<Value> = host
         .get("/conversations?projectId=demo")
         .await
