@@ -40,8 +40,9 @@ use crate::state::AppState;
 /// How long shutdown waits for running chats to store their history.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Serves the API on `listener` until `shutdown` completes. Then open chat streams end with
-/// `ERROR` + `DONE`, and running chats get a moment to store their history.
+/// Serves the API on `listener` until `shutdown` completes, with the `[server]` connection
+/// limits ([`config::HttpLimits`]). Then open chat streams end with `ERROR` + `DONE`, and
+/// running chats get a moment to store their history.
 ///
 /// # Errors
 ///
@@ -53,19 +54,13 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let agent = std::sync::Arc::clone(&state.agent);
     let cancel = agent.shutdown.clone();
-    // Without TCP_NODELAY, an event written right after the response headers waits for the
-    // client's delayed ACK (Nagle): about 40 ms on every chat (measured by rojos-bench).
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
-    });
-    axum::serve(listener, http::router(state))
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            cancel.cancel();
-        })
-        .await?;
+    let limits = state.config.http;
+    let metrics = std::sync::Arc::clone(&agent.metrics);
+    http::server::run(listener, http::router(state), limits, metrics, async move {
+        shutdown.await;
+        cancel.cancel();
+    })
+    .await?;
     agent.tasks.close();
     if tokio::time::timeout(SHUTDOWN_GRACE, agent.tasks.wait())
         .await

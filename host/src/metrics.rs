@@ -51,6 +51,11 @@ struct LimitLabels {
     limit: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
 /// Model turns: 1 ms to about a minute.
 fn turn_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 17))
@@ -74,6 +79,8 @@ pub struct Metrics {
     streams_open: Gauge,
     plugins_loaded: Gauge,
     requests_limited: Family<LimitLabels, Counter>,
+    connections_open: Gauge,
+    connections_closed: Family<ReasonLabels, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -103,6 +110,8 @@ impl Metrics {
             streams_open: Gauge::default(),
             plugins_loaded: Gauge::default(),
             requests_limited: Family::default(),
+            connections_open: Gauge::default(),
+            connections_closed: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -156,6 +165,17 @@ impl Metrics {
             "requests_limited",
             "Chats refused with 429, by limit (concurrency or rate)",
             metrics.requests_limited.clone(),
+        );
+        registry.register(
+            "connections_open",
+            "HTTP connections open now",
+            metrics.connections_open.clone(),
+        );
+        registry.register(
+            "connections_closed",
+            "HTTP connections closed by the server, by reason \
+             (header_timeout, idle, evicted, write_timeout, refused)",
+            metrics.connections_closed.clone(),
         );
         Metrics {
             registry,
@@ -216,6 +236,21 @@ impl Metrics {
             .inc();
     }
 
+    /// The server closed a connection for `reason` (`CloseReason::label`).
+    pub fn connection_closed(&self, reason: &'static str) {
+        self.connections_closed
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+    }
+
+    /// Counts one open connection until the returned guard is dropped.
+    pub fn open_connection(self: &Arc<Self>) -> OpenConnection {
+        self.connections_open.inc();
+        OpenConnection {
+            metrics: Arc::clone(self),
+        }
+    }
+
     /// Counts one open stream until the returned guard is dropped.
     pub fn open_stream(self: &Arc<Self>) -> OpenStream {
         self.streams_open.inc();
@@ -244,6 +279,18 @@ pub struct OpenStream {
 impl Drop for OpenStream {
     fn drop(&mut self) {
         self.metrics.streams_open.dec();
+    }
+}
+
+/// One open HTTP connection, counted in `rojos_connections_open` while it lives.
+#[derive(Debug)]
+pub struct OpenConnection {
+    metrics: Arc<Metrics>,
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.metrics.connections_open.dec();
     }
 }
 
@@ -284,6 +331,8 @@ mod tests {
         metrics.tool_call("list_files", true, Duration::from_micros(30));
         metrics.provider_error("status");
         let open = metrics.open_stream();
+        let _connection = metrics.open_connection();
+        metrics.connection_closed("idle");
         let text = metrics.render(5);
         for line in [
             "# TYPE rojos_chats_started_total counter",
@@ -295,6 +344,8 @@ mod tests {
             "rojos_streams_open 1",
             "rojos_plugins_loaded 5",
             "rojos_model_turns_total 0",
+            "rojos_connections_open 1",
+            r#"rojos_connections_closed_total{reason="idle"} 1"#,
         ] {
             assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
         }
