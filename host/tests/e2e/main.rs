@@ -9,6 +9,7 @@
 mod auth;
 mod chat;
 mod cli;
+mod connections;
 mod dropin;
 mod limits;
 mod load;

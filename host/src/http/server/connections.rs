@@ -311,10 +311,7 @@ mod tests {
         // The first finishes a request: it now waits for its next one, after the others.
         drop(connections.begin_request(&first));
         let fourth = connections.admit().unwrap();
-        assert_eq!(
-            connections.next(&second),
-            Next::Close(CloseReason::Evicted)
-        );
+        assert_eq!(connections.next(&second), Next::Close(CloseReason::Evicted));
         assert!(matches!(connections.next(&third), Next::CloseAt(_)));
         let _fifth = connections.admit().unwrap();
         assert_eq!(connections.next(&third), Next::Close(CloseReason::Evicted));
@@ -345,10 +342,7 @@ mod tests {
     async fn a_head_must_be_complete_in_time_and_an_idle_connection_closes() {
         let connections = connections(16);
         let connection = connections.admit().unwrap();
-        assert_eq!(
-            deadline(&connections, &connection),
-            Duration::from_secs(10)
-        );
+        assert_eq!(deadline(&connections, &connection), Duration::from_secs(10));
         tokio::time::advance(Duration::from_secs(4)).await;
         connection.bytes_read();
         assert_eq!(
@@ -385,6 +379,9 @@ mod tests {
         let connection = connections.admit().unwrap();
         drop(connections.begin_request(&connection));
         tokio::time::advance(Duration::from_secs(60)).await;
-        assert_eq!(connections.next(&connection), Next::Close(CloseReason::Idle));
+        assert_eq!(
+            connections.next(&connection),
+            Next::Close(CloseReason::Idle)
+        );
     }
 }

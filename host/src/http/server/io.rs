@@ -114,10 +114,9 @@ impl AsyncWrite for WatchedStream {
         self.inner.is_write_vectored()
     }
 
+    /// A TCP stream has nothing to flush (always ready): it must not end a stall either.
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let poll = Pin::new(&mut this.inner).poll_flush(cx);
-        this.watch(cx, poll)
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

@@ -32,8 +32,8 @@ use hyper_util::{rt::TokioIo, service::TowerToHyperService};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
-use self::connections::{Connection, Connections, Next, RequestInProgress};
 pub(crate) use self::connections::CloseReason;
+use self::connections::{Connection, Connections, Next, RequestInProgress};
 use crate::{config::HttpLimits, metrics::Metrics};
 
 /// Serves `router` on `listener` until `shutdown` completes, then stops accepting, closes
@@ -131,8 +131,7 @@ impl Server {
             max_connections = self.connections.max(),
             "connection refused: every connection is in a request"
         );
-        self.metrics
-            .connection_closed(CloseReason::Refused.label());
+        self.metrics.connection_closed(CloseReason::Refused.label());
     }
 
     /// Serves one connection until it ends; returns why the server closed it, if it did.
@@ -211,7 +210,10 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 /// file descriptors, ...) pause a second so the loop does not spin.
 async fn wait_after_accept_error(e: std::io::Error) {
     use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
-    if matches!(e.kind(), ConnectionRefused | ConnectionAborted | ConnectionReset) {
+    if matches!(
+        e.kind(),
+        ConnectionRefused | ConnectionAborted | ConnectionReset
+    ) {
         return;
     }
     tracing::error!(error = %e, "accept failed");
