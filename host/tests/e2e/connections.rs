@@ -242,6 +242,31 @@ async fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() {
 }
 
 #[tokio::test]
+async fn a_partial_head_after_a_keep_alive_request_is_closed_after_the_header_timeout() {
+    let host = TestHost::start(
+        HostConfig::builtins()
+            .server("header_read_timeout_secs = 1")
+            .server("idle_timeout_secs = 600"),
+    )
+    .await;
+    let mut socket = TcpStream::connect(address(&host)).await.unwrap();
+    socket
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    assert!(read_head(&mut socket).await.starts_with("HTTP/1.1 200"));
+    let mut body = [0u8; 3];
+    socket.read_exact(&mut body).await.unwrap();
+    socket.write_all(PARTIAL_HEAD).await.unwrap();
+    assert!(
+        closed_by_server(&mut socket).await,
+        "partial head stays open"
+    );
+    assert_eq!(metric(&host, &closed_for("header_timeout")).await, 1);
+    assert_eq!(metric(&host, &closed_for("idle")).await, 0);
+}
+
+#[tokio::test]
 async fn a_client_that_stops_reading_is_disconnected_and_its_run_cancelled() {
     // Far more text than the socket buffers hold, so writing the stream blocks.
     let long_text = "All work and no play makes Jack a dull boy. ".repeat(30_000);
