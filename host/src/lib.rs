@@ -12,7 +12,8 @@
 //! - [`live`]: rojos and providers, reloaded when `rojos.toml` is edited.
 //! - [`state`]: [`state::AppState`], built once at start.
 //! - [`agent`]: the agent loop: model turns, tool calls, events, stored history.
-//! - [`http`]: the routes, authentication, API errors and the NDJSON body.
+//! - [`http`]: the routes, authentication, API errors and the NDJSON body; the accept loop
+//!   with its limits on slow and idle connections.
 //! - [`metrics`]: the Prometheus counters and histograms `GET /metrics` renders.
 //!
 //! [`serve`] runs the server on a bound listener until `shutdown` completes; the binary and

@@ -95,20 +95,12 @@ impl Live {
         Ok(())
     }
 
-    /// Watches the config file on a thread of its own and reloads it after each edit.
+    /// Watches the config file on a thread of its own and reloads it after each edit. The
+    /// watch is in place when this returns: an edit made right after start is not missed (on a
+    /// busy machine the thread may start well after the first edit).
     pub fn watch(self: &Arc<Self>, path: PathBuf, registry: Arc<RegistryHandle>) -> WatchGuard {
         let (guard, stop) = WatchGuard::new();
-        let live = Arc::clone(self);
-        std::thread::Builder::new()
-            .name("rojos-config-watch".to_owned())
-            .spawn(move || live.watch_loop(&path, &registry, &stop))
-            .expect("the config watcher thread starts");
-        guard
-    }
-
-    fn watch_loop(&self, path: &Path, registry: &RegistryHandle, stop: &AtomicBool) {
         let (tx, rx) = mpsc::channel();
-        let file_name = path.file_name().map(ToOwned::to_owned);
         let folder = path
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
@@ -118,13 +110,32 @@ impl Live {
             let _ = tx.send(event);
         })
         .and_then(|mut w| w.watch(folder, RecursiveMode::NonRecursive).map(|()| w));
-        let _watcher = match watcher {
+        let watcher = match watcher {
             Ok(w) => w,
             Err(e) => {
                 tracing::warn!(error = %e, config = %path.display(), "cannot watch the config file; edits need a restart");
-                return;
+                return guard;
             }
         };
+        let live = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("rojos-config-watch".to_owned())
+            .spawn(move || {
+                let _watcher = watcher;
+                live.watch_loop(&path, &registry, &rx, &stop);
+            })
+            .expect("the config watcher thread starts");
+        guard
+    }
+
+    fn watch_loop(
+        &self,
+        path: &Path,
+        registry: &RegistryHandle,
+        rx: &mpsc::Receiver<notify::Result<notify::Event>>,
+        stop: &AtomicBool,
+    ) {
+        let file_name = path.file_name().map(ToOwned::to_owned);
         let mut due: Option<Instant> = None;
         while !stop.load(Ordering::Relaxed) {
             match rx.recv_timeout(Duration::from_millis(100)) {

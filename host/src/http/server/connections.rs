@@ -240,7 +240,8 @@ impl Connections {
         }
     }
 
-    /// What the connection's task should do now.
+    /// What the connection's task should do now. A decision to close wins over a request
+    /// that began after it (an eviction racing a request head completing).
     pub(super) fn next(&self, connection: &Connection) -> Next {
         let state = connection.lock();
         if let Some(reason) = state.closing {

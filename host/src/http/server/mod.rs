@@ -127,7 +127,8 @@ impl Server {
             body.len()
         );
         let _ = stream.try_write(response.as_bytes());
-        tracing::warn!(
+        // Debug, not warn: a flood would otherwise flood the log too; the metric counts them.
+        tracing::debug!(
             max_connections = self.connections.max(),
             "connection refused: every connection is in a request"
         );
