@@ -12,7 +12,8 @@
 //! - [`live`]: rojos and providers, reloaded when `rojos.toml` is edited.
 //! - [`state`]: [`state::AppState`], built once at start.
 //! - [`agent`]: the agent loop: model turns, tool calls, events, stored history.
-//! - [`http`]: the routes, authentication, API errors and the NDJSON body.
+//! - [`http`]: the routes, authentication, API errors and the NDJSON body; the accept loop
+//!   with its limits on slow and idle connections.
 //! - [`metrics`]: the Prometheus counters and histograms `GET /metrics` renders.
 //!
 //! [`serve`] runs the server on a bound listener until `shutdown` completes; the binary and
@@ -40,8 +41,9 @@ use crate::state::AppState;
 /// How long shutdown waits for running chats to store their history.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Serves the API on `listener` until `shutdown` completes. Then open chat streams end with
-/// `ERROR` + `DONE`, and running chats get a moment to store their history.
+/// Serves the API on `listener` until `shutdown` completes, with the `[server]` connection
+/// limits ([`config::HttpLimits`]). Then open chat streams end with `ERROR` + `DONE`, and
+/// running chats get a moment to store their history.
 ///
 /// # Errors
 ///
@@ -53,19 +55,13 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let agent = std::sync::Arc::clone(&state.agent);
     let cancel = agent.shutdown.clone();
-    // Without TCP_NODELAY, an event written right after the response headers waits for the
-    // client's delayed ACK (Nagle): about 40 ms on every chat (measured by rojos-bench).
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
-    });
-    axum::serve(listener, http::router(state))
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            cancel.cancel();
-        })
-        .await?;
+    let limits = state.config.http;
+    let metrics = std::sync::Arc::clone(&agent.metrics);
+    http::server::run(listener, http::router(state), limits, metrics, async move {
+        shutdown.await;
+        cancel.cancel();
+    })
+    .await?;
     agent.tasks.close();
     if tokio::time::timeout(SHUTDOWN_GRACE, agent.tasks.wait())
         .await

@@ -80,6 +80,8 @@ pub struct Metrics {
     plugins_loaded: Gauge,
     requests_limited: Family<LimitLabels, Counter>,
     tool_calls_refused: Family<ReasonLabels, Counter>,
+    connections_open: Gauge,
+    connections_closed: Family<ReasonLabels, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -110,6 +112,8 @@ impl Metrics {
             plugins_loaded: Gauge::default(),
             requests_limited: Family::default(),
             tool_calls_refused: Family::default(),
+            connections_open: Gauge::default(),
+            connections_closed: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -168,6 +172,17 @@ impl Metrics {
             "tool_calls_refused",
             "Tool calls not run because of a run budget or the repeated-call check, by reason",
             metrics.tool_calls_refused.clone(),
+        );
+        registry.register(
+            "connections_open",
+            "HTTP connections open now",
+            metrics.connections_open.clone(),
+        );
+        registry.register(
+            "connections_closed",
+            "HTTP connections closed by the server, by reason \
+             (header_timeout, idle, evicted, write_timeout, refused)",
+            metrics.connections_closed.clone(),
         );
         Metrics {
             registry,
@@ -236,6 +251,21 @@ impl Metrics {
             .inc();
     }
 
+    /// The server closed a connection for `reason` (`CloseReason::label`).
+    pub fn connection_closed(&self, reason: &'static str) {
+        self.connections_closed
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+    }
+
+    /// Counts one open connection until the returned guard is dropped.
+    pub fn open_connection(self: &Arc<Self>) -> OpenConnection {
+        self.connections_open.inc();
+        OpenConnection {
+            metrics: Arc::clone(self),
+        }
+    }
+
     /// Counts one open stream until the returned guard is dropped.
     pub fn open_stream(self: &Arc<Self>) -> OpenStream {
         self.streams_open.inc();
@@ -264,6 +294,18 @@ pub struct OpenStream {
 impl Drop for OpenStream {
     fn drop(&mut self) {
         self.metrics.streams_open.dec();
+    }
+}
+
+/// One open HTTP connection, counted in `rojos_connections_open` while it lives.
+#[derive(Debug)]
+pub struct OpenConnection {
+    metrics: Arc<Metrics>,
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.metrics.connections_open.dec();
     }
 }
 
@@ -307,6 +349,8 @@ mod tests {
         metrics.provider_error("status");
         metrics.tool_call_refused("calls_per_turn");
         let open = metrics.open_stream();
+        let _connection = metrics.open_connection();
+        metrics.connection_closed("idle");
         let text = metrics.render(5);
         for line in [
             "# TYPE rojos_chats_started_total counter",
@@ -319,6 +363,8 @@ mod tests {
             "rojos_streams_open 1",
             "rojos_plugins_loaded 5",
             "rojos_model_turns_total 0",
+            "rojos_connections_open 1",
+            r#"rojos_connections_closed_total{reason="idle"} 1"#,
         ] {
             assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
         }

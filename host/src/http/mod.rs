@@ -1,5 +1,6 @@
 //! The HTTP API: every route on one screen. Handlers turn requests into calls on the state;
 //! failures before a response starts become an [`error::ApiError`] (`{"error": "..."}`).
+//! `server` is the accept loop that serves the router with the connection limits.
 
 pub mod auth;
 mod chat;
@@ -11,14 +12,16 @@ mod ndjson;
 mod panel;
 mod projects;
 mod rojos;
+pub(crate) mod server;
 mod tools;
 
 use axum::{
     extract::DefaultBodyLimit,
+    http::{header, HeaderValue},
     routing::{get, post},
     Router,
 };
-use tower_http::trace::TraceLayer;
+use tower_http::{set_header::SetResponseHeaderLayer, trace::TraceLayer};
 
 use crate::state::AppState;
 
@@ -38,6 +41,11 @@ pub fn router(state: AppState) -> Router {
         .route("/assets/panel.css", get(panel::style))
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(TraceLayer::new_for_http())
+        // No response may be sniffed into another type (an NDJSON line or a JSON error as HTML).
+        .layer(SetResponseHeaderLayer::overriding(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
         .with_state(state)
 }
 

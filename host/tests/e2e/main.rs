@@ -10,6 +10,7 @@ mod auth;
 mod budgets;
 mod chat;
 mod cli;
+mod connections;
 mod conversations;
 mod dropin;
 mod limits;

@@ -77,9 +77,14 @@ impl Turn {
 
     /// A text answer, streamed a few characters per chunk, ending with `stop` and `[DONE]`.
     pub fn text(text: &str) -> Turn {
+        Turn::text_in_pieces(text, 8)
+    }
+
+    /// A text answer streamed `chars` characters per chunk (large pieces fill buffers fast).
+    pub fn text_in_pieces(text: &str, chars: usize) -> Turn {
         let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
-        let chars: Vec<char> = text.chars().collect();
-        for piece in chars.chunks(8) {
+        let text: Vec<char> = text.chars().collect();
+        for piece in text.chunks(chars) {
             events.push(chunk(
                 json!({"content": piece.iter().collect::<String>()}),
                 None,
