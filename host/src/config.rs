@@ -223,7 +223,7 @@ impl Default for HttpLimits {
         HttpLimits {
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
-            max_connections: 4096,
+            max_connections: 2048,
             stream_write_timeout: Duration::from_secs(30),
         }
     }
@@ -419,7 +419,7 @@ impl Config {
         if max_body_bytes < 1024 {
             return Err(invalid("server.max_body_bytes", "must be at least 1024"));
         }
-        let max_concurrent_chats = raw.server.max_concurrent_chats.unwrap_or(2048);
+        let max_concurrent_chats = raw.server.max_concurrent_chats.unwrap_or(1024);
         if max_concurrent_chats == 0 {
             return Err(invalid("server.max_concurrent_chats", "must be at least 1"));
         }
@@ -927,7 +927,7 @@ tools = ["list_files"]
         assert_eq!(c.max_concurrent_chats, 16);
         assert_eq!(c.rate_limit_per_minute, Some(30));
         let defaults = parse("").unwrap();
-        assert_eq!(defaults.max_concurrent_chats, 2048);
+        assert_eq!(defaults.max_concurrent_chats, 1024);
         assert_eq!(defaults.rate_limit_per_minute, None);
         let e = error("[server]\nmax_concurrent_chats = 0\n");
         assert_eq!(e, "server.max_concurrent_chats: must be at least 1");

@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use crate::support::{
-    host::{HostConfig, TestHost},
+    host::{stored_bytes, HostConfig, TestHost},
     ndjson::Stream,
     upstream::{ScriptedUpstream, Turn},
 };
@@ -35,17 +35,6 @@ async fn metric(host: &TestHost, series: &str) -> f64 {
     text.lines()
         .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
         .map_or(0.0, |v| v.trim().parse().unwrap())
-}
-
-/// The stored conversation, read back over the API.
-async fn stored(host: &TestHost, conversation: &str) -> (Vec<Value>, usize) {
-    let body = host
-        .get(&format!("/conversations/{conversation}"))
-        .await
-        .text()
-        .await
-        .unwrap();
-    (serde_json::from_str(&body).unwrap(), body.len())
 }
 
 fn roles(messages: &[Value]) -> Vec<&str> {
@@ -145,7 +134,8 @@ async fn a_flood_of_prefix_dodged_reads_runs_at_most_the_cap_and_stays_bounded()
     );
 
     // The stored conversation is that history plus the answer.
-    let (messages, stored_bytes) = stored(&host, &stream.done().0).await;
+    let messages = host.stored_messages(&stream.done().0).await;
+    let stored_bytes = stored_bytes(&messages);
     assert_eq!(messages.len(), 1 + 1 + CALLS + 1);
     assert!(
         stored_bytes <= MAX_TURN_RESULT_BYTES + margin,
@@ -387,7 +377,7 @@ async fn a_run_whose_conversation_reaches_its_size_limit_stops_with_limit_reache
     );
 
     // The history is closed: it ends on an assistant message a provider accepts.
-    let (messages, _) = stored(&host, &conversation).await;
+    let messages = host.stored_messages(&conversation).await;
     assert_eq!(roles(&messages), ["user", "assistant", "tool", "assistant"]);
     assert_eq!(
         messages[3]["content"],

@@ -111,12 +111,7 @@ async fn the_seed_conversation_creates_the_page_and_streams_every_step() {
     );
 
     // The stored conversation is that history plus the final answer.
-    let stored: Vec<Value> = host
-        .get(&format!("/conversations/{conversation}"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let stored = host.stored_messages(&conversation).await;
     assert_eq!(
         roles(&stored),
         [
@@ -380,12 +375,7 @@ async fn a_provider_500_ends_the_stream_with_error_then_done() {
     let (conversation, stop) = stream.done();
     assert_eq!(stop, "provider_error");
     // The stored history stays provider-valid: the user message is answered.
-    let stored: Vec<Value> = host
-        .get(&format!("/conversations/{conversation}"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let stored = host.stored_messages(&conversation).await;
     assert_eq!(roles(&stored), ["user", "assistant"]);
 }
 
@@ -415,12 +405,7 @@ async fn a_stream_cut_mid_turn_keeps_the_partial_text_and_reports_it() {
     );
     let (conversation, stop) = stream.done();
     assert_eq!(stop, "provider_error");
-    let stored: Vec<Value> = host
-        .get(&format!("/conversations/{conversation}"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let stored = host.stored_messages(&conversation).await;
     assert_eq!(roles(&stored), ["user", "assistant"]);
     assert_eq!(stored[1]["content"], stream.text().as_str());
 }

@@ -295,12 +295,7 @@ async fn a_client_that_stops_reading_is_disconnected_and_its_run_cancelled() {
     // From here on the client reads nothing.
 
     let conversation = wait_for_closed_history(&host).await;
-    let stored: Vec<Value> = host
-        .get(&format!("/conversations/{conversation}"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let stored = host.stored_messages(&conversation).await;
     let answer = stored[1]["content"].as_str().unwrap();
     assert!(
         !answer.is_empty() && answer.len() < long_text.len() && long_text.starts_with(answer),
@@ -357,12 +352,7 @@ async fn wait_for_closed_history(host: &TestHost) -> String {
             .await
             .unwrap();
         if let Some(id) = list.first().and_then(|c| c["id"].as_str()) {
-            let stored: Vec<Value> = host
-                .get(&format!("/conversations/{id}"))
-                .await
-                .json()
-                .await
-                .unwrap();
+            let stored = host.stored_messages(&id).await;
             if stored.len() == 2 && stored[1]["role"] == "assistant" {
                 return id.to_owned();
             }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::{
-    host::{HostConfig, TestHost},
+    host::{stored_bytes, HostConfig, TestHost},
     ndjson::Stream,
     plugin_lib,
     upstream::{ScriptedUpstream, Turn},
@@ -57,28 +57,6 @@ async fn error_of(response: reqwest::Response, status: u16) -> String {
     body["error"].as_str().unwrap().to_owned()
 }
 
-/// Every stored message of `conversation`, following the pages.
-async fn stored(host: &TestHost, conversation: &str) -> Vec<Value> {
-    let mut all = Vec::new();
-    let mut from = 0;
-    loop {
-        let response = host
-            .get(&format!("/conversations/{conversation}?from={from}"))
-            .await;
-        assert_eq!(response.status(), 200);
-        let next = response
-            .headers()
-            .get("rojos-next-from")
-            .map(|v| v.to_str().unwrap().parse::<u64>().unwrap());
-        let page: Vec<Value> = response.json().await.unwrap();
-        all.extend(page);
-        match next {
-            Some(next) => from = next,
-            None => return all,
-        }
-    }
-}
-
 #[tokio::test]
 async fn a_message_while_a_reply_is_written_gets_409_and_the_conversation_then_continues() {
     let upstream = ScriptedUpstream::start(vec![
@@ -122,7 +100,10 @@ async fn a_message_while_a_reply_is_written_gets_409_and_the_conversation_then_c
         ("user", "third"),
         ("assistant", "third answer"),
     ]);
-    assert_eq!(turns_of(&stored(&host, &conversation).await), expected);
+    assert_eq!(
+        turns_of(&host.stored_messages(&conversation).await),
+        expected
+    );
     let last_request = &upstream.received()[3].body["messages"];
     let sent: Vec<Value> = last_request
         .as_array()
@@ -197,7 +178,7 @@ async fn a_client_that_disconnects_and_retries_at_once_gets_409_or_a_complete_hi
         .filter(|r| *r != "system")
         .collect();
     assert_eq!(roles, expected);
-    let history = stored(&host, &conversation).await;
+    let history = host.stored_messages(&conversation).await;
     let roles: Vec<&str> = history
         .iter()
         .map(|m| m["role"].as_str().unwrap())
@@ -232,8 +213,8 @@ async fn a_full_conversation_refuses_new_messages_with_422_before_any_run() {
     let long = "a".repeat(60_000);
     let (conversation, stop) = Stream::read(host.chat(new_chat(&long)).await).await.done();
     assert_eq!(stop, "completed");
-    let messages = stored(&host, &conversation).await;
-    let size: usize = messages.iter().map(|m| m.to_string().len()).sum();
+    let messages = host.stored_messages(&conversation).await;
+    let size = stored_bytes(&messages);
     assert!(size > 65536, "{size}");
     let listed: Vec<Value> = host
         .get("/conversations?projectId=demo")
@@ -253,7 +234,7 @@ async fn a_full_conversation_refuses_new_messages_with_422_before_any_run() {
     );
     assert_eq!(upstream.received().len(), 1, "no run started");
     assert_eq!(
-        stored(&host, &conversation).await.len(),
+        host.stored_messages(&conversation).await.len(),
         2,
         "nothing stored"
     );

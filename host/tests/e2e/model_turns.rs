@@ -9,25 +9,13 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::{
-    host::{HostConfig, TestHost},
+    host::{stored_bytes, HostConfig, TestHost},
     ndjson::Stream,
     upstream::{ScriptedUpstream, Turn},
 };
 
 fn message(text: &str) -> Value {
     json!({"projectId": "demo", "message": text})
-}
-
-/// The stored conversation: its messages and the size of `GET /conversations/{id}`'s body.
-async fn stored(host: &TestHost, conversation: &str) -> (Vec<Value>, usize) {
-    let body = host
-        .get(&format!("/conversations/{conversation}"))
-        .await
-        .text()
-        .await
-        .expect("conversation body");
-    let messages: Vec<Value> = serde_json::from_str(&body).expect("stored history");
-    (messages, body.len())
 }
 
 /// A further chat on the same host is answered normally.
@@ -65,7 +53,8 @@ async fn a_60_mb_data_line_ends_the_chat_at_the_event_cap_and_the_server_goes_on
         "a too-large turn is not retried"
     );
 
-    let (messages, size) = stored(&host, &conversation).await;
+    let messages = host.stored_messages(&conversation).await;
+    let size = stored_bytes(&messages);
     assert_eq!(
         messages.len(),
         2,
@@ -120,7 +109,8 @@ async fn text_past_max_model_turn_bytes_ends_the_chat_with_the_partial_text_with
     assert_eq!(stop, "provider_error");
     assert_eq!(upstream.received().len(), 1);
 
-    let (messages, size) = stored(&host, &conversation).await;
+    let messages = host.stored_messages(&conversation).await;
+    let size = stored_bytes(&messages);
     assert_eq!(messages.len(), 2);
     assert_eq!(
         messages[1]["content"],

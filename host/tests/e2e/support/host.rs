@@ -245,6 +245,38 @@ impl TestHost {
             .await
             .expect("request reaches the host")
     }
+
+    /// Every stored message of `conversation`, read back over the API page by page
+    /// (`Rojos-Next-From`).
+    pub async fn stored_messages(&self, conversation: &str) -> Vec<serde_json::Value> {
+        let mut all = Vec::new();
+        let mut from = 0;
+        loop {
+            let response = self
+                .get(&format!("/conversations/{conversation}?from={from}"))
+                .await;
+            assert_eq!(
+                response.status(),
+                200,
+                "reading conversation {conversation}"
+            );
+            let next = response
+                .headers()
+                .get("rojos-next-from")
+                .map(|v| v.to_str().unwrap().parse::<u64>().unwrap());
+            let page: Vec<serde_json::Value> = response.json().await.expect("a page of messages");
+            all.extend(page);
+            match next {
+                Some(next) => from = next,
+                None => return all,
+            }
+        }
+    }
+}
+
+/// The stored size of `messages`: the bytes of each message's JSON, as the store counts them.
+pub fn stored_bytes(messages: &[serde_json::Value]) -> usize {
+    messages.iter().map(|m| m.to_string().len()).sum()
 }
 
 impl Drop for TestHost {
