@@ -352,7 +352,7 @@ async fn wait_for_closed_history(host: &TestHost) -> String {
             .await
             .unwrap();
         if let Some(id) = list.first().and_then(|c| c["id"].as_str()) {
-            let stored = host.stored_messages(&id).await;
+            let stored = host.stored_messages(id).await;
             if stored.len() == 2 && stored[1]["role"] == "assistant" {
                 return id.to_owned();
             }
