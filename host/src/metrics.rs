@@ -4,7 +4,7 @@
 //! reasons, error kinds and the names of loaded tools only (a name the model made up is
 //! counted as `unknown`).
 
-use std::{sync::Arc, time::Duration};
+use std::time::Duration;
 
 use prometheus_client::{
     encoding::EncodeLabelSet,
@@ -258,20 +258,14 @@ impl Metrics {
             .inc();
     }
 
-    /// Counts one open connection until the returned guard is dropped.
-    pub fn open_connection(self: &Arc<Self>) -> OpenConnection {
-        self.connections_open.inc();
-        OpenConnection {
-            metrics: Arc::clone(self),
-        }
+    /// Counts one open connection in `rojos_connections_open` until the guard is dropped.
+    pub fn open_connection(&self) -> Open {
+        Open::counting(&self.connections_open)
     }
 
-    /// Counts one open stream until the returned guard is dropped.
-    pub fn open_stream(self: &Arc<Self>) -> OpenStream {
-        self.streams_open.inc();
-        OpenStream {
-            metrics: Arc::clone(self),
-        }
+    /// Counts one open chat stream in `rojos_streams_open` until the guard is dropped.
+    pub fn open_stream(&self) -> Open {
+        Open::counting(&self.streams_open)
     }
 
     /// Every metric in the Prometheus text format, with `plugins_loaded` tools in the registry.
@@ -285,27 +279,24 @@ impl Metrics {
     }
 }
 
-/// One open chat stream, counted in `rojos_streams_open` while it lives.
+/// Something open (a chat stream, a connection), counted in its gauge while it lives.
 #[derive(Debug)]
-pub struct OpenStream {
-    metrics: Arc<Metrics>,
+pub struct Open {
+    gauge: Gauge,
 }
 
-impl Drop for OpenStream {
-    fn drop(&mut self) {
-        self.metrics.streams_open.dec();
+impl Open {
+    fn counting(gauge: &Gauge) -> Open {
+        gauge.inc();
+        Open {
+            gauge: gauge.clone(),
+        }
     }
 }
 
-/// One open HTTP connection, counted in `rojos_connections_open` while it lives.
-#[derive(Debug)]
-pub struct OpenConnection {
-    metrics: Arc<Metrics>,
-}
-
-impl Drop for OpenConnection {
+impl Drop for Open {
     fn drop(&mut self) {
-        self.metrics.connections_open.dec();
+        self.gauge.dec();
     }
 }
 
@@ -342,7 +333,7 @@ mod tests {
 
     #[test]
     fn counts_render_in_the_prometheus_text_format() {
-        let metrics = Arc::new(Metrics::new());
+        let metrics = Metrics::new();
         metrics.chat_started();
         metrics.chat_finished(StopReason::Completed);
         metrics.tool_call("list_files", true, Duration::from_micros(30));

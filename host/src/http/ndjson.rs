@@ -12,10 +12,10 @@ use futures_util::stream;
 use tokio::sync::mpsc;
 
 use super::limits::ChatPermit;
-use crate::{agent::Event, metrics::OpenStream};
+use crate::{agent::Event, metrics::Open};
 
 /// The streaming response for a run's events; `held` is released when the body ends.
-pub(super) fn response(events: mpsc::Receiver<Event>, held: (ChatPermit, OpenStream)) -> Response {
+pub(super) fn response(events: mpsc::Receiver<Event>, held: (ChatPermit, Open)) -> Response {
     // The state, `held` included, is dropped when `recv` yields `None` (the run sent `DONE`
     // and ended) or when the body is dropped, whichever comes first.
     let lines = stream::unfold((events, held), |(mut events, held)| async move {

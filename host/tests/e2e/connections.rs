@@ -220,16 +220,7 @@ async fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() {
             .server("idle_timeout_secs = 4"),
     )
     .await;
-    let mut socket = TcpStream::connect(address(&host)).await.unwrap();
-    socket
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        .await
-        .unwrap();
-    let head = read_head(&mut socket).await;
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    let mut body = [0u8; 3];
-    socket.read_exact(&mut body).await.unwrap();
-    assert_eq!(&body, b"ok\n");
+    let mut socket = keep_alive_after_healthz(&host).await;
     // Past the header timeout, the idle connection is still there: it waits for a request.
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(still_open(&socket), "closed before the idle timeout");
@@ -249,14 +240,7 @@ async fn a_partial_head_after_a_keep_alive_request_is_closed_after_the_header_ti
             .server("idle_timeout_secs = 600"),
     )
     .await;
-    let mut socket = TcpStream::connect(address(&host)).await.unwrap();
-    socket
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        .await
-        .unwrap();
-    assert!(read_head(&mut socket).await.starts_with("HTTP/1.1 200"));
-    let mut body = [0u8; 3];
-    socket.read_exact(&mut body).await.unwrap();
+    let mut socket = keep_alive_after_healthz(&host).await;
     socket.write_all(PARTIAL_HEAD).await.unwrap();
     assert!(
         closed_by_server(&mut socket).await,
@@ -383,4 +367,19 @@ async fn every_response_says_nosniff() {
             response.url()
         );
     }
+}
+
+/// A connection that has been answered one `GET /healthz` and stays open (keep-alive).
+async fn keep_alive_after_healthz(host: &TestHost) -> TcpStream {
+    let mut socket = TcpStream::connect(address(host)).await.unwrap();
+    socket
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let head = read_head(&mut socket).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let mut body = [0u8; 3];
+    socket.read_exact(&mut body).await.unwrap();
+    assert_eq!(&body, b"ok\n");
+    socket
 }
