@@ -320,19 +320,25 @@ impl Run<'_> {
             .await
     }
 
-    /// Ends a cancelled run; at shutdown the client is still there and is told why.
+    /// Ends a cancelled run; at shutdown or when the lease is lost, the client is still there
+    /// and is told why.
     async fn cancelled(&mut self, partial: String) -> Result<StopReason, StoreError> {
-        if self.agent.shutdown.is_cancelled() {
-            let why = "the server is shutting down";
-            self.out
-                .send(Event::Error {
-                    message: format!("{why}; the run was stopped"),
-                })
+        // The client is still there: the server is shutting down, or the run lost its lease.
+        let why = if self.agent.shutdown.is_cancelled() {
+            "the server is shutting down"
+        } else if !self.out.tx.is_closed() {
+            "this run lost its hold on the conversation (its lease expired)"
+        } else {
+            return self
+                .close(StopReason::Cancelled, partial, "the run was cancelled")
                 .await;
-            return self.close(StopReason::Cancelled, partial, why).await;
-        }
-        self.close(StopReason::Cancelled, partial, "the run was cancelled")
-            .await
+        };
+        self.out
+            .send(Event::Error {
+                message: format!("{why}; the run was stopped"),
+            })
+            .await;
+        self.close(StopReason::Cancelled, partial, why).await
     }
 
     /// Reports a failure, then closes the history.
