@@ -13,10 +13,11 @@
 //! - [`path`]: syntactic checks on the model's path string ([`check_path`]).
 //! - [`error`]: [`PathError`], the messages the model reads, and [`from_io`], the one mapping
 //!   from `io::Error`/errno.
-//! - [`project`]: [`ProjectDir`] and its operations: [`ProjectDir::meta`],
-//!   [`ProjectDir::read_text`], [`ProjectDir::write_text`], [`ProjectDir::list`],
-//!   [`ProjectDir::create_dir`], [`ProjectDir::delete`], [`ProjectDir::delete_recursive`]
-//!   and [`ProjectDir::rename`] (never replaces; `renameat2(RENAME_NOREPLACE)`).
+//! - [`project`]: [`ProjectDir`] and its operations, in two halves: reading
+//!   ([`ProjectDir::meta`], [`ProjectDir::read_text`], [`ProjectDir::list`]) and changing
+//!   ([`ProjectDir::write_text`], [`ProjectDir::create_dir`], [`ProjectDir::delete`],
+//!   [`ProjectDir::delete_recursive`] and [`ProjectDir::rename`], which never replaces:
+//!   `renameat2(RENAME_NOREPLACE)`).
 //! - `testing` (feature `testing`): a temp world with leak markers outside the root.
 //!
 //! # Writing a file tool

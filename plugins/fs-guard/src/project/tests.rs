@@ -6,6 +6,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use rojos_plugin_api::{ErrorKind, Limits, ToolError};
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
 
 use super::*;
 use crate::testing::{

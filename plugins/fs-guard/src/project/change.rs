@@ -1,0 +1,380 @@
+//! The changing half of [`ProjectDir`]: writes, new folders, deletions and moves. Each acts
+//! on the last name through an open handle of its parent folder, so a swapped path component
+//! cannot redirect it; a recursive delete walks down by handles opened with `O_NOFOLLOW`
+//! (`tree`).
+
+use std::io::Write;
+
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt, Permissions, PermissionsExt};
+use cap_tempfile::TempFile;
+use rustix::fs::{OFlags, RenameFlags};
+
+use super::{not_a_folder, special, tree, ProjectDir, KEPT_MODE_BITS};
+use crate::error::{from_io, PathError, Shown};
+use crate::path::{check_path, Entry, PathUse, Split};
+
+impl ProjectDir {
+    /// Replaces or creates a file with `text`, creating missing parent folders: written to a
+    /// temporary file in the same folder, synced, given the old file's mode (without setuid,
+    /// setgid and sticky: see [`KEPT_MODE_BITS`]), renamed onto the
+    /// name, and the folder synced. Nothing is ever half-written, and a hard link's other
+    /// names keep the old content.
+    ///
+    /// # Errors
+    ///
+    /// Text over `max_write_bytes`; an existing folder, FIFO, socket, device or symlink at
+    /// the name (an in-root symlink's target is named so the model can write there).
+    pub fn write_text(&self, path: &str, text: &str) -> Result<(), PathError> {
+        let rel = check_path(path, PathUse::Create)?;
+        let limit = self.limits.max_write_bytes;
+        if text.len() as u64 > limit {
+            return Err(PathError::TextTooLarge {
+                size: text.len() as u64,
+                limit,
+            });
+        }
+        let (parent, leaf) = match rel.split() {
+            Split::Named { parent, leaf } => (parent, leaf),
+            Split::Root | Split::NotAName => return Err(self.not_a_file_name(path)),
+        };
+        let io = |e| from_io(path, e);
+        self.dir.create_dir_all(&parent).map_err(|e| {
+            if e.kind() != std::io::ErrorKind::AlreadyExists {
+                return from_io(path, e);
+            }
+            // Something that is not a folder stands on the way: say whether it leads out.
+            match self.dir.metadata(&parent) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => from_io(path, e),
+                _ => PathError::NotADirectory {
+                    path: Shown::new(path),
+                },
+            }
+        })?;
+        let folder = self.open_folder(&parent).map_err(io)?;
+        let permissions = self.existing_file_permissions(&folder, leaf, path)?;
+
+        let mut temp = TempFile::new(&folder).map_err(io)?;
+        temp.write_all(text.as_bytes()).map_err(io)?;
+        if let Some(permissions) = permissions {
+            temp.as_file().set_permissions(permissions).map_err(io)?;
+        }
+        temp.as_file().sync_all().map_err(io)?;
+        temp.replace(leaf).map_err(io)?;
+        rustix::fs::fsync(&folder).map_err(|e| io(e.into()))
+    }
+
+    /// Creates a folder and its missing parents; an existing folder (or in-root symlink to
+    /// one) is fine.
+    ///
+    /// # Errors
+    ///
+    /// An existing non-folder at the name, or a symlink that leads nowhere in the project.
+    pub fn create_dir(&self, path: &str) -> Result<(), PathError> {
+        check_path(path, PathUse::Create)?;
+        match self.dir.create_dir_all(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(from_io(path, e)),
+        }
+        match self.dir.metadata(path) {
+            Ok(meta) if meta.is_dir() => Ok(()),
+            Ok(_) => Err(PathError::ExistsNotAFolder {
+                path: Shown::new(path),
+            }),
+            Err(e) => {
+                let is_link = self
+                    .dir
+                    .symlink_metadata(path)
+                    .is_ok_and(|m| m.file_type().is_symlink());
+                Err(match from_io(path, e) {
+                    PathError::NotFound { path } | PathError::Loop { path } if is_link => {
+                        PathError::SymlinkElsewhere { path }
+                    }
+                    other => other,
+                })
+            }
+        }
+    }
+
+    /// Removes a file, a symlink (the link itself, never its target) or a special file (a
+    /// FIFO or device is never opened), with one `unlinkat` on its parent folder's handle;
+    /// then syncs that folder. Folders are refused (the kernel refuses them in the same
+    /// call): see [`ProjectDir::delete_recursive`].
+    ///
+    /// # Errors
+    ///
+    /// A folder ([`PathError::IsADirectory`]); the root itself, also as `a/..`
+    /// ([`PathError::Root`]); a path ending in `.` or `..` ([`PathError::NotAnEntry`]); a
+    /// trailing `/` on something that is not a folder; and the resolution errors of the
+    /// parent folder (a symlink on the way that leads out is [`PathError::Outside`]).
+    pub fn delete(&self, path: &str) -> Result<(), PathError> {
+        let (folder, leaf, dir_only) = self.entry_to_change(path, "deleted")?;
+        let io = |e| from_io(path, e);
+        if dir_only {
+            // `x/` names a folder, which this never deletes: say which refusal applies.
+            let meta = folder.symlink_metadata(leaf).map_err(io)?;
+            return Err(if meta.is_dir() {
+                PathError::IsADirectory {
+                    path: Shown::new(path),
+                }
+            } else {
+                not_a_folder(path, &meta)
+            });
+        }
+        rustix::fs::unlinkat(&folder, leaf, rustix::fs::AtFlags::empty())
+            .map_err(|e| io(e.into()))?;
+        rustix::fs::fsync(&folder).map_err(|e| io(e.into()))
+    }
+
+    /// Removes a file, symlink or special file like [`ProjectDir::delete`], or a folder with
+    /// everything in it; then syncs the parent folder. Never follows a symlink: a link inside
+    /// the tree is removed as a link, and a folder swapped for a link while the delete runs
+    /// is found as the link (`O_NOFOLLOW`) and only the link is removed, so nothing outside
+    /// the root is ever touched. Does not descend into other file systems mounted inside.
+    ///
+    /// # Errors
+    ///
+    /// As [`ProjectDir::delete`] (except that folders are deleted); a trailing `/` on a
+    /// symlink (name the link without it); a mount point ([`PathError::MountPoint`]); folders
+    /// nested deeper than [`MAX_DELETE_DEPTH`]; a tree that kept changing
+    /// ([`PathError::Changed`]); an entry that cannot be removed (named by its path). A
+    /// failure partway leaves the rest in place.
+    pub fn delete_recursive(&self, path: &str) -> Result<(), PathError> {
+        let (folder, leaf, dir_only) = self.entry_to_change(path, "deleted")?;
+        let io = |e| from_io(path, e);
+        if dir_only {
+            let meta = folder.symlink_metadata(leaf).map_err(io)?;
+            if !meta.is_dir() {
+                return Err(not_a_folder(path, &meta));
+            }
+        }
+        tree::remove(&folder, leaf, path.trim_end_matches('/'))?;
+        rustix::fs::fsync(&folder).map_err(|e| io(e.into()))
+    }
+
+    /// Moves `from` to `to` (both relative to the root) with `renameat2(RENAME_NOREPLACE)`
+    /// between the two parent folders' handles: no check-then-act, an existing destination is
+    /// never replaced (a file, a folder, even an empty one, or a link), a symlink is moved as
+    /// a link. The destination's folder must exist. A trailing `/` on either path says the
+    /// source must be a folder. Both folders are synced afterwards.
+    ///
+    /// # Errors
+    ///
+    /// The root itself as source, also as `a/..` ([`PathError::Root`]); a path ending in `.`
+    /// or `..`; an existing destination ([`PathError::DestinationExists`], which says how to
+    /// move into it when it is a folder); a missing destination folder
+    /// ([`PathError::NoDestinationFolder`]); a folder moved into itself
+    /// ([`PathError::IntoItself`]); the resolution errors of both parent folders.
+    pub fn rename(&self, from: &str, to: &str) -> Result<(), PathError> {
+        let from_rel = check_path(from, PathUse::Existing)?;
+        let to_rel = check_path(to, PathUse::Create)?;
+        let (from_parent, from_leaf, from_dir_only) = match from_rel.entry() {
+            Entry::Named {
+                parent,
+                leaf,
+                dir_only,
+            } => (parent, leaf, dir_only),
+            Entry::Root => return Err(PathError::Root { action: "moved" }),
+            Entry::Dotted => return Err(self.dotted(from, "moved")),
+        };
+        let exists = |into: String| PathError::DestinationExists {
+            path: Shown::new(to),
+            into_folder: Some(Shown::new(&into)),
+        };
+        let (to_parent, to_leaf, to_dir_only) = match to_rel.entry() {
+            Entry::Named {
+                parent,
+                leaf,
+                dir_only,
+            } => (parent, leaf, dir_only),
+            Entry::Root => return Err(exists(from_leaf.to_owned())),
+            Entry::Dotted => {
+                return Err(match self.open_folder(to) {
+                    Ok(folder) if self.is_root(&folder) => exists(from_leaf.to_owned()),
+                    Ok(_) => PathError::NotAnEntry {
+                        path: Shown::new(to),
+                    },
+                    Err(e) => from_io(to, e),
+                })
+            }
+        };
+        let from_folder = self
+            .open_folder(&from_parent)
+            .map_err(|e| from_io(from, e))?;
+        // Only to blame the right path and word the refusals: the move itself checks nothing
+        // in advance, the kernel decides in the one renameat2 call.
+        let source = from_folder
+            .symlink_metadata(from_leaf)
+            .map_err(|e| from_io(from, e))?;
+        if from_dir_only && !source.is_dir() {
+            return Err(not_a_folder(from, &source));
+        }
+        if to_dir_only && !source.is_dir() {
+            return Err(PathError::NamesAFolder {
+                path: Shown::new(to),
+            });
+        }
+        let to_folder = self
+            .open_folder(&to_parent)
+            .map_err(|e| match from_io(to, e) {
+                PathError::NotFound { path } => PathError::NoDestinationFolder {
+                    path,
+                    folder: Shown::new(&to_parent),
+                },
+                other => other,
+            })?;
+        rustix::fs::renameat_with(
+            &from_folder,
+            from_leaf,
+            &to_folder,
+            to_leaf,
+            RenameFlags::NOREPLACE,
+        )
+        .map_err(|errno| match errno {
+            rustix::io::Errno::EXIST | rustix::io::Errno::NOTEMPTY => {
+                let is_folder = to_folder
+                    .symlink_metadata(to_leaf)
+                    .is_ok_and(|meta| meta.is_dir());
+                PathError::DestinationExists {
+                    path: Shown::new(to),
+                    into_folder: is_folder
+                        .then(|| Shown::new(&format!("{}/{from_leaf}", to.trim_end_matches('/')))),
+                }
+            }
+            // With RENAME_NOREPLACE on a file system that supports it, EINVAL for a folder
+            // means "a folder cannot be made a subfolder of itself".
+            rustix::io::Errno::INVAL if source.is_dir() => PathError::IntoItself {
+                from: Shown::new(from),
+                to: Shown::new(to),
+            },
+            rustix::io::Errno::XDEV => PathError::Io {
+                path: Shown::new(to),
+                kind: std::io::ErrorKind::CrossesDevices,
+                source: errno.into(),
+            },
+            other => from_io(from, other.into()),
+        })?;
+        rustix::fs::fsync(&to_folder).map_err(|e| from_io(to, e.into()))?;
+        rustix::fs::fsync(&from_folder).map_err(|e| from_io(from, e.into()))
+    }
+
+    /// For a delete: the open parent folder of the entry `path` names, the entry's name, and
+    /// whether the path ended in `/`. Refuses the root and paths ending in `.` or `..`.
+    fn entry_to_change<'p>(
+        &self,
+        path: &'p str,
+        action: &'static str,
+    ) -> Result<(Dir, &'p str, bool), PathError> {
+        let rel = check_path(path, PathUse::Existing)?;
+        match rel.entry() {
+            Entry::Named {
+                parent,
+                leaf,
+                dir_only,
+            } => {
+                let folder = self.open_folder(&parent).map_err(|e| from_io(path, e))?;
+                Ok((folder, leaf, dir_only))
+            }
+            Entry::Root => Err(PathError::Root { action }),
+            Entry::Dotted => Err(self.dotted(path, action)),
+        }
+    }
+
+    /// The refusal for a move or delete of a path ending in `.` or `..`: the root's own
+    /// refusal if it resolves to the root, else that it names no entry (or why it does not
+    /// resolve at all, e.g. `..` leads outside).
+    fn dotted(&self, path: &str, action: &'static str) -> PathError {
+        match self.open_folder(path) {
+            Ok(folder) if self.is_root(&folder) => PathError::Root { action },
+            Ok(_) => PathError::NotAnEntry {
+                path: Shown::new(path),
+            },
+            Err(e) => from_io(path, e),
+        }
+    }
+
+    /// Whether `folder` is the project root (same device and inode).
+    fn is_root(&self, folder: &Dir) -> bool {
+        match (rustix::fs::fstat(&self.dir), rustix::fs::fstat(folder)) {
+            (Ok(root), Ok(other)) => root.st_dev == other.st_dev && root.st_ino == other.st_ino,
+            _ => false,
+        }
+    }
+
+    /// Opens a folder for reading (not `O_PATH`, so it can be synced), beneath the root.
+    fn open_folder(&self, path: &str) -> std::io::Result<Dir> {
+        let mut options = OpenOptions::new();
+        options
+            .read(true)
+            .custom_flags((OFlags::DIRECTORY | OFlags::NONBLOCK).bits() as i32);
+        let file = self.dir.open_with(path, &options)?;
+        Ok(Dir::from_std_file(file.into_std()))
+    }
+
+    /// What stands at `leaf` before a write: `None` if nothing, the mode of a regular file to
+    /// keep (its [`KEPT_MODE_BITS`]), or the refusal for anything else (including any symlink).
+    fn existing_file_permissions(
+        &self,
+        folder: &Dir,
+        leaf: &str,
+        path: &str,
+    ) -> Result<Option<Permissions>, PathError> {
+        let meta = match folder.symlink_metadata(leaf) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(from_io(path, e)),
+        };
+        let file_type = meta.file_type();
+        if file_type.is_file() {
+            let mode = meta.permissions().mode() & KEPT_MODE_BITS;
+            Ok(Some(Permissions::from_mode(mode)))
+        } else if file_type.is_dir() {
+            Err(PathError::IsADirectory {
+                path: Shown::new(path),
+            })
+        } else if file_type.is_symlink() {
+            Err(self.symlink_refusal(path))
+        } else {
+            Err(special(path, &meta))
+        }
+    }
+
+    /// A write named an existing symlink: name its in-root target, or say it leads nowhere
+    /// in the project (without saying where).
+    fn symlink_refusal(&self, path: &str) -> PathError {
+        let target = self.dir.canonicalize(path).ok().and_then(|target| {
+            let target = target.to_str()?.to_owned();
+            Some(if target.is_empty() {
+                ".".to_owned()
+            } else {
+                target
+            })
+        });
+        match target {
+            Some(target) => PathError::SymlinkInside {
+                path: Shown::new(path),
+                target: Shown::new(&target),
+            },
+            None => PathError::SymlinkElsewhere {
+                path: Shown::new(path),
+            },
+        }
+    }
+
+    /// The error for a write or delete whose path ends in `/`, `.` or `..`: what it resolves
+    /// to if that fails, else that it names a folder.
+    fn not_a_file_name(&self, path: &str) -> PathError {
+        match self.dir.metadata(path) {
+            Ok(meta) if !meta.is_dir() => PathError::NotADirectory {
+                path: Shown::new(path),
+            },
+            Ok(_) => PathError::NamesAFolder {
+                path: Shown::new(path),
+            },
+            Err(e) => match from_io(path, e) {
+                PathError::NotFound { path } => PathError::NamesAFolder { path },
+                other => other,
+            },
+        }
+    }
+}
