@@ -16,7 +16,7 @@ use crate::path::{check_path, Entry, PathUse, Split};
 impl ProjectDir {
     /// Replaces or creates a file with `text`, creating missing parent folders: written to a
     /// temporary file in the same folder, synced, given the old file's mode (without setuid,
-    /// setgid and sticky: see [`KEPT_MODE_BITS`]), renamed onto the
+    /// setgid and sticky: the mode keeps only `0o777`), renamed onto the
     /// name, and the folder synced. Nothing is ever half-written, and a hard link's other
     /// names keep the old content.
     ///
@@ -136,7 +136,7 @@ impl ProjectDir {
     ///
     /// As [`ProjectDir::delete`] (except that folders are deleted); a trailing `/` on a
     /// symlink (name the link without it); a mount point ([`PathError::MountPoint`]); folders
-    /// nested deeper than [`MAX_DELETE_DEPTH`]; a tree that kept changing
+    /// nested deeper than [`MAX_DELETE_DEPTH`](crate::MAX_DELETE_DEPTH); a tree that kept changing
     /// ([`PathError::Changed`]); an entry that cannot be removed (named by its path). A
     /// failure partway leaves the rest in place.
     pub fn delete_recursive(&self, path: &str) -> Result<(), PathError> {

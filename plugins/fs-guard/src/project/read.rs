@@ -92,7 +92,7 @@ impl ProjectDir {
     /// `max_list_entries`. Symlinks that lead outside, dangle or loop, FIFOs, sockets and
     /// devices are left out and never opened; so are names that are not UTF-8. However many
     /// entries the folder has, at most `max_list_entries` are held in memory at once (see
-    /// [`FirstNames`]); the others are only counted.
+    /// a bounded heap); the others are only counted.
     ///
     /// # Errors
     ///
