@@ -91,8 +91,8 @@ impl ProjectDir {
     /// The entries of a folder (in-root symlinks followed), sorted by name, at most
     /// `max_list_entries`. Symlinks that lead outside, dangle or loop, FIFOs, sockets and
     /// devices are left out and never opened; so are names that are not UTF-8. However many
-    /// entries the folder has, at most `max_list_entries` are held in memory at once (see
-    /// a bounded heap); the others are only counted.
+    /// entries the folder has, at most `max_list_entries` are held in memory at once (a
+    /// bounded heap); the others are only counted.
     ///
     /// # Errors
     ///
