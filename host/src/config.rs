@@ -1,4 +1,4 @@
-//! `rojos.toml`, in two steps: `RawConfig` mirrors the file exactly (unknown keys are errors
+//! `rojos.toml`, in two steps: `RawConfig` (`raw`) mirrors the file exactly (unknown keys are errors
 //! that name the key), `Config` is the validated form with paths resolved against the
 //! config's folder and secrets read from the environment. Tool names are checked against the
 //! loaded plugins by [`Config::check_tools`], once the registry exists.
@@ -11,11 +11,16 @@ use std::{
 };
 
 use rojos_plugin_api::Limits;
-use serde::Deserialize;
 
 use crate::{secret::Secret, storage::ProjectId};
 
 mod parse_error;
+mod raw;
+
+use raw::{
+    RawConfig, RawEmptyContent, RawLimits, RawPlugins, RawProvider, RawRojo, RawServer, RawToken,
+    RawTools,
+};
 
 /// Why a configuration was refused. Messages name the key (`rojos.default.provider: ...`).
 #[derive(Debug, thiserror::Error)]
@@ -52,119 +57,6 @@ fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
         key: key.into(),
         message: message.into(),
     }
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawConfig {
-    #[serde(default)]
-    server: RawServer,
-    #[serde(default)]
-    auth: RawAuth,
-    #[serde(default)]
-    plugins: RawPlugins,
-    #[serde(default)]
-    limits: RawLimits,
-    #[serde(default)]
-    providers: BTreeMap<String, RawProvider>,
-    #[serde(default)]
-    rojos: BTreeMap<String, RawRojo>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawServer {
-    bind: Option<String>,
-    storage: Option<PathBuf>,
-    max_body_bytes: Option<usize>,
-    max_concurrent_chats: Option<usize>,
-    max_chats_per_token: Option<usize>,
-    max_connections: Option<usize>,
-    header_read_timeout_secs: Option<f64>,
-    idle_timeout_secs: Option<f64>,
-    stream_write_timeout_secs: Option<f64>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawAuth {
-    #[serde(default)]
-    tokens: Vec<RawToken>,
-    rate_limit_per_minute: Option<u32>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawToken {
-    token: Option<String>,
-    token_env: Option<String>,
-    projects: Vec<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPlugins {
-    #[serde(default)]
-    load: Vec<PathBuf>,
-    dir: Option<PathBuf>,
-    call_timeout_secs: Option<f64>,
-    max_concurrent_calls: Option<usize>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLimits {
-    max_read_bytes: Option<u64>,
-    max_write_bytes: Option<u64>,
-    max_list_entries: Option<u64>,
-    max_result_bytes: Option<usize>,
-    max_tool_calls_per_turn: Option<usize>,
-    max_turn_result_bytes: Option<usize>,
-    max_run_result_bytes: Option<usize>,
-    max_model_turn_bytes: Option<usize>,
-    max_conversation_bytes: Option<usize>,
-    max_conversation_page_bytes: Option<usize>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawProvider {
-    base_url: String,
-    model: String,
-    api_key_env: Option<String>,
-    connect_timeout_secs: Option<f64>,
-    idle_timeout_secs: Option<f64>,
-    turn_timeout_secs: Option<f64>,
-    max_attempts: Option<u32>,
-    empty_content: Option<RawEmptyContent>,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum RawEmptyContent {
-    Null,
-    EmptyString,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawRojo {
-    provider: String,
-    system_prompt: Option<String>,
-    #[serde(default = "all_tools")]
-    tools: RawTools,
-    max_steps: Option<u32>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum RawTools {
-    One(String),
-    List(Vec<String>),
-}
-
-fn all_tools() -> RawTools {
-    RawTools::One("*".to_owned())
 }
 
 /// The validated configuration. Immutable once loaded.

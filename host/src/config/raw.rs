@@ -1,0 +1,119 @@
+//! `rojos.toml` exactly as written: one serde type per table, unknown keys refused (the
+//! error names the key). `super` turns these into the validated [`super::Config`].
+
+use std::{collections::BTreeMap, path::PathBuf};
+
+use serde::Deserialize;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawConfig {
+    #[serde(default)]
+    pub(super) server: RawServer,
+    #[serde(default)]
+    pub(super) auth: RawAuth,
+    #[serde(default)]
+    pub(super) plugins: RawPlugins,
+    #[serde(default)]
+    pub(super) limits: RawLimits,
+    #[serde(default)]
+    pub(super) providers: BTreeMap<String, RawProvider>,
+    #[serde(default)]
+    pub(super) rojos: BTreeMap<String, RawRojo>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawServer {
+    pub(super) bind: Option<String>,
+    pub(super) storage: Option<PathBuf>,
+    pub(super) max_body_bytes: Option<usize>,
+    pub(super) max_concurrent_chats: Option<usize>,
+    pub(super) max_chats_per_token: Option<usize>,
+    pub(super) max_connections: Option<usize>,
+    pub(super) header_read_timeout_secs: Option<f64>,
+    pub(super) idle_timeout_secs: Option<f64>,
+    pub(super) stream_write_timeout_secs: Option<f64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAuth {
+    #[serde(default)]
+    pub(super) tokens: Vec<RawToken>,
+    pub(super) rate_limit_per_minute: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawToken {
+    pub(super) token: Option<String>,
+    pub(super) token_env: Option<String>,
+    pub(super) projects: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPlugins {
+    #[serde(default)]
+    pub(super) load: Vec<PathBuf>,
+    pub(super) dir: Option<PathBuf>,
+    pub(super) call_timeout_secs: Option<f64>,
+    pub(super) max_concurrent_calls: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLimits {
+    pub(super) max_read_bytes: Option<u64>,
+    pub(super) max_write_bytes: Option<u64>,
+    pub(super) max_list_entries: Option<u64>,
+    pub(super) max_result_bytes: Option<usize>,
+    pub(super) max_tool_calls_per_turn: Option<usize>,
+    pub(super) max_turn_result_bytes: Option<usize>,
+    pub(super) max_run_result_bytes: Option<usize>,
+    pub(super) max_model_turn_bytes: Option<usize>,
+    pub(super) max_conversation_bytes: Option<usize>,
+    pub(super) max_conversation_page_bytes: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawProvider {
+    pub(super) base_url: String,
+    pub(super) model: String,
+    pub(super) api_key_env: Option<String>,
+    pub(super) connect_timeout_secs: Option<f64>,
+    pub(super) idle_timeout_secs: Option<f64>,
+    pub(super) turn_timeout_secs: Option<f64>,
+    pub(super) max_attempts: Option<u32>,
+    pub(super) empty_content: Option<RawEmptyContent>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum RawEmptyContent {
+    Null,
+    EmptyString,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRojo {
+    pub(super) provider: String,
+    pub(super) system_prompt: Option<String>,
+    #[serde(default = "all_tools")]
+    pub(super) tools: RawTools,
+    pub(super) max_steps: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawTools {
+    One(String),
+    List(Vec<String>),
+}
+
+fn all_tools() -> RawTools {
+    RawTools::One("*".to_owned())
+}
