@@ -1,7 +1,7 @@
-//! `rojos.toml`, in two steps: `RawConfig` (`raw`) mirrors the file exactly (unknown keys are errors
-//! that name the key), `Config` is the validated form with paths resolved against the
-//! config's folder and secrets read from the environment. Tool names are checked against the
-//! loaded plugins by [`Config::check_tools`], once the registry exists.
+//! `rojos.toml`, in two steps: `RawConfig` (`raw`) mirrors the file exactly (unknown keys
+//! are errors that name the key), `Config` is the validated form with paths resolved against
+//! the config's folder and secrets read from the environment. Tool names are checked against
+//! the loaded plugins by [`Config::check_tools`], once the registry exists.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
