@@ -92,60 +92,15 @@ pub async fn run(client: &Client) -> Vec<Check> {
         json!({"role": "system", "content": "You are being tested. Use the tools you are given."}),
         json!({"role": "user", "content": "What time is it in UTC? Call get_time to find out, then answer in one short sentence."}),
     ];
-    let first = stream(
-        client,
-        &ChatRequest {
-            messages: messages.clone(),
-            tools: vec![probe_tool()],
-            tool_choice: Some(ToolChoice::Auto),
-        },
-    )
-    .await;
-    let turn = match first.turn {
-        Ok(turn) => turn,
-        Err(e) => {
-            checks.push(Check {
-                name: "streaming",
-                ok: false,
-                detail: error_chain(&e),
-            });
-            return checks;
-        }
-    };
-    checks.push(Check {
-        name: "streaming",
-        ok: true,
-        detail: format!(
-            "first event after {} ms",
-            first.first_event_ms.unwrap_or_default()
-        ),
-    });
-    let Some(call) = turn.tool_calls.first() else {
-        checks.push(Check {
-            name: "tool call",
-            ok: false,
-            detail: format!(
-                "the model answered in text instead of calling get_time: {:?}",
-                shorten(&turn.text)
-            ),
-        });
+    let (check, turn) = streaming(client, &messages).await;
+    checks.push(check);
+    let Some(turn) = turn else {
         return checks;
     };
-    let args_ok = call.name == "get_time" && call.arguments.is_ok();
-    checks.push(Check {
-        name: "tool call",
-        ok: args_ok,
-        detail: match &call.arguments {
-            Ok(args) => format!(
-                "{} {} (id {})",
-                call.name,
-                Value::Object(args.clone()),
-                call.id
-            ),
-            Err(why) => format!("{} with unusable arguments: {why}", call.name),
-        },
-    });
-    if !args_ok {
+    let check = tool_call(&turn);
+    let called = check.ok;
+    checks.push(check);
+    if !called {
         return checks;
     }
     messages.push(client.assistant_message(&turn));
@@ -155,16 +110,76 @@ pub async fn run(client: &Client) -> Vec<Check> {
             r#"{"time":"12:00","timezone":"UTC"}"#,
         ));
     }
-    let second = stream(
-        client,
-        &ChatRequest {
-            messages,
-            tools: vec![probe_tool()],
-            tool_choice: Some(ToolChoice::Auto),
+    checks.push(follow_up(client, messages).await);
+    checks
+}
+
+/// The probe's request: `messages` with the `get_time` tool offered.
+fn request(messages: Vec<Value>) -> ChatRequest {
+    ChatRequest {
+        messages,
+        tools: vec![probe_tool()],
+        tool_choice: Some(ToolChoice::Auto),
+    }
+}
+
+/// Check 1: the first turn streams to its end; its turn when it did.
+async fn streaming(client: &Client, messages: &[Value]) -> (Check, Option<Turn>) {
+    let first = stream(client, &request(messages.to_vec())).await;
+    match first.turn {
+        Ok(turn) => (
+            Check {
+                name: "streaming",
+                ok: true,
+                detail: format!(
+                    "first event after {} ms",
+                    first.first_event_ms.unwrap_or_default()
+                ),
+            },
+            Some(turn),
+        ),
+        Err(e) => (
+            Check {
+                name: "streaming",
+                ok: false,
+                detail: error_chain(&e),
+            },
+            None,
+        ),
+    }
+}
+
+/// Check 2: the turn calls `get_time` with usable arguments.
+fn tool_call(turn: &Turn) -> Check {
+    let Some(call) = turn.tool_calls.first() else {
+        return Check {
+            name: "tool call",
+            ok: false,
+            detail: format!(
+                "the model answered in text instead of calling get_time: {:?}",
+                shorten(&turn.text)
+            ),
+        };
+    };
+    Check {
+        name: "tool call",
+        ok: call.name == "get_time" && call.arguments.is_ok(),
+        detail: match &call.arguments {
+            Ok(args) => format!(
+                "{} {} (id {})",
+                call.name,
+                Value::Object(args.clone()),
+                call.id
+            ),
+            Err(why) => format!("{} with unusable arguments: {why}", call.name),
         },
-    )
-    .await;
-    checks.push(match second.turn {
+    }
+}
+
+/// Check 3: given the tool's result, the model answers in text.
+async fn follow_up(client: &Client, messages: Vec<Value>) -> Check {
+    let second = stream(client, &request(messages)).await;
+    match second.turn {
         Err(e) => Check {
             name: "follow-up",
             ok: false,
@@ -184,8 +199,7 @@ pub async fn run(client: &Client) -> Vec<Check> {
                 second.deltas
             ),
         },
-    });
-    checks
+    }
 }
 
 fn shorten(text: &str) -> String {
