@@ -122,6 +122,23 @@ mod tests {
     }
 
     #[test]
+    fn assistant_message_keeps_text_and_tool_calls_of_the_same_turn() {
+        // Claude-style turns: a sentence, then a call, in one message.
+        let mut args = Map::new();
+        args.insert("path".into(), json!("."));
+        let t = turn("Let me look.", vec![call("toolu_1", Ok(args), None)]);
+        for empty in [EmptyContent::Null, EmptyContent::EmptyString] {
+            assert_eq!(
+                assistant_message(&t, empty),
+                json!({"role": "assistant", "content": "Let me look.", "tool_calls": [
+                    {"id": "toolu_1", "type": "function",
+                     "function": {"name": "create_directory", "arguments": "{\"path\":\".\"}"}}
+                ]})
+            );
+        }
+    }
+
+    #[test]
     fn text_only_turn_never_has_null_content() {
         let t = turn("", vec![]);
         assert_eq!(

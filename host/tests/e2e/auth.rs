@@ -1,6 +1,6 @@
-//! `POST /chat` and `GET /conversations` refusals before streaming: 401, 403, 400, 404, 413,
-//! each with a `{"error": ...}` body, and a `projectId` that never reaches the file system
-//! unless it is a plain folder name.
+//! `POST /chat` and `GET /conversations` (one, or a project's list) refusals before
+//! streaming: 401, 403, 400, 404, 413, each with a `{"error": ...}` body, and a `projectId`
+//! that never reaches the file system unless it is a plain folder name.
 
 use serde_json::{json, Value};
 
@@ -195,6 +195,31 @@ async fn a_conversation_cannot_be_used_or_read_from_another_project() {
         2,
         "refused requests never reached the model"
     );
+}
+
+#[tokio::test]
+async fn listing_conversations_needs_a_token_allowed_on_the_project() {
+    let upstream = ScriptedUpstream::start(vec![Turn::text("hello other")]).await;
+    let host = TestHost::start(HostConfig::builtins().upstream(&upstream)).await;
+    let other = Stream::read(
+        host.chat(json!({"projectId": "other", "message": "a secret title"}))
+            .await,
+    )
+    .await;
+    assert_eq!(other.done().1, "completed");
+    let list = |token: &'static str, project: &str| {
+        let url = format!("{}/conversations?projectId={project}", host.url);
+        async move { client().get(url).bearer_auth(token).send().await.unwrap() }
+    };
+    let (status, error) = status_and_error(list(DEMO_TOKEN, "other").await).await;
+    assert_eq!(
+        (status, error.as_str()),
+        (403, "this token is not allowed on project other")
+    );
+    // The same token lists its own project; the all-projects token sees `other`'s.
+    assert_eq!(list(DEMO_TOKEN, "demo").await.status(), 200);
+    let listed: Vec<Value> = list(TOKEN, "other").await.json().await.unwrap();
+    assert_eq!(listed.len(), 1);
 }
 
 #[tokio::test]

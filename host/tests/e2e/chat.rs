@@ -1,6 +1,7 @@
 //! `POST /chat` end to end: the real host and plugins against a scripted upstream on
 //! loopback. The seed conversation, tool-call failures of every kind, the step limit,
-//! repeated calls, provider failures, client disconnects, follow-ups and restarts.
+//! repeated calls, provider failures, client disconnects, follow-ups and restarts, and turn
+//! shapes the fixtures lack (text with a call, index-less calls with split arguments).
 
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use serde_json::{json, Value};
 use crate::support::{
     host::{HostConfig, TestHost},
     ndjson::{Event, Stream},
+    plugin_lib,
     upstream::{ScriptedUpstream, Turn},
 };
 
@@ -33,6 +35,50 @@ fn roles(messages: &[Value]) -> Vec<&str> {
         .iter()
         .map(|m| m["role"].as_str().unwrap())
         .collect()
+}
+
+/// The id of project `demo`'s only conversation (for runs whose client left before `DONE`).
+async fn only_conversation(host: &TestHost) -> String {
+    let listed: Vec<Value> = host
+        .get("/conversations?projectId=demo")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    listed[0]["id"].as_str().unwrap().to_owned()
+}
+
+/// The stored history of `conversation` once its run has closed it (it ends on an assistant
+/// message without tool calls), waiting generously (twenty seconds) for the run to end.
+async fn closed_history(host: &TestHost, conversation: &str) -> Vec<Value> {
+    for _ in 0..400 {
+        let stored = host.stored_messages(conversation).await;
+        let last = stored.last().cloned().unwrap_or_default();
+        if last["role"] == "assistant" && last.get("tool_calls").is_none() {
+            return stored;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "the run never closed the history: {:?}",
+        host.stored_messages(conversation).await
+    );
+}
+
+/// Waits (generously) until the upstream saw `count` responses dropped mid-stream.
+async fn until_dropped(upstream: &ScriptedUpstream, count: usize) {
+    for _ in 0..200 {
+        if upstream.dropped() >= count {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        upstream.dropped(),
+        count,
+        "the upstream saw its response dropped mid-stream"
+    );
 }
 
 #[tokio::test]
@@ -412,23 +458,35 @@ async fn a_stream_cut_mid_turn_keeps_the_partial_text_and_reports_it() {
 
 #[tokio::test]
 async fn a_client_disconnect_drops_the_upstream_and_starts_no_tool() {
-    let slow = Turn::text(&"word ".repeat(200)).chunk_delay(Duration::from_millis(20));
+    // Slow text, then a tool call: a run that kept going after its client left would read
+    // the whole turn (no drop mid-stream) and could write `late.txt`.
+    let mut deltas = vec![json!({"role": "assistant", "content": ""})];
+    deltas.extend((0..200).map(|_| json!({"content": "word "})));
+    deltas.push(
+        json!({"tool_calls": [{"index": 0, "id": "w1", "type": "function",
+        "function": {"name": "write_text_content", "arguments": ""}}]}),
+    );
+    deltas.push(json!({"tool_calls": [{"index": 0,
+        "function": {"arguments": "{\"path\":\"late.txt\",\"text\":\"too late\"}"}}]}));
+    let slow = Turn::deltas(&deltas, "tool_calls").chunk_delay(Duration::from_millis(20));
     let (host, upstream) = host_with(vec![slow]).await;
     let mut response = host.chat(message("talk slowly")).await;
     let first = response.chunk().await.unwrap().unwrap();
     assert!(String::from_utf8_lossy(&first).contains("CHAT"));
     drop(response);
-    for _ in 0..100 {
-        if upstream.dropped() == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(
-        upstream.dropped(),
-        1,
-        "the upstream saw the connection dropped"
+    until_dropped(&upstream, 1).await;
+
+    // The run was cancelled: the history is closed by the partial answer, no tool ran.
+    let conversation = only_conversation(&host).await;
+    let stored = closed_history(&host, &conversation).await;
+    assert_eq!(roles(&stored), ["user", "assistant"]);
+    let partial = stored[1]["content"].as_str().unwrap();
+    assert!(
+        partial.starts_with("word ") && partial.len() < 200 * "word ".len(),
+        "{partial:?}"
     );
+    assert!(!host.project_root("demo").join("late.txt").exists());
+    assert_eq!(upstream.received().len(), 1, "no further model turn");
 }
 
 #[tokio::test]
@@ -505,10 +563,135 @@ async fn a_client_gone_during_a_tool_turn_runs_no_tool_and_leaves_a_valid_histor
         1,
         "the upstream saw the connection dropped"
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The run stored its closing message: the history ends answered, without the calls.
+    let conversation = only_conversation(&host).await;
+    let stored = closed_history(&host, &conversation).await;
+    assert_eq!(roles(&stored), ["user", "assistant"]);
+    assert_eq!(
+        stored[1]["content"], "(no answer: the run was cancelled)",
+        "{stored:?}"
+    );
     assert!(
         !host.project_root("demo").join("late.txt").exists(),
         "no tool started after the client left"
     );
     assert_eq!(upstream.received().len(), 1, "no further model turn");
+}
+
+#[tokio::test]
+async fn a_client_gone_during_the_first_of_two_calls_runs_not_the_second() {
+    let calls = Turn::tool_calls(&[
+        ("h1", "hang_tool", json!({"seconds": 1.5})),
+        (
+            "w1",
+            "write_text_content",
+            json!({"path": "late.txt", "text": "too late"}),
+        ),
+    ]);
+    let upstream = ScriptedUpstream::start(vec![calls]).await;
+    let mut config = HostConfig::builtins().upstream(&upstream);
+    config.load.push(plugin_lib("rojos_test_hang_tool"));
+    let host = TestHost::start(config).await;
+    let mut response = host.chat(message("hang, then write")).await;
+    let mut seen = String::new();
+    while !seen.contains("\"TOOL_CALL\"") {
+        let chunk = response
+            .chunk()
+            .await
+            .unwrap()
+            .expect("events until TOOL_CALL");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(seen.contains("hang_tool"), "{seen}");
+    drop(response);
+
+    // Provider-valid: every call answered by its tool message, then a closing answer.
+    let conversation = only_conversation(&host).await;
+    let stored = closed_history(&host, &conversation).await;
+    assert_eq!(
+        roles(&stored),
+        ["user", "assistant", "tool", "tool", "assistant"]
+    );
+    let ids: Vec<&Value> = stored[1]["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["id"])
+        .collect();
+    assert_eq!(ids, [&json!("h1"), &json!("w1")]);
+    assert_eq!(stored[2]["tool_call_id"], "h1");
+    assert_eq!(stored[2]["content"], r#"{"slept":1.5}"#);
+    assert_eq!(stored[3]["tool_call_id"], "w1");
+    assert_eq!(
+        stored[3]["content"],
+        "error: not run: the run was cancelled"
+    );
+    assert!(
+        !host.project_root("demo").join("late.txt").exists(),
+        "the second call did not run"
+    );
+    assert_eq!(upstream.received().len(), 1, "no further model turn");
+}
+
+#[tokio::test]
+async fn a_turn_with_text_and_a_tool_call_keeps_both_in_the_history() {
+    // Claude-style: a sentence, then a call, in one turn.
+    let turn = Turn::deltas(
+        &[
+            json!({"role": "assistant", "content": ""}),
+            json!({"content": "Let me look."}),
+            json!({"tool_calls": [{"index": 0, "id": "toolu_1", "type": "function",
+                "function": {"name": "list_files", "arguments": ""}}]}),
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"path\":\".\"}"}}]}),
+        ],
+        "tool_calls",
+    );
+    let (host, upstream) = host_with(vec![turn, Turn::text("Nothing there.")]).await;
+    let stream = Stream::read(host.chat(message("what is there?")).await).await;
+    assert_eq!(
+        stream.calls(),
+        vec![("list_files".to_owned(), json!({"path": "."}))]
+    );
+    let (conversation, stop) = stream.done();
+    assert_eq!(stop, "completed");
+    let expected = json!({"role": "assistant", "content": "Let me look.", "tool_calls": [
+        {"id": "toolu_1", "type": "function",
+         "function": {"name": "list_files", "arguments": "{\"path\":\".\"}"}}
+    ]});
+    let sent = upstream.received()[1].body["messages"].clone();
+    assert_eq!(sent[1], expected);
+    assert_eq!(sent[2]["tool_call_id"], "toolu_1");
+    let stored = host.stored_messages(&conversation).await;
+    assert_eq!(roles(&stored), ["user", "assistant", "tool", "assistant"]);
+    assert_eq!(stored[1], expected);
+}
+
+#[tokio::test]
+async fn an_index_less_call_with_split_arguments_runs_as_one_call() {
+    // Mistral/Gemini-style entries without `index`, the arguments over three chunks.
+    let turn = Turn::deltas(
+        &[
+            json!({"role": "assistant", "content": null}),
+            json!({"tool_calls": [{"id": "Xb7kP2mQa", "type": "function",
+                "function": {"name": "create_directory", "arguments": "{\"pa"}}]}),
+            json!({"tool_calls": [{"function": {"arguments": "th\": \"docs"}}]}),
+            json!({"tool_calls": [{"function": {"arguments": "/intro\"}"}}]}),
+        ],
+        "tool_calls",
+    );
+    let (host, upstream) = host_with(vec![turn, Turn::text("Made it.")]).await;
+    let stream = Stream::read(host.chat(message("make docs/intro")).await).await;
+    assert_eq!(
+        stream.calls(),
+        vec![("create_directory".to_owned(), json!({"path": "docs/intro"}))]
+    );
+    assert!(stream.results()[0].1, "{:?}", stream.results());
+    assert!(host.project_root("demo").join("docs/intro").is_dir());
+    let sent = upstream.received()[1].body["messages"].clone();
+    assert_eq!(
+        sent[1]["tool_calls"],
+        json!([{"id": "Xb7kP2mQa", "type": "function",
+            "function": {"name": "create_directory", "arguments": "{\"path\":\"docs/intro\"}"}}])
+    );
+    assert_eq!(sent[2]["tool_call_id"], "Xb7kP2mQa");
 }

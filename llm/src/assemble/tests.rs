@@ -173,6 +173,31 @@ fn gemini_whole_calls_without_index_in_one_chunk_are_separate() {
 }
 
 #[test]
+fn index_less_call_with_arguments_over_several_chunks_is_one_call() {
+    // Mistral/Gemini-style entries without `index`, the arguments split: continuations
+    // carry neither id nor name, or repeat the id alone.
+    let bare = [
+        call(None, Some("Xb7kP2mQa"), Some("create_directory"), "{\"pa"),
+        call(None, None, None, "th\": \"docs"),
+        call(None, None, None, "/intro\"}"),
+        finish("tool_calls"),
+    ];
+    let with_id = [
+        call(None, Some("Xb7kP2mQa"), Some("create_directory"), "{\"pa"),
+        call(None, Some("Xb7kP2mQa"), None, "th\": \"docs"),
+        call(None, Some("Xb7kP2mQa"), None, "/intro\"}"),
+        finish("tool_calls"),
+    ];
+    for chunks in [&bare, &with_id] {
+        let (_, t) = run(chunks).unwrap();
+        assert_eq!(t.tool_calls.len(), 1, "{:?}", t.tool_calls);
+        assert_eq!(t.tool_calls[0].id, "Xb7kP2mQa");
+        assert_eq!(t.tool_calls[0].name, "create_directory");
+        assert_eq!(args(&t, 0), json!({"path": "docs/intro"}));
+    }
+}
+
+#[test]
 fn duplicate_ids_get_a_fresh_one() {
     let (_, t) = run(&[
         call(Some(0), Some("same"), Some("a"), "{}"),

@@ -130,6 +130,16 @@ impl Turn {
         Turn::sse(events)
     }
 
+    /// A turn sent as the given `delta` objects, one chunk each in OpenAI's chunk envelope,
+    /// then a `finish` chunk and `[DONE]`: for shapes the other builders do not make
+    /// (text and calls in one turn, calls without `index`).
+    pub fn deltas(deltas: &[Value], finish: &str) -> Turn {
+        let mut events: Vec<String> = deltas.iter().map(|d| chunk(d.clone(), None)).collect();
+        events.push(chunk(json!({}), Some(finish)));
+        events.push("data: [DONE]\n\n".to_owned());
+        Turn::sse(events)
+    }
+
     /// A single `data:` line carrying `bytes` bytes of answer text, written 64 KiB at a
     /// time as the client reads (never held whole), without an end: a runaway provider.
     /// [`ScriptedUpstream::huge_bytes_sent`] counts what was written.
@@ -314,7 +324,8 @@ impl ScriptedUpstream {
         );
     }
 
-    /// How many responses the client abandoned before their end.
+    /// How many responses the client abandoned mid-stream, before their last chunk was
+    /// handed to the connection (a close after the last chunk is a normal end, not counted).
     pub fn dropped(&self) -> usize {
         self.script.dropped.load(Ordering::SeqCst)
     }
@@ -334,7 +345,7 @@ impl ScriptedUpstream {
     }
 }
 
-/// Counts a response as dropped unless it was marked finished.
+/// Counts a response as dropped unless it was marked finished (its last chunk handed out).
 struct DropWatch {
     script: Arc<Script>,
     finished: bool,
@@ -420,6 +431,11 @@ async fn serve_turn(
                     tokio::time::sleep(if first { first_delay } else { delay }).await;
                     match chunks.next() {
                         Some(bytes) => {
+                            // The last chunk is handed out: a close from here on is the
+                            // normal end of the response, not a drop mid-stream.
+                            if chunks.len() == 0 && !cut {
+                                watch.finish();
+                            }
                             Some((Ok(bytes), (chunks, watch, delay, first_delay, false)))
                         }
                         None if cut => {
