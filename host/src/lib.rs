@@ -19,6 +19,8 @@
 //! [`serve`] runs the server on a bound listener until `shutdown` completes; the binary and
 //! the end-to-end tests both start it this way.
 
+#![forbid(unsafe_code)]
+
 pub mod agent;
 pub mod cli;
 pub mod config;

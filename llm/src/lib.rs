@@ -48,6 +48,8 @@
 //! # Ok(()) }
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod assemble;
 mod client;
 mod error;

@@ -11,6 +11,8 @@
 //! symlinks that lead out are refused, and its errors name only the model's own path.
 //! `clippy.toml` forbids `std::fs` here.
 
+#![forbid(unsafe_code)]
+
 use rojos_fs_guard::{parse_args, ProjectDir};
 use rojos_plugin_api::{export_tool, CallContext, Tool, ToolError, ToolSpec};
 use serde::Deserialize;
