@@ -1,4 +1,4 @@
-//! One plugin file to a loaded [`Tool`], the way DESIGN.md §1 found safe: open the file only if
+//! One plugin file to a loaded [`Tool`], the safe way (docs/security.md): open the file only if
 //! nobody but the server's user or root could have written it (`trust`), read the bytes from
 //! that descriptor, hash them, check the ELF is complete, load a private content-addressed copy
 //! (never the file itself, which may be replaced in place), then read and check the manifest.

@@ -1,6 +1,6 @@
 //! `ProjectDir`: the project root as a `cap-std` capability, and every file operation the
-//! tools perform on it (PATHS.md §2.3 step 4). Each path is resolved once, by the kernel,
-//! beneath the root (`openat2` with `RESOLVE_BENEATH`); creations, replacements, moves and
+//! tools perform on it, after the syntactic checks of `path`. Each path is resolved once, by
+//! the kernel, beneath the root (`openat2` with `RESOLVE_BENEATH`); creations, replacements, moves and
 //! deletions act on the last name through an open handle of its parent folder, and a
 //! recursive delete walks down by folder handles opened with `O_NOFOLLOW` (see `tree`).
 
