@@ -15,6 +15,7 @@
 //! - `assemble` — chunks → text deltas and whole tool calls → [`Turn`] (provider quirks).
 //! - `turn` — [`Turn`], [`ToolCall`], [`FinishReason`], [`Usage`], [`TurnEvent`].
 //! - `history` — the assistant and `tool` messages to append to the history.
+//! - `json_type` — [`json_type_name`], a JSON value's type for messages ("an array").
 //! - `retry` — retryable statuses, `Retry-After`, backoff.
 //! - `redact` — [`display_url`], and the provider's secrets kept out of its error messages.
 //! - `error` — [`LlmError`], [`SizeLimit`].
@@ -54,6 +55,7 @@ mod assemble;
 mod client;
 mod error;
 mod history;
+mod json_type;
 mod provider;
 mod redact;
 mod request;
@@ -66,6 +68,7 @@ mod wire;
 pub use client::Client;
 pub use error::{BoxError, LlmError, SizeLimit};
 pub use history::{assistant_message, tool_message, EmptyContent};
+pub use json_type::json_type_name;
 pub use provider::{ApiKey, Limits, Provider, RetryPolicy, Timeouts};
 pub use redact::display_url;
 pub use request::{
@@ -74,8 +77,3 @@ pub use request::{
 };
 pub use stream::{decode_stream, DecodeOptions, TurnStream};
 pub use turn::{FinishReason, ToolCall, Turn, TurnEvent, Usage};
-
-/// Mints a tool-call id in the only shape every provider accepts back: `[A-Za-z0-9]{9}`.
-pub fn mint_tool_call_id() -> String {
-    assemble::mint_id()
-}
