@@ -18,6 +18,7 @@
 //! - `json_type` — [`json_type_name`], a JSON value's type for messages ("an array").
 //! - `retry` — retryable statuses, `Retry-After`, backoff.
 //! - `redact` — [`display_url`], and the provider's secrets kept out of its error messages.
+//! - `secret` — [`Secret`]: an API key or token whose `Debug` and `Display` never show it.
 //! - `error` — [`LlmError`], [`SizeLimit`].
 //!
 //! # Use from an agent loop
@@ -60,6 +61,7 @@ mod provider;
 mod redact;
 mod request;
 mod retry;
+mod secret;
 mod sse;
 mod stream;
 mod turn;
@@ -69,11 +71,12 @@ pub use client::Client;
 pub use error::{BoxError, LlmError, SizeLimit};
 pub use history::{assistant_message, tool_message, EmptyContent};
 pub use json_type::json_type_name;
-pub use provider::{ApiKey, Limits, Provider, RetryPolicy, Timeouts};
+pub use provider::{Limits, Provider, RetryPolicy, Timeouts};
 pub use redact::display_url;
 pub use request::{
     chat_completions_url, sanitize_schema, sanitize_tool, validate_tool_name, ChatRequest,
     ToolChoice,
 };
+pub use secret::Secret;
 pub use stream::{decode_stream, DecodeOptions, TurnStream};
 pub use turn::{FinishReason, ToolCall, Turn, TurnEvent, Usage};
