@@ -58,7 +58,7 @@ pub async fn serve(
     let agent = std::sync::Arc::clone(&state.agent);
     let cancel = agent.shutdown.clone();
     let limits = state.config.http;
-    let metrics = std::sync::Arc::clone(&agent.metrics);
+    let metrics = std::sync::Arc::clone(&state.metrics);
     http::server::run(listener, http::router(state), limits, metrics, async move {
         shutdown.await;
         cancel.cancel();
