@@ -11,6 +11,8 @@
 //! partial request heads: `abuse`), the plugin boundary cost and the drop-in deploy time.
 //! Figures, never pass/fail: the goals are printed beside them.
 
+#![forbid(unsafe_code)]
+
 mod abuse;
 mod boundary;
 mod client;

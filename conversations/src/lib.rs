@@ -29,6 +29,8 @@
 //! # Ok(()) }
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod error;
 mod id;
 mod lease;

@@ -6,6 +6,7 @@
 use std::{
     collections::{BTreeMap, BTreeSet},
     net::SocketAddr,
+    num::NonZeroU32,
     path::{Path, PathBuf},
     time::Duration,
 };
@@ -205,8 +206,9 @@ pub struct RojoConfig {
     pub system_prompt: Option<String>,
     /// Which tools it may use.
     pub tools: ToolSelection,
-    /// Model turns per user message.
-    pub max_steps: u32,
+    /// Model turns per user message: at least one, so every run makes a turn and ends with
+    /// `DONE`.
+    pub max_steps: NonZeroU32,
 }
 
 /// A rojo's enabled tools.
@@ -644,10 +646,9 @@ fn parse_rojo(
         RawTools::List(list) if list.iter().any(|t| t == "*") => ToolSelection::All,
         RawTools::List(list) => ToolSelection::Only(list.iter().cloned().collect()),
     };
-    let max_steps = raw.max_steps.unwrap_or(12);
-    if max_steps == 0 {
+    let Some(max_steps) = NonZeroU32::new(raw.max_steps.unwrap_or(12)) else {
         return Err(invalid(format!("{key}.max_steps"), "must be at least 1"));
-    }
+    };
     Ok(RojoConfig {
         provider: raw.provider.clone(),
         system_prompt: raw.system_prompt.clone(),

@@ -19,6 +19,8 @@
 //! [`serve`] runs the server on a bound listener until `shutdown` completes; the binary and
 //! the end-to-end tests both start it this way.
 
+#![forbid(unsafe_code)]
+
 pub mod agent;
 pub mod cli;
 pub mod config;
@@ -56,7 +58,7 @@ pub async fn serve(
     let agent = std::sync::Arc::clone(&state.agent);
     let cancel = agent.shutdown.clone();
     let limits = state.config.http;
-    let metrics = std::sync::Arc::clone(&agent.metrics);
+    let metrics = std::sync::Arc::clone(&state.metrics);
     http::server::run(listener, http::router(state), limits, metrics, async move {
         shutdown.await;
         cancel.cancel();

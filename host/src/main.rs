@@ -1,6 +1,8 @@
 //! The `rojos` binary: parse the command line, load the config and plugins, then serve (or
 //! print the tools, or check) — everything else lives in the library.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use anyhow::Context;

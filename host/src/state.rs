@@ -33,6 +33,8 @@ pub struct AppState {
     pub loader: Arc<Loader>,
     /// Runs chats.
     pub agent: Arc<Agent>,
+    /// The counters `GET /metrics` renders (the agent holds the same value).
+    pub metrics: Arc<Metrics>,
     /// How many chats may stream at once (in all, and per token), and how often each token
     /// may start one.
     pub limits: Arc<ChatLimits>,
@@ -135,6 +137,7 @@ impl AppState {
             watchers.push(live.watch(config.path.clone(), Arc::clone(&registry)));
         }
         let storage = Arc::new(storage);
+        let metrics = Arc::new(Metrics::new());
         let agent = Agent {
             registry: Arc::clone(&registry),
             store: Arc::new(store),
@@ -146,7 +149,7 @@ impl AppState {
             budgets: config.budgets,
             shutdown: CancellationToken::new(),
             tasks: TaskTracker::new(),
-            metrics: Arc::new(Metrics::new()),
+            metrics: Arc::clone(&metrics),
         };
         let limits = Arc::new(
             ChatLimits::new(config.max_concurrent_chats, config.rate_limit_per_minute)
@@ -159,6 +162,7 @@ impl AppState {
             auth: Arc::new(auth),
             loader,
             agent: Arc::new(agent),
+            metrics,
             limits,
             live,
             _watchers: Arc::new(watchers),

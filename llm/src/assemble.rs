@@ -6,6 +6,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
+use crate::json_type::json_type_name;
 use crate::turn::{FinishReason, ToolCall, Turn, Usage};
 use crate::wire::{describe_error, Chunk, ErrorInfo, WireToolCall};
 
@@ -340,7 +341,7 @@ fn parse_arguments(raw: &str, truncated: bool, max: usize) -> Result<Map<String,
         },
         Ok(other) => Err(format!(
             "the arguments must be a JSON object, not {}",
-            json_kind(&other)
+            json_type_name(&other)
         )),
         Err(e) => Err(format!(
             "the arguments are not valid JSON ({e}), so the tool was not run"
@@ -348,19 +349,8 @@ fn parse_arguments(raw: &str, truncated: bool, max: usize) -> Result<Map<String,
     }
 }
 
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// A fresh `[A-Za-z0-9]{9}` id.
-pub(crate) fn mint_id() -> String {
+/// A fresh id in the only shape every provider accepts back: `[A-Za-z0-9]{9}`.
+fn mint_id() -> String {
     (0..9).map(|_| fastrand::alphanumeric()).collect()
 }
 

@@ -15,8 +15,10 @@
 //! - `assemble` — chunks → text deltas and whole tool calls → [`Turn`] (provider quirks).
 //! - `turn` — [`Turn`], [`ToolCall`], [`FinishReason`], [`Usage`], [`TurnEvent`].
 //! - `history` — the assistant and `tool` messages to append to the history.
+//! - `json_type` — [`json_type_name`], a JSON value's type for messages ("an array").
 //! - `retry` — retryable statuses, `Retry-After`, backoff.
 //! - `redact` — [`display_url`], and the provider's secrets kept out of its error messages.
+//! - `secret` — [`Secret`]: an API key or token whose `Debug` and `Display` never show it.
 //! - `error` — [`LlmError`], [`SizeLimit`].
 //!
 //! # Use from an agent loop
@@ -48,14 +50,18 @@
 //! # Ok(()) }
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod assemble;
 mod client;
 mod error;
 mod history;
+mod json_type;
 mod provider;
 mod redact;
 mod request;
 mod retry;
+mod secret;
 mod sse;
 mod stream;
 mod turn;
@@ -64,16 +70,13 @@ mod wire;
 pub use client::Client;
 pub use error::{BoxError, LlmError, SizeLimit};
 pub use history::{assistant_message, tool_message, EmptyContent};
-pub use provider::{ApiKey, Limits, Provider, RetryPolicy, Timeouts};
+pub use json_type::json_type_name;
+pub use provider::{Limits, Provider, RetryPolicy, Timeouts};
 pub use redact::display_url;
 pub use request::{
     chat_completions_url, sanitize_schema, sanitize_tool, validate_tool_name, ChatRequest,
     ToolChoice,
 };
+pub use secret::Secret;
 pub use stream::{decode_stream, DecodeOptions, TurnStream};
 pub use turn::{FinishReason, ToolCall, Turn, TurnEvent, Usage};
-
-/// Mints a tool-call id in the only shape every provider accepts back: `[A-Za-z0-9]{9}`.
-pub fn mint_tool_call_id() -> String {
-    assemble::mint_id()
-}

@@ -8,28 +8,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::history::EmptyContent;
-
-/// An API key. Its `Debug` never shows the key, and it has no `Display`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    /// Wraps a key.
-    pub fn new(key: impl Into<String>) -> Self {
-        ApiKey(key.into())
-    }
-
-    /// The key itself, for the `Authorization` header only.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiKey(<redacted>)")
-    }
-}
+use crate::secret::Secret;
 
 /// Time limits for one model turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +113,7 @@ pub struct Provider {
     /// The `model` field of every request.
     pub model: String,
     /// Sent as `Authorization: Bearer …` when set.
-    pub api_key: Option<ApiKey>,
+    pub api_key: Option<Secret>,
     /// Extra request headers (e.g. OpenRouter's `HTTP-Referer`). Values are treated as secret.
     pub headers: Vec<(String, String)>,
     /// Time limits.
@@ -172,7 +151,7 @@ impl Provider {
 
     /// Sets the API key.
     pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(ApiKey::new(key));
+        self.api_key = Some(Secret::new(key));
         self
     }
 }

@@ -51,6 +51,8 @@
 //! drop the library into the host's plugin folder or list it in `[plugins].load`, and enable
 //! the tool for a rojo in `rojos.toml`.
 
+#![forbid(unsafe_code)]
+
 pub mod export;
 pub mod module;
 pub mod types;

@@ -19,6 +19,8 @@
 //! - Errors: `invalid_arguments` (empty or multi-line query, `max_results` out of range),
 //!   and for `path` itself: `not_found`, `outside_root`, `refused`.
 
+#![forbid(unsafe_code)]
+
 use rojos_fs_guard::{parse_args, EntryType, ListEntry, ProjectDir};
 use rojos_plugin_api::{export_tool, CallContext, Tool, ToolError, ToolSpec};
 use serde::{Deserialize, Serialize};

@@ -11,6 +11,8 @@
 //! symlinks that lead out are refused, and its errors name only the model's own path.
 //! `clippy.toml` forbids `std::fs` here.
 
+#![forbid(unsafe_code)]
+
 use rojos_fs_guard::{parse_args, ProjectDir};
 use rojos_plugin_api::{export_tool, CallContext, Tool, ToolError, ToolSpec};
 use serde::Deserialize;
@@ -96,7 +98,8 @@ mod tests {
         );
     }
 
-    /// The hostile paths of PATHS.md: every one is refused, and nothing outside the root
+    /// The hostile read paths of `rojos_fs_guard::testing` (`READ_ESCAPES`: `..`, absolute
+    /// paths, symlinks leading out, ...): every one is refused, and nothing outside the root
     /// (where every file holds a leak marker) reaches the result or the message.
     #[test]
     fn hostile_paths_are_refused_and_leak_nothing() {

@@ -110,7 +110,7 @@ mod tests {
             provider: "p".into(),
             system_prompt: Some("be brief".into()),
             tools: crate::config::ToolSelection::All,
-            max_steps: 3,
+            max_steps: std::num::NonZeroU32::new(3).expect("3 is not zero"),
         };
         let history = [json!({"role": "user", "content": "hi"})];
         let r = request(&rojo, &history, vec![], true);

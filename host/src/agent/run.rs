@@ -134,11 +134,11 @@ impl Run<'_> {
             limits: self.agent.limits,
             timeout: self.agent.call_timeout,
         };
-        for step in 1..=rojo.max_steps {
+        for step in 1..=rojo.max_steps.get() {
             if self.history_bytes > self.agent.budgets.max_conversation_bytes {
                 return self.conversation_full().await;
             }
-            let last = step == rojo.max_steps;
+            let last = step == rojo.max_steps.get();
             // One registry snapshot per model turn: a reload never changes tools mid-turn.
             let registry = self.agent.registry.snapshot();
             let request =

@@ -35,7 +35,7 @@ pub(super) async fn chat(
     State(state): State<AppState>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    let permit = state.limits.admit(caller.token(), &state.agent.metrics)?;
+    let permit = state.limits.admit(caller.token(), &state.metrics)?;
     let Json(body) =
         body.map_err(|rejection| json_error(rejection, state.config.max_body_bytes))?;
     // serde maps a JSON array onto a struct's fields by position: accept objects only.
@@ -80,7 +80,7 @@ pub(super) async fn chat(
     });
     Ok(ndjson::response(
         events,
-        (permit, state.agent.metrics.open_stream()),
+        (permit, state.metrics.open_stream()),
     ))
 }
 

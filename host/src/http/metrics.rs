@@ -12,6 +12,6 @@ use crate::{metrics::CONTENT_TYPE, state::AppState};
 
 pub(super) async fn get(_caller: Caller, State(state): State<AppState>) -> Response {
     let plugins = state.registry.snapshot().tools().count();
-    let text = state.agent.metrics.render(plugins);
+    let text = state.metrics.render(plugins);
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response()
 }

@@ -1,7 +1,8 @@
 //! Checks that a file is a complete ELF shared library before anyone `dlopen`s it.
 //!
 //! `dlopen` of a half-written library crashed the host (SIGBUS) or "succeeded" on a 90 % file
-//! (DESIGN.md §1), so every segment and section must lie inside the bytes we read.
+//! (docs/security.md, "Only the server's user can put code in the server"), so every segment
+//! and section must lie inside the bytes we read.
 
 use object::{
     elf,

@@ -117,7 +117,7 @@ fn check_args(library: &Library, args: &str) -> Result<(), String> {
     if !value.is_object() {
         return Err(format!(
             "arguments must be a JSON object, got {}",
-            json_type_name(&value)
+            rojos_llm::json_type_name(&value)
         ));
     }
     let problems: Vec<String> = library
@@ -143,17 +143,6 @@ fn check_args(library: &Library, args: &str) -> Result<(), String> {
             problems.join("; "),
             spec.parameters
         ))
-    }
-}
-
-fn json_type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -1,4 +1,4 @@
-//! One plugin file to a loaded [`Tool`], the way DESIGN.md §1 found safe: open the file only if
+//! One plugin file to a loaded [`Tool`], the safe way (docs/security.md): open the file only if
 //! nobody but the server's user or root could have written it (`trust`), read the bytes from
 //! that descriptor, hash them, check the ELF is complete, load a private content-addressed copy
 //! (never the file itself, which may be replaced in place), then read and check the manifest.
@@ -251,7 +251,8 @@ fn read_manifest(module: ToolModuleRef) -> Result<Manifest, LoadFailure> {
     let manifest: Manifest = serde_json::from_str(&json)
         .map_err(|e| LoadFailure::BadManifest(format!("manifest is not valid: {e}")))?;
     let name = &manifest.spec.name;
-    if !is_valid_tool_name(name) {
+    // A name every provider accepts; the loader's message names the rule as a pattern.
+    if rojos_llm::validate_tool_name(name).is_err() {
         return Err(LoadFailure::BadManifest(format!(
             "tool name {name:?} is not allowed: use ^[a-zA-Z][a-zA-Z0-9_-]{{0,63}}$"
         )));
@@ -276,16 +277,6 @@ fn read_manifest(module: ToolModuleRef) -> Result<Manifest, LoadFailure> {
         ));
     }
     Ok(manifest)
-}
-
-/// Whether `name` is a tool name every provider accepts.
-pub(crate) fn is_valid_tool_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    matches!(bytes.first(), Some(b) if b.is_ascii_alphabetic())
-        && bytes.len() <= 64
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
 }
 
 fn host_api_version() -> String {

@@ -1,8 +1,9 @@
 //! The drop-in folder (`[plugins].dir`): a plugin library moved in is loaded and offered on
 //! the next model turn, a replaced one serves its new version, a removed one is unregistered.
 //!
-//! No single file-system event means "write complete" (DESIGN.md §1), so each path gets a
-//! quiet period after its last event and is then reconciled with what is on disk. The folder
+//! No single file-system event means "write complete" (a copy or a build shows as several
+//! events, with a half-written file between them), so each path gets a quiet period after its
+//! last event and is then reconciled with what is on disk. The folder
 //! is also rescanned periodically (a deleted folder silently ends the watch; it is watched
 //! again when it reappears). Files are fingerprinted, so a rescan reloads nothing unchanged.
 //!

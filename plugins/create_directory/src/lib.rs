@@ -7,6 +7,8 @@
 //!   `outside_root`, `invalid_arguments` (also control/bidi characters in new names).
 //!   Logic in `rojos-fs-guard`.
 
+#![forbid(unsafe_code)]
+
 use rojos_fs_guard::{parse_args, ProjectDir};
 use rojos_plugin_api::{export_tool, CallContext, Tool, ToolError, ToolSpec};
 use serde::Deserialize;

@@ -14,6 +14,8 @@
 //!   absolute, a symlink on the way that leads out), `invalid_arguments`. Logic in
 //!   `rojos-fs-guard` (`ProjectDir::delete`, `ProjectDir::delete_recursive`).
 
+#![forbid(unsafe_code)]
+
 use rojos_fs_guard::{parse_args, PathError, ProjectDir};
 use rojos_plugin_api::{export_tool, CallContext, Tool, ToolError, ToolSpec};
 use serde::Deserialize;

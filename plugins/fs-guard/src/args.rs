@@ -1,6 +1,6 @@
 //! Parsing the model's arguments for a tool: a JSON object, nothing else. The function is
-//! `rojos_plugin_api::parse_args`, re-exported; its tests against every malformed argument of
-//! PATHS.md live here, next to the file tools that rely on it.
+//! `rojos_plugin_api::parse_args`, re-exported; its tests against every malformed argument a
+//! model may send live here, next to the file tools that rely on it.
 
 /// The model's arguments, as a JSON object only (re-exported from `rojos-plugin-api`).
 pub use rojos_plugin_api::parse_args;

@@ -5,7 +5,7 @@
 //! `cap-std` capability, and every operation resolves the model's relative path beneath it in
 //! the kernel (`openat2` with `RESOLVE_BENEATH`), so `..`, absolute paths and symlinks that
 //! lead out are refused at the moment of use, with no check-then-act race. See
-//! `shared/PATHS.md` for the threat model.
+//! docs/security.md ("Tools cannot leave the project") and docs/tools.md for the threat model.
 //!
 //! # Layout
 //!

@@ -1,5 +1,4 @@
-//! Syntactic checks on the model's path string (PATHS.md §2.3 step 2), before any file
-//! system call. They only give clear messages and refuse names the model may not create;
+//! Syntactic checks on the model's path string, the step before any file system call. They only give clear messages and refuse names the model may not create;
 //! confinement itself is the kernel's job through `cap-std` (`..` is left to it). Nothing is
 //! trimmed, percent-decoded, `~`-expanded or Unicode-normalised.
 

@@ -6,6 +6,8 @@
 //!   `too_large` (over `max_read_bytes`, size and limit named), `not_text` (NUL bytes or
 //!   invalid UTF-8, offset named), `invalid_arguments`. Logic in `rojos-fs-guard`.
 
+#![forbid(unsafe_code)]
+
 use rojos_fs_guard::{parse_args, ProjectDir};
 use rojos_plugin_api::{export_tool, CallContext, Tool, ToolError, ToolSpec};
 use serde::Deserialize;

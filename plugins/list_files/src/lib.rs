@@ -8,6 +8,8 @@
 //!   `{"entries":[…the first max_list_entries…],"truncated":true,"total":N}`.
 //! - Errors: `not_found`, `outside_root`, `refused` (not a folder), `invalid_arguments`.
 
+#![forbid(unsafe_code)]
+
 use rojos_fs_guard::{parse_args, ProjectDir};
 use rojos_plugin_api::{export_tool, CallContext, Tool, ToolError, ToolSpec};
 use serde::Deserialize;

@@ -13,6 +13,8 @@
 //!   way), `invalid_arguments` (also control/bidi characters in `to`). Logic in
 //!   `rojos-fs-guard` (`ProjectDir::rename`).
 
+#![forbid(unsafe_code)]
+
 use rojos_fs_guard::{parse_args, ProjectDir};
 use rojos_plugin_api::{export_tool, CallContext, Tool, ToolError, ToolSpec};
 use serde::Deserialize;

@@ -6,6 +6,8 @@
 //! - Errors: `not_found`, `outside_root` (absolute, `..` above the root, links leading out),
 //!   `refused` (FIFO, socket, device, symlink loop), `invalid_arguments`. Logic in `rojos-fs-guard`.
 
+#![forbid(unsafe_code)]
+
 use rojos_fs_guard::{parse_args, ProjectDir};
 use rojos_plugin_api::{export_tool, CallContext, Tool, ToolError, ToolSpec};
 use serde::Deserialize;

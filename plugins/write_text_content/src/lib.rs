@@ -7,6 +7,8 @@
 //!   FIFO, device or symlink at the name; an in-root symlink's target is named), `not_found`,
 //!   `invalid_arguments` (also control/bidi characters in names). Logic in `rojos-fs-guard`.
 
+#![forbid(unsafe_code)]
+
 use rojos_fs_guard::{parse_args, ProjectDir};
 use rojos_plugin_api::{export_tool, CallContext, Tool, ToolError, ToolSpec};
 use serde::Deserialize;

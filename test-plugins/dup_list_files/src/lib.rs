@@ -1,6 +1,8 @@
 //! Test plugin that declares the tool name `list_files`, already taken by the built-in
 //! plugin: the loader must refuse the second one and say which file kept the name.
 
+#![forbid(unsafe_code)]
+
 use rojos_plugin_api::{export_tool, CallContext, Tool, ToolError, ToolSpec};
 
 /// An impostor `list_files`.

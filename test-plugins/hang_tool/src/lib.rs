@@ -1,6 +1,8 @@
 //! Test plugin `hang_tool`: blocks for `seconds` (default an hour), to show that a hung
 //! plugin costs one call, which times out, while the server and other tools keep serving.
 
+#![forbid(unsafe_code)]
+
 use rojos_plugin_api::{export_tool, CallContext, Tool, ToolError, ToolSpec};
 
 /// Sleeps, then answers `{"slept":N}`.

@@ -1,5 +1,5 @@
 //! Tests of the operations that change names: `delete`, `delete_recursive` and `rename`,
-//! against the classes of PATHS.md §3 that apply to them: symlinks leading out (as the
+//! against the hostile path classes that apply to them: symlinks leading out (as the
 //! source, as the destination's folder, as a component), `..`, absolute paths, the root
 //! itself (also as `a/..`), overwrites, a folder moved into itself, special files, and a
 //! folder swapped for a symlink while a recursive delete runs (with a leak canary and a

@@ -1,10 +1,10 @@
 //! `ProjectDir`: the project root as a `cap-std` capability, and every file operation the
-//! tools perform on it. Each path is resolved once, by the kernel, beneath the root (`openat2`
-//! with `RESOLVE_BENEATH`), so no path the model sends reaches outside it. The operations are
-//! split in two: `read` (meta, text, listing) and `change` (write, create, delete, move;
-//! creations, replacements, moves and deletions act on the last name through an open handle of
-//! its parent folder, and a recursive delete walks down by folder handles opened with
-//! `O_NOFOLLOW`, see `tree`).
+//! tools perform on it, after the syntactic checks of `path`. Each path is resolved once, by
+//! the kernel, beneath the root (`openat2` with `RESOLVE_BENEATH`), so no path the model sends
+//! reaches outside it. The operations come in two halves: `read` (meta, text, listing) and
+//! `change` (write, create, delete, move). Creations, replacements, moves and deletions act
+//! on the last name through an open handle of its parent folder, and a recursive delete walks
+//! down by folder handles opened with `O_NOFOLLOW` (see `tree`).
 
 use std::os::fd::BorrowedFd;
 

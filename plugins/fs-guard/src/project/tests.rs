@@ -1,4 +1,4 @@
-//! Tests of `ProjectDir` against the classes of PATHS.md §3: escapes, special files,
+//! Tests of `ProjectDir` against the hostile path classes: escapes, special files,
 //! resources, encoding, the hard-link limit, atomic writes and the happy paths. Each test
 //! builds its own fixture, where every file outside the root holds the leak marker.
 
@@ -619,7 +619,7 @@ fn an_empty_path_asks_for_dot() {
 
 // ---------------------------------------------------------------- not preventable
 
-/// PATHS.md §2.5: a hard link planted in the root is an ordinary file to any path check, so
+/// Not preventable: a hard link planted in the root is an ordinary file to any path check, so
 /// reading it returns the outside content. Writing replaces the name only.
 #[test]
 fn a_planted_hard_link_reads_the_outside_file_but_a_write_replaces_only_the_name() {
