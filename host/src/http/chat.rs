@@ -60,7 +60,9 @@ pub(super) async fn chat(
     let client = settings
         .providers
         .get(&rojo.provider)
-        .ok_or_else(|| ApiError::Internal(format!("rojo {rojo_name}: no client for its provider")))?
+        .ok_or_else(|| {
+            ApiError::inconsistent(format!("rojo {rojo_name}: no client for its provider"))
+        })?
         .clone();
     if body.message.trim().is_empty() {
         return Err(ApiError::BadRequest("message must not be empty".to_owned()));
@@ -112,7 +114,7 @@ async fn open_conversation(
             .await
             .map_err(internal)?
             .ok_or_else(|| {
-                ApiError::Internal(format!("new conversation {id} already has a run lease"))
+                ApiError::inconsistent(format!("new conversation {id} already has a run lease"))
             })?;
         return Ok((id, Vec::new(), lease));
     };
@@ -197,5 +199,5 @@ fn json_error(rejection: JsonRejection, limit: usize) -> ApiError {
 }
 
 pub(super) fn internal(e: StoreError) -> ApiError {
-    ApiError::Internal(e.to_string())
+    ApiError::internal("the conversation store failed", e)
 }

@@ -43,7 +43,7 @@ pub(super) async fn get(
         .map_err(internal)?
         .ok_or_else(|| ApiError::NotFound(format!("no conversation {id}")))?;
     let project = ProjectId::parse(&page.head.project_id)
-        .map_err(|e| ApiError::Internal(format!("stored project id: {e}")))?;
+        .map_err(|e| ApiError::internal("the stored project id is invalid", e))?;
     caller.authorize(&project)?;
     let mut response = Json(Value::Array(page.messages)).into_response();
     if let Some(next) = page.next {

@@ -42,9 +42,37 @@ pub enum ApiError {
         /// Seconds to wait before retrying.
         retry_after: u64,
     },
-    /// 500: something failed inside the server; the detail is logged, not returned.
+    /// 500: something failed inside the server; what was being done and why (with every
+    /// source) is logged, not returned.
     #[error("internal error")]
-    Internal(String),
+    Internal {
+        /// What the server was doing.
+        context: String,
+        /// Why it failed, when another error says so.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+}
+
+impl ApiError {
+    /// A 500 for `context` that failed because of `source`.
+    pub fn internal(
+        context: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> ApiError {
+        ApiError::Internal {
+            context: context.into(),
+            source: Some(source.into()),
+        }
+    }
+
+    /// A 500 for a state the server should never be in (no other error to blame).
+    pub fn inconsistent(context: impl Into<String>) -> ApiError {
+        ApiError::Internal {
+            context: context.into(),
+            source: None,
+        }
+    }
 }
 
 impl IntoResponse for ApiError {
@@ -58,8 +86,12 @@ impl IntoResponse for ApiError {
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Internal(detail) => {
-                tracing::error!(%detail, "internal error");
+            ApiError::Internal { context, source } => {
+                let cause = source
+                    .as_deref()
+                    .map(|e| crate::agent::error_chain(e))
+                    .unwrap_or_default();
+                tracing::error!(%context, %cause, "internal error");
                 StatusCode::INTERNAL_SERVER_ERROR
             }
         };
@@ -77,5 +109,22 @@ impl IntoResponse for ApiError {
             );
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_internal_error_keeps_its_source_and_shows_the_user_nothing_of_it() {
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "storage is read-only");
+        let error = ApiError::internal("listing storage", io);
+        let source = std::error::Error::source(&error).expect("the cause is kept");
+        assert_eq!(source.to_string(), "storage is read-only");
+        assert_eq!(error.to_string(), "internal error");
+        let response = error.into_response();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(std::error::Error::source(&ApiError::inconsistent("no client")).is_none());
     }
 }

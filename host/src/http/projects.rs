@@ -24,8 +24,8 @@ pub(super) async fn list(
         )
     })
     .await
-    .map_err(|e| ApiError::Internal(format!("listing storage: {e}")))?
-    .map_err(|e| ApiError::Internal(format!("cannot list storage: {e}")))?;
+    .map_err(|e| ApiError::internal("listing storage", e))?
+    .map_err(|e| ApiError::internal("listing storage", e))?;
     let mut projects: Vec<String> = folders
         .into_iter()
         .filter(|name| ProjectId::parse(name).is_ok_and(|id| caller.authorize(&id).is_ok()))
