@@ -16,6 +16,7 @@ use serde_json::Value;
 use super::{auth::Caller, error::ApiError, ndjson};
 use crate::{
     agent::{RunLease, RunRequest},
+    config::RojoConfig,
     state::AppState,
     storage::ProjectId,
 };
@@ -36,34 +37,12 @@ pub(super) async fn chat(
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let permit = state.limits.admit(caller.token(), &state.metrics)?;
-    let Json(body) =
-        body.map_err(|rejection| json_error(rejection, state.config.max_body_bytes))?;
-    // serde maps a JSON array onto a struct's fields by position: accept objects only.
-    if !body.is_object() {
-        return Err(ApiError::BadRequest(
-            "invalid type: the body must be a JSON object".to_owned(),
-        ));
-    }
-    let body: ChatBody = serde_json::from_value(body)
-        .map_err(|e| ApiError::BadRequest(format!("invalid body: {e}")))?;
+    let body = read_body(body, state.config.max_body_bytes)?;
     let project =
         ProjectId::parse(&body.project_id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     caller.authorize(&project)?;
     let rojo_name = body.rojo.unwrap_or_else(|| "default".to_owned());
-    // One snapshot of the live settings for the whole message.
-    let settings = state.live.settings();
-    let rojo = settings
-        .rojos
-        .get(&rojo_name)
-        .ok_or_else(|| ApiError::BadRequest(format!("unknown rojo {rojo_name:?}")))?
-        .clone();
-    let client = settings
-        .providers
-        .get(&rojo.provider)
-        .ok_or_else(|| {
-            ApiError::inconsistent(format!("rojo {rojo_name}: no client for its provider"))
-        })?
-        .clone();
+    let (rojo, client) = rojo_and_client(&state, &rojo_name)?;
     if body.message.trim().is_empty() {
         return Err(ApiError::BadRequest("message must not be empty".to_owned()));
     }
@@ -84,6 +63,44 @@ pub(super) async fn chat(
         events,
         (permit, state.metrics.open_stream()),
     ))
+}
+
+/// The body as a [`ChatBody`]: `413` past `max_body_bytes`, `400` for anything but a JSON
+/// object with exactly the known keys.
+fn read_body(
+    body: Result<Json<Value>, JsonRejection>,
+    max_body_bytes: usize,
+) -> Result<ChatBody, ApiError> {
+    let Json(body) = body.map_err(|rejection| json_error(rejection, max_body_bytes))?;
+    // serde maps a JSON array onto a struct's fields by position: accept objects only.
+    if !body.is_object() {
+        return Err(ApiError::BadRequest(
+            "invalid type: the body must be a JSON object".to_owned(),
+        ));
+    }
+    serde_json::from_value(body).map_err(|e| ApiError::BadRequest(format!("invalid body: {e}")))
+}
+
+/// The rojo named `rojo_name` and its provider's client, from one snapshot of the live
+/// settings (an edit of `rojos.toml` applies from the next message); `400` for an unknown rojo.
+fn rojo_and_client(
+    state: &AppState,
+    rojo_name: &str,
+) -> Result<(RojoConfig, rojos_llm::Client), ApiError> {
+    let settings = state.live.settings();
+    let rojo = settings
+        .rojos
+        .get(rojo_name)
+        .ok_or_else(|| ApiError::BadRequest(format!("unknown rojo {rojo_name:?}")))?
+        .clone();
+    let client = settings
+        .providers
+        .get(&rojo.provider)
+        .ok_or_else(|| {
+            ApiError::inconsistent(format!("rojo {rojo_name}: no client for its provider"))
+        })?
+        .clone();
+    Ok((rojo, client))
 }
 
 /// The conversation a message continues (a new one without `conversation_id`), its history,
