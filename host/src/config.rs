@@ -281,75 +281,49 @@ impl Config {
                 base.join(p)
             }
         };
+        let (server, limits_raw) = (&raw.server, &raw.limits);
 
-        let bind_text = raw.server.bind.as_deref().unwrap_or("127.0.0.1:8080");
-        let bind = bind_text.parse().map_err(|_| {
-            invalid(
-                "server.bind",
-                format!("not a socket address: {bind_text:?}"),
-            )
-        })?;
-        let storage = resolve(
-            raw.server
-                .storage
-                .as_deref()
-                .unwrap_or(Path::new("storage")),
-        );
+        let bind = parse_bind(server.bind.as_deref())?;
+        let storage = resolve(server.storage.as_deref().unwrap_or(Path::new("storage")));
 
-        let tokens = raw
-            .auth
-            .tokens
-            .iter()
-            .enumerate()
-            .map(|(i, t)| parse_token(i, t, env))
-            .collect::<Result<_, _>>()?;
+        let tokens = parse_tokens(&raw.auth.tokens, env)?;
         let plugins = parse_plugins(&raw.plugins, &resolve)?;
-        let limits = parse_limits(&raw.limits)?;
-        let max_result_bytes = raw.limits.max_result_bytes.unwrap_or(128 * 1024);
-        if max_result_bytes < 1024 {
-            return Err(invalid("limits.max_result_bytes", "must be at least 1024"));
-        }
-        let max_body_bytes = raw.server.max_body_bytes.unwrap_or(1 << 20);
-        if max_body_bytes < 1024 {
-            return Err(invalid("server.max_body_bytes", "must be at least 1024"));
-        }
-        let max_concurrent_chats = raw.server.max_concurrent_chats.unwrap_or(1024);
-        if max_concurrent_chats == 0 {
-            return Err(invalid("server.max_concurrent_chats", "must be at least 1"));
-        }
-        let max_chats_per_token = raw.server.max_chats_per_token.unwrap_or(32);
-        if max_chats_per_token == 0 {
-            return Err(invalid("server.max_chats_per_token", "must be at least 1"));
-        }
-        let http = parse_http(&raw.server)?;
-        let budgets = parse_budgets(&raw.limits, max_result_bytes)?;
-        let max_conversation_page_bytes = raw.limits.max_conversation_page_bytes.unwrap_or(1 << 20);
-        if max_conversation_page_bytes < 1024 {
-            return Err(invalid(
-                "limits.max_conversation_page_bytes",
-                "must be at least 1024",
-            ));
-        }
-        let rate_limit_per_minute = raw.auth.rate_limit_per_minute;
-        if rate_limit_per_minute == Some(0) {
-            return Err(invalid(
-                "auth.rate_limit_per_minute",
-                "must be at least 1 (leave it out for no rate limit)",
-            ));
-        }
-        let providers = raw
-            .providers
-            .iter()
-            .map(|(name, p)| {
-                let turn_bytes = budgets.max_model_turn_bytes;
-                Ok((name.clone(), parse_provider(name, p, env, turn_bytes)?))
-            })
-            .collect::<Result<_, ConfigError>>()?;
-        let rojos = raw
-            .rojos
-            .iter()
-            .map(|(name, r)| Ok((name.clone(), parse_rojo(name, r, &providers)?)))
-            .collect::<Result<_, ConfigError>>()?;
+        let limits = parse_limits(limits_raw)?;
+        let max_result_bytes = at_least(
+            "limits.max_result_bytes",
+            limits_raw.max_result_bytes,
+            128 * 1024,
+            1024,
+        )?;
+        let max_body_bytes = at_least(
+            "server.max_body_bytes",
+            server.max_body_bytes,
+            1 << 20,
+            1024,
+        )?;
+        let max_concurrent_chats = at_least(
+            "server.max_concurrent_chats",
+            server.max_concurrent_chats,
+            1024,
+            1,
+        )?;
+        let max_chats_per_token = at_least(
+            "server.max_chats_per_token",
+            server.max_chats_per_token,
+            32,
+            1,
+        )?;
+        let http = parse_http(server)?;
+        let budgets = parse_budgets(limits_raw, max_result_bytes)?;
+        let max_conversation_page_bytes = at_least(
+            "limits.max_conversation_page_bytes",
+            limits_raw.max_conversation_page_bytes,
+            1 << 20,
+            1024,
+        )?;
+        let rate_limit_per_minute = parse_rate_limit(raw.auth.rate_limit_per_minute)?;
+        let providers = parse_providers(&raw.providers, env, budgets.max_model_turn_bytes)?;
+        let rojos = parse_rojos(&raw.rojos, &providers)?;
 
         Ok(Config {
             path: path.to_owned(),
@@ -389,6 +363,67 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// A number key: absent gives `default`; below `min` it is refused, naming the key.
+fn at_least<T: PartialOrd + Copy + std::fmt::Display>(
+    key: &str,
+    value: Option<T>,
+    default: T,
+    min: T,
+) -> Result<T, ConfigError> {
+    let value = value.unwrap_or(default);
+    if value < min {
+        return Err(invalid(key, format!("must be at least {min}")));
+    }
+    Ok(value)
+}
+
+fn parse_bind(text: Option<&str>) -> Result<SocketAddr, ConfigError> {
+    let text = text.unwrap_or("127.0.0.1:8080");
+    text.parse()
+        .map_err(|_| invalid("server.bind", format!("not a socket address: {text:?}")))
+}
+
+fn parse_tokens(raw: &[RawToken], env: EnvLookup<'_>) -> Result<Vec<TokenConfig>, ConfigError> {
+    raw.iter()
+        .enumerate()
+        .map(|(i, t)| parse_token(i, t, env))
+        .collect()
+}
+
+fn parse_rate_limit(per_minute: Option<u32>) -> Result<Option<u32>, ConfigError> {
+    if per_minute == Some(0) {
+        return Err(invalid(
+            "auth.rate_limit_per_minute",
+            "must be at least 1 (leave it out for no rate limit)",
+        ));
+    }
+    Ok(per_minute)
+}
+
+fn parse_providers(
+    raw: &BTreeMap<String, RawProvider>,
+    env: EnvLookup<'_>,
+    max_model_turn_bytes: usize,
+) -> Result<BTreeMap<String, ProviderConfig>, ConfigError> {
+    raw.iter()
+        .map(|(name, p)| {
+            Ok((
+                name.clone(),
+                parse_provider(name, p, env, max_model_turn_bytes)?,
+            ))
+        })
+        .collect()
+}
+
+fn parse_rojos(
+    raw: &BTreeMap<String, RawRojo>,
+    providers: &BTreeMap<String, ProviderConfig>,
+) -> Result<BTreeMap<String, RojoConfig>, ConfigError> {
+    raw.iter()
+        .map(|(name, r)| Ok((name.clone(), parse_rojo(name, r, providers)?)))
+        .collect()
 }
 
 fn parse_token(i: usize, raw: &RawToken, env: EnvLookup<'_>) -> Result<TokenConfig, ConfigError> {
@@ -447,10 +482,8 @@ fn parse_plugins(
 
 fn parse_limits(raw: &RawLimits) -> Result<Limits, ConfigError> {
     let defaults = Limits::default();
-    let positive = |key: &str, value: Option<u64>, default: u64| match value {
-        Some(0) => Err(invalid(format!("limits.{key}"), "must be at least 1")),
-        Some(v) => Ok(v),
-        None => Ok(default),
+    let positive = |key: &str, value: Option<u64>, default: u64| {
+        at_least(&format!("limits.{key}"), value, default, 1)
     };
     Ok(Limits {
         max_read_bytes: positive(
@@ -517,15 +550,7 @@ fn parse_http(raw: &RawServer) -> Result<HttpLimits, ConfigError> {
 fn parse_budgets(raw: &RawLimits, max_result_bytes: usize) -> Result<RunBudgets, ConfigError> {
     let defaults = RunBudgets::default();
     let at_least = |key: &str, value: Option<usize>, default: usize, min: usize| {
-        let value = value.unwrap_or(default);
-        if value < min {
-            Err(invalid(
-                format!("limits.{key}"),
-                format!("must be at least {min}"),
-            ))
-        } else {
-            Ok(value)
-        }
+        at_least(&format!("limits.{key}"), value, default, min)
     };
     let budgets = RunBudgets {
         max_tool_calls_per_turn: at_least(
