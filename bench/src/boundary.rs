@@ -7,8 +7,8 @@
 //!    project from the context's descriptor, `run`);
 //! 3. the C ABI: the loaded library's exported `call` (adds the context JSON, `catch_unwind`
 //!    and the `RString` copies): the boundary proper is 3 − 2;
-//! 4. `invoke`: what the server does for every call (adds the schema check, the per-plugin
-//!    permit, `spawn_blocking` and the deadline).
+//! 4. `invoke`: what the server does for every call (adds the schema check, the arguments
+//!    serialised to text, the per-plugin permit, `spawn_blocking` and the deadline).
 
 use std::{
     hint::black_box,
@@ -20,7 +20,7 @@ use std::{
 
 use anyhow::Context;
 use cap_std::{ambient_authority, fs::Dir};
-use rojos::plugins::{invoke, CallRequest, Loader};
+use rojos::plugins::{invoke, CallRequest, Loader, ToolArgs};
 use rojos_fs_guard::ProjectDir;
 use rojos_plugin_api::{CallContext, Limits, Tool as _};
 use rojos_tool_read_path_meta::{Args, ReadPathMeta};
@@ -127,11 +127,13 @@ fn measure_invoke(
         limits,
         timeout: Duration::from_secs(10),
     };
-    let args = r#"{"path":"hello.txt"}"#;
+    let args = ToolArgs::try_from(serde_json::json!({"path": "hello.txt"}))
+        .map_err(|v| anyhow::anyhow!("arguments {v} are not an object"))?;
+    let args = &args;
     runtime.block_on(async {
         let first = invoke(tool, args, &request).await;
         anyhow::ensure!(
-            first.ok && first.result == expected,
+            first.as_deref() == Ok(expected),
             "invoke answered {first:?}"
         );
         let mut means = Vec::with_capacity(BATCHES);
@@ -139,7 +141,7 @@ fn measure_invoke(
         for _ in 0..BATCHES {
             let started = Instant::now();
             for _ in 0..BATCH {
-                black_box(invoke(tool, black_box(args), &request).await);
+                let _ = black_box(invoke(tool, black_box(args), &request).await);
             }
             means.push(started.elapsed() / BATCH as u32);
             let started = Instant::now();

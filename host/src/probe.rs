@@ -5,7 +5,9 @@
 use std::time::Instant;
 
 use futures_util::StreamExt;
-use rojos_llm::{tool_message, ChatRequest, Client, ToolChoice, Turn, TurnEvent};
+use rojos_llm::{
+    system_message, tool_message, user_message, ChatRequest, Client, ToolChoice, Turn, TurnEvent,
+};
 use serde_json::{json, Value};
 
 use crate::agent::error_chain;
@@ -89,8 +91,10 @@ async fn stream(client: &Client, request: &ChatRequest) -> Streamed {
 pub async fn run(client: &Client) -> Vec<Check> {
     let mut checks = Vec::new();
     let mut messages = vec![
-        json!({"role": "system", "content": "You are being tested. Use the tools you are given."}),
-        json!({"role": "user", "content": "What time is it in UTC? Call get_time to find out, then answer in one short sentence."}),
+        system_message("You are being tested. Use the tools you are given."),
+        user_message(
+            "What time is it in UTC? Call get_time to find out, then answer in one short sentence.",
+        ),
     ];
     let (check, turn) = streaming(client, &messages).await;
     checks.push(check);

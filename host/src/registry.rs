@@ -51,11 +51,6 @@ impl Registry {
         self.tools.values()
     }
 
-    /// The tool `name` if it is loaded and `selection` enables it.
-    pub fn enabled(&self, selection: &ToolSelection, name: &str) -> Option<&Arc<Tool>> {
-        self.get(name).filter(|_| selection.allows(name))
-    }
-
     /// The OpenAI `tools` array for a rojo's selection, sorted by name.
     pub fn definitions(&self, selection: &ToolSelection) -> Vec<Value> {
         self.tools

@@ -1,6 +1,7 @@
-//! Turn → the OpenAI-format messages to append to the history: the assistant message
-//! (content, `tool_calls` with valid JSON-object arguments, echoed provider extras) and one
-//! `tool` message per call. Storing them, and what the tools answered, is the caller's job.
+//! The OpenAI-format messages of a history, built here only: the system prompt, the user's
+//! message, the assistant message of a turn (content, `tool_calls` with valid JSON-object
+//! arguments, echoed provider extras) or of plain text, and one `tool` message per call.
+//! Storing them, and what the tools answered, is the caller's job.
 
 use serde_json::{json, Map, Value};
 
@@ -56,6 +57,22 @@ fn tool_call_json(call: &ToolCall) -> Value {
         }
     }
     out
+}
+
+/// The system message carrying `prompt`.
+pub fn system_message(prompt: &str) -> Value {
+    json!({ "role": "system", "content": prompt })
+}
+
+/// The user's message `text`.
+pub fn user_message(text: &str) -> Value {
+    json!({ "role": "user", "content": text })
+}
+
+/// An assistant message of plain `text`, without tool calls (e.g. the note that closes a
+/// history whose run ended without an answer).
+pub fn assistant_text_message(text: &str) -> Value {
+    json!({ "role": "assistant", "content": text })
 }
 
 /// The `tool` message answering the call `call_id` with `content` (the tool's result, or
@@ -149,6 +166,27 @@ mod tests {
         assert_eq!(
             assistant_message(&t, EmptyContent::Null)["content"],
             "hello"
+        );
+    }
+
+    #[test]
+    fn plain_messages_have_a_role_and_text_content() {
+        assert_eq!(
+            system_message("be brief"),
+            json!({"role": "system", "content": "be brief"})
+        );
+        assert_eq!(
+            user_message("héllo \"you\""),
+            json!({"role": "user", "content": "héllo \"you\""})
+        );
+        assert_eq!(
+            assistant_text_message("(no answer: the run was cancelled)"),
+            json!({"role": "assistant", "content": "(no answer: the run was cancelled)"})
+        );
+        // The stored text keeps the key order the host always wrote.
+        assert_eq!(
+            user_message("hi").to_string(),
+            r#"{"content":"hi","role":"user"}"#
         );
     }
 

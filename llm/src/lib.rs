@@ -69,7 +69,10 @@ mod wire;
 
 pub use client::Client;
 pub use error::{BoxError, LlmError, SizeLimit};
-pub use history::{assistant_message, tool_message, EmptyContent};
+pub use history::{
+    assistant_message, assistant_text_message, system_message, tool_message, user_message,
+    EmptyContent,
+};
 pub use json_type::json_type_name;
 pub use provider::{Limits, Provider, RetryPolicy, Timeouts};
 pub use redact::display_url;

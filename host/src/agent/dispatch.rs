@@ -4,18 +4,17 @@
 //! budget is used up become error results the model sees; anything else runs through the
 //! plugin, and its text is cut to the per-result cap and the budgets.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::Arc};
 
 use rojos_llm::ToolCall;
 
 use super::{
     budget::{Budget, Limit},
     canonical::canonical_args,
-    history,
 };
 use crate::{
     config::{RunBudgets, ToolSelection},
-    plugins::{invoke, CallRequest},
+    plugins::{invoke, model_text, CallRequest, FailureKind, Tool, ToolArgs, ToolFailure},
     registry::Registry,
 };
 
@@ -66,79 +65,94 @@ impl Refused {
 
 /// What the model is given for one call.
 #[derive(Debug)]
-pub(super) struct Settled {
-    /// The text (`error: why` when not ok).
+pub(super) struct Settled<'r> {
+    /// The loaded tool the call names (whether or not it ran), `None` for a name no loaded
+    /// tool has: the metrics label.
+    pub(super) tool: Option<&'r str>,
+    /// The text (`error: why` when it failed), cut to the result cap and the budgets.
     pub(super) text: String,
-    /// Whether the tool ran and succeeded.
-    pub(super) ok: bool,
+    /// Why it failed; `None` when the tool ran and succeeded.
+    pub(super) failure: Option<FailureKind>,
     /// Set when a limit or the repeat check kept the call from running.
     pub(super) refused: Option<Refused>,
 }
 
+impl Settled<'_> {
+    /// Whether the tool ran and succeeded.
+    pub(super) fn ok(&self) -> bool {
+        self.failure.is_none()
+    }
+}
+
 /// A call the host does not run, and why.
 struct NotRun {
-    message: String,
+    failure: ToolFailure,
     refused: Option<Refused>,
 }
 
 impl NotRun {
-    fn because(message: impl Into<String>) -> NotRun {
+    fn because(kind: FailureKind, message: impl Into<String>) -> NotRun {
         NotRun {
-            message: message.into(),
+            failure: ToolFailure::new(kind, message),
             refused: None,
         }
     }
 }
 
 /// Runs `call`, or says why it was not run; `max_result_bytes` caps one result.
-pub(super) async fn run_call(
-    registry: &Registry,
+pub(super) async fn run_call<'r>(
+    registry: &'r Registry,
     enabled: &ToolSelection,
     ledger: &mut Ledger,
     call: &ToolCall,
     request: &CallRequest,
     max_result_bytes: usize,
-) -> Settled {
-    let admitted = match admit(registry, enabled, ledger, call) {
+) -> Settled<'r> {
+    // The one registry lookup of this call.
+    let loaded = registry.get(&call.name);
+    let tool = loaded.map(|t| t.name());
+    let admitted = match admit(registry, loaded, enabled, ledger, call) {
         Ok(admitted) => admitted,
         Err(not_run) => {
             return Settled {
-                text: format!("error: {}", not_run.message),
-                ok: false,
+                tool,
+                failure: Some(not_run.failure.kind.clone()),
+                text: model_text(Err(not_run.failure)),
                 refused: not_run.refused,
             }
         }
     };
     let outcome = invoke(admitted.tool, &admitted.args, request).await;
     drop(admitted.args);
-    let ok = outcome.ok;
-    if ok {
+    let failure = outcome.as_ref().err().map(|f| f.kind.clone());
+    if failure.is_none() {
         ledger.seen.insert(admitted.key, call.id.clone());
     }
     // The plugin's whole text lives only until it is cut here.
-    let text = ledger
-        .budget
-        .fit(history::model_text(outcome), max_result_bytes);
+    let text = ledger.budget.fit(model_text(outcome), max_result_bytes);
     Settled {
+        tool,
         text,
-        ok,
+        failure,
         refused: None,
     }
 }
 
 /// A call cleared to run.
 struct Admitted<'r> {
-    tool: &'r std::sync::Arc<crate::plugins::Tool>,
-    /// The arguments as the model wrote them (re-serialised), for the plugin.
-    args: String,
+    tool: &'r Arc<Tool>,
+    /// The arguments as the model wrote them, for the schema check and the plugin.
+    args: ToolArgs,
     /// Tool name + canonical arguments, for the repeat check.
     key: String,
 }
 
 /// Every check before the plugin runs, in order: the turn's call count, the arguments, the
-/// tool, the repeat check, the byte budgets.
+/// tool (`loaded`: the registry's tool of the call's name), the repeat check, the byte
+/// budgets.
 fn admit<'r>(
-    registry: &'r Registry,
+    registry: &Registry,
+    loaded: Option<&'r Arc<Tool>>,
     enabled: &ToolSelection,
     ledger: &mut Ledger,
     call: &ToolCall,
@@ -146,16 +160,25 @@ fn admit<'r>(
     ledger.budget.take_call().map_err(budget_refusal)?;
     let args = match &call.arguments {
         Ok(args) => args,
-        Err(why) => return Err(NotRun::because(format!("the tool was not run: {why}"))),
+        Err(why) => {
+            return Err(NotRun::because(
+                FailureKind::InvalidArguments,
+                format!("the tool was not run: {why}"),
+            ))
+        }
     };
-    let Some(tool) = registry.enabled(enabled, &call.name) else {
-        return Err(NotRun::because(unavailable(registry, enabled, &call.name)));
+    let Some(tool) = loaded.filter(|_| enabled.allows(&call.name)) else {
+        let message = unavailable(registry, enabled, &call.name, loaded.is_some());
+        return Err(NotRun::because(FailureKind::Refused, message));
     };
     let key = format!("{}\n{}", call.name, canonical_args(args));
     if let Some(earlier) = ledger.seen.get(&key) {
         return Err(NotRun {
-            message: format!(
-                "not run again: the same call was already made in this run (call {earlier}); use its result above instead of repeating it"
+            failure: ToolFailure::new(
+                FailureKind::Refused,
+                format!(
+                    "not run again: the same call was already made in this run (call {earlier}); use its result above instead of repeating it"
+                ),
             ),
             refused: Some(Refused::Repeated),
         });
@@ -163,25 +186,27 @@ fn admit<'r>(
     ledger.budget.check_bytes_left().map_err(budget_refusal)?;
     Ok(Admitted {
         tool,
-        args: serde_json::Value::Object(args.clone()).to_string(),
+        args: ToolArgs::new(args.clone()),
         key,
     })
 }
 
 fn budget_refusal(refusal: super::budget::Refusal) -> NotRun {
     NotRun {
-        message: refusal.message,
+        failure: ToolFailure::new(FailureKind::Refused, refusal.message),
         refused: Some(Refused::Budget(refusal.limit)),
     }
 }
 
-fn unavailable(registry: &Registry, enabled: &ToolSelection, name: &str) -> String {
+/// Why the tool `name` cannot be called (`loaded`: a tool of that name is loaded, but not
+/// enabled), and which tools can.
+fn unavailable(registry: &Registry, enabled: &ToolSelection, name: &str, loaded: bool) -> String {
     let available: Vec<&str> = registry
         .tools()
         .map(|t| t.name())
         .filter(|n| enabled.allows(n))
         .collect();
-    let reason = if registry.get(name).is_some() {
+    let reason = if loaded {
         format!("tool {name} is not enabled for this assistant")
     } else {
         format!("unknown tool {name:?}")

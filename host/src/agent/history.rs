@@ -1,11 +1,11 @@
 //! The conversation as the provider sees it: the request for one model turn (system prompt,
-//! stored messages, tools, `tool_choice`), the text of a tool result, the stored size of
-//! messages, and the rule that keeps a stored history acceptable to every provider.
+//! stored messages, tools, `tool_choice`), the stored size of messages, and the rule that
+//! keeps a stored history acceptable to every provider.
 
-use rojos_llm::{ChatRequest, ToolChoice};
-use serde_json::{json, Value};
+use rojos_llm::{system_message, ChatRequest, ToolChoice};
+use serde_json::Value;
 
-use crate::{config::RojoConfig, plugins::ToolOutcome};
+use crate::config::RojoConfig;
 
 /// The request for one model turn. The last allowed turn is made with `tool_choice: "none"`
 /// so the model answers instead of being cut off.
@@ -17,7 +17,7 @@ pub(super) fn request(
 ) -> ChatRequest {
     let mut messages = Vec::with_capacity(history.len() + 1);
     if let Some(prompt) = &rojo.system_prompt {
-        messages.push(json!({"role": "system", "content": prompt}));
+        messages.push(system_message(prompt));
     }
     messages.extend_from_slice(history);
     ChatRequest {
@@ -28,16 +28,6 @@ pub(super) fn request(
         } else {
             ToolChoice::Auto
         }),
-    }
-}
-
-/// The text the model (and the client) is given for a call that ran: the result, or
-/// `error: why`; `budget` then cuts it to the per-result cap and the budgets.
-pub(super) fn model_text(outcome: ToolOutcome) -> String {
-    if outcome.ok {
-        outcome.result
-    } else {
-        format!("error: {}", outcome.result)
     }
 }
 
@@ -74,12 +64,7 @@ pub(super) fn needs_closing(history: &[Value]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn error_results_say_so() {
-        let outcome = ToolOutcome::error("path 'x' not found");
-        assert_eq!(model_text(outcome), "error: path 'x' not found");
-    }
+    use serde_json::json;
 
     #[test]
     fn the_stored_size_is_the_compact_json_length_of_each_message() {

@@ -8,13 +8,19 @@ use std::{sync::Arc, time::Instant};
 
 use futures_util::StreamExt;
 use rojos_conversations::StoreError;
-use rojos_llm::{tool_message, ChatRequest, ToolCall, Turn, TurnEvent};
-use serde_json::{json, Value};
+use rojos_llm::{
+    assistant_text_message, tool_message, user_message, ChatRequest, ToolCall, Turn, TurnEvent,
+};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::{dispatch, error_chain, history, Agent, Event, RunRequest, StopReason};
-use crate::{metrics::UNKNOWN_TOOL, plugins::CallRequest, registry::Registry};
+use crate::{
+    metrics::UNKNOWN_TOOL,
+    plugins::{model_text, CallRequest, FailureKind, ToolFailure},
+    registry::Registry,
+};
 
 /// Runs one user message to its end and sends `DONE`.
 pub(super) async fn run(agent: Arc<Agent>, request: RunRequest, tx: mpsc::Sender<Event>) {
@@ -109,10 +115,8 @@ struct Run<'a> {
 
 impl Run<'_> {
     async fn steps(&mut self) -> Result<StopReason, StoreError> {
-        self.store(vec![
-            json!({"role": "user", "content": self.request.message}),
-        ])
-        .await?;
+        self.store(vec![user_message(&self.request.message)])
+            .await?;
         let rojo = &self.request.rojo;
         let client = &self.request.client;
         let root = match self.agent.storage.project_root(&self.request.project) {
@@ -163,10 +167,9 @@ impl Run<'_> {
             self.ledger.start_turn();
             for call in &turn.tool_calls {
                 if self.out.is_cancelled() {
-                    messages.push(tool_message(
-                        &call.id,
-                        "error: not run: the run was cancelled",
-                    ));
+                    let not_run =
+                        ToolFailure::new(FailureKind::Refused, "not run: the run was cancelled");
+                    messages.push(tool_message(&call.id, model_text(Err(not_run))));
                 } else {
                     messages.push(self.tool_call(&registry, call, &calls).await);
                 }
@@ -286,9 +289,9 @@ impl Run<'_> {
         )
         .instrument(span)
         .await;
-        let tool = registry.get(&call.name).map_or(UNKNOWN_TOOL, |t| t.name());
+        let tool = settled.tool.unwrap_or(UNKNOWN_TOOL);
         let metrics = &self.agent.metrics;
-        metrics.tool_call(tool, settled.ok, started.elapsed());
+        metrics.tool_call(tool, settled.ok(), started.elapsed());
         if let Some(refused) = settled.refused {
             metrics.tool_call_refused(refused.label());
         }
@@ -297,7 +300,7 @@ impl Run<'_> {
                 id: call.id.clone(),
                 name: call.name.clone(),
                 result: settled.text.clone(),
-                ok: settled.ok,
+                ok: settled.ok(),
             })
             .await;
         tool_message(&call.id, settled.text)
@@ -370,8 +373,7 @@ impl Run<'_> {
             } else {
                 partial
             };
-            self.store(vec![json!({"role": "assistant", "content": content})])
-                .await?;
+            self.store(vec![assistant_text_message(&content)]).await?;
         }
         Ok(stop)
     }

@@ -13,29 +13,13 @@ use std::{
 
 use abi_stable::std_types::{RStr, RString};
 use cap_std::fs::Dir;
-use rojos_plugin_api::{CallContext, Limits, ToolError};
-use serde_json::Value;
+use rojos_plugin_api::{CallContext, ErrorKind, Limits, ToolError};
 
-use super::{loader::Library, Tool};
-
-/// The outcome of a call as the model and the client see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolOutcome {
-    /// Whether the tool succeeded.
-    pub ok: bool,
-    /// The tool's result text, or what went wrong.
-    pub result: String,
-}
-
-impl ToolOutcome {
-    /// A failed call with `message`.
-    pub fn error(message: impl Into<String>) -> Self {
-        ToolOutcome {
-            ok: false,
-            result: message.into(),
-        }
-    }
-}
+use super::{
+    args::{check_args, ToolArgs},
+    outcome::{FailureKind, ToolFailure, ToolOutcome},
+    Tool,
+};
 
 /// Everything one call needs besides the tool.
 #[derive(Debug, Clone)]
@@ -50,22 +34,28 @@ pub struct CallRequest {
     pub timeout: Duration,
 }
 
-/// Runs `tool` on the model's `args` (JSON text).
-pub async fn invoke(tool: &Arc<Tool>, args: &str, request: &CallRequest) -> ToolOutcome {
+/// Runs `tool` on the model's `args`.
+pub async fn invoke(tool: &Arc<Tool>, args: &ToolArgs, request: &CallRequest) -> ToolOutcome {
     let started = Instant::now();
-    let name = tool.name().to_owned();
+    let name = tool.name();
     if let Err(message) = check_args(&tool.library, args) {
-        return ToolOutcome::error(message);
+        return Err(ToolFailure::new(FailureKind::InvalidArguments, message));
     }
     let Ok(permit) =
         tokio::time::timeout(request.timeout, Arc::clone(&tool.limiter).acquire_owned()).await
     else {
-        return ToolOutcome::error(format!(
-            "tool {name} is busy: too many of its calls are still running; try again later"
+        return Err(ToolFailure::new(
+            FailureKind::Busy,
+            format!(
+                "tool {name} is busy: too many of its calls are still running; try again later"
+            ),
         ));
     };
     let Ok(permit) = permit else {
-        return ToolOutcome::error(format!("tool {name} is no longer available"));
+        return Err(ToolFailure::new(
+            FailureKind::Host,
+            format!("tool {name} is no longer available"),
+        ));
     };
     let context = CallContext {
         project_id: request.project_id.clone(),
@@ -75,24 +65,28 @@ pub async fn invoke(tool: &Arc<Tool>, args: &str, request: &CallRequest) -> Tool
     let context = serde_json::to_string(&context).expect("a CallContext always serialises");
     let library = Arc::clone(&tool.library);
     let root = Arc::clone(&request.root);
-    let args = args.to_owned();
+    // The only serialisation of the arguments: the C ABI takes JSON text.
+    let args = args.text();
     let call = tokio::task::spawn_blocking(move || {
         let _held = (permit, root);
         library.module.call()(RStr::from_str(&context), RStr::from_str(&args)).into_result()
     });
     let remaining = request.timeout.saturating_sub(started.elapsed());
     match tokio::time::timeout(remaining, call).await {
-        Ok(Ok(Ok(text))) => ToolOutcome {
-            ok: true,
-            result: text.into_string(),
-        },
-        Ok(Ok(Err(error))) => ToolOutcome::error(tool_error_message(error.as_str())),
-        Ok(Err(join)) => ToolOutcome::error(format!("tool {name} failed inside the host: {join}")),
+        Ok(Ok(Ok(text))) => Ok(text.into_string()),
+        Ok(Ok(Err(error))) => Err(plugin_failure(error.as_str())),
+        Ok(Err(join)) => Err(ToolFailure::new(
+            FailureKind::Host,
+            format!("tool {name} failed inside the host: {join}"),
+        )),
         Err(_) => {
             tracing::warn!(tool = %name, timeout = ?request.timeout, "tool call timed out; its thread is abandoned");
-            ToolOutcome::error(format!(
-                "tool {name} did not finish within {:.1} s and was abandoned",
-                request.timeout.as_secs_f64()
+            Err(ToolFailure::new(
+                FailureKind::Timeout,
+                format!(
+                    "tool {name} did not finish within {:.1} s and was abandoned",
+                    request.timeout.as_secs_f64()
+                ),
             ))
         }
     }
@@ -110,45 +104,41 @@ impl Tool {
     }
 }
 
-/// Checks the arguments against the tool's schema, with a message the model can act on.
-fn check_args(library: &Library, args: &str) -> Result<(), String> {
-    let value: Value =
-        serde_json::from_str(args).map_err(|e| format!("arguments are not valid JSON: {e}"))?;
-    if !value.is_object() {
-        return Err(format!(
-            "arguments must be a JSON object, got {}",
-            rojos_llm::json_type_name(&value)
-        ));
-    }
-    let problems: Vec<String> = library
-        .validator
-        .iter_errors(&value)
-        .take(5)
-        .map(|e| {
-            let at = e.instance_path().to_string();
-            if at.is_empty() {
-                e.to_string()
-            } else {
-                format!("{at}: {e}")
-            }
-        })
-        .collect();
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        let spec = &library.manifest.spec;
-        Err(format!(
-            "invalid arguments for {}: {}; expected parameters: {}",
-            spec.name,
-            problems.join("; "),
-            spec.parameters
-        ))
+/// The plugin's error (a [`ToolError`] as JSON) with its kind kept. Text that is not a
+/// `ToolError` breaks the plugin protocol: it is passed on whole, as an internal error.
+fn plugin_failure(json: &str) -> ToolFailure {
+    match serde_json::from_str::<ToolError>(json) {
+        Ok(error) => ToolFailure::new(FailureKind::Plugin(error.kind), error.message),
+        Err(_) => ToolFailure::new(FailureKind::Plugin(ErrorKind::INTERNAL), json),
     }
 }
 
-fn tool_error_message(json: &str) -> String {
-    match serde_json::from_str::<ToolError>(json) {
-        Ok(error) => error.message,
-        Err(_) => json.to_owned(),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plugins_error_kind_reaches_the_outcome() {
+        let json = r#"{"kind":"outside_root","message":"path '../x' leads outside the project"}"#;
+        assert_eq!(
+            plugin_failure(json),
+            ToolFailure::new(
+                FailureKind::Plugin(ErrorKind::OUTSIDE_ROOT),
+                "path '../x' leads outside the project"
+            )
+        );
+        let custom = r#"{"kind":"quota","message":"over quota"}"#;
+        assert_eq!(
+            plugin_failure(custom).kind,
+            FailureKind::Plugin(ErrorKind("quota".into()))
+        );
+    }
+
+    #[test]
+    fn an_error_that_is_no_tool_error_is_kept_whole_as_internal() {
+        assert_eq!(
+            plugin_failure("boom"),
+            ToolFailure::new(FailureKind::Plugin(ErrorKind::INTERNAL), "boom")
+        );
     }
 }

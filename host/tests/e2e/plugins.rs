@@ -5,12 +5,19 @@ use std::{path::Path, sync::Arc, time::Duration};
 
 use rojos::{
     config::Config,
-    plugins::{invoke, CallRequest, LoadFailure, Loader, Tool},
+    plugins::{invoke, CallRequest, FailureKind, LoadFailure, Loader, Tool, ToolArgs},
     state::{AppState, StartError},
     storage::{ProjectId, Storage},
 };
+use rojos_plugin_api::ErrorKind;
+use serde_json::{json, Value};
 
 use crate::support::{builtin_libs, plugin_lib, BUILTIN_TOOLS};
+
+/// Arguments from a JSON object.
+fn args(value: Value) -> ToolArgs {
+    ToolArgs::try_from(value).expect("arguments are an object")
+}
 
 fn load(loader: &Loader, path: &Path) -> Arc<Tool> {
     loader.load(path).unwrap_or_else(|e| panic!("{e}"))
@@ -212,13 +219,14 @@ async fn a_panicking_plugin_gives_an_error_result_and_the_host_keeps_working() {
     let list_files = load(&loader, &plugin_lib("rojos_tool_list_files"));
     let project = project(Duration::from_secs(5));
     for _ in 0..3 {
-        let outcome = invoke(&panicky, "{}", &project.request).await;
-        assert!(!outcome.ok);
-        assert_eq!(outcome.result, "the tool panicked: deliberate test panic");
+        let failure = invoke(&panicky, &args(json!({})), &project.request)
+            .await
+            .unwrap_err();
+        assert_eq!(failure.message, "the tool panicked: deliberate test panic");
+        assert_eq!(failure.kind, FailureKind::Plugin(ErrorKind::PANICKED));
     }
-    let outcome = invoke(&list_files, r#"{"path":"."}"#, &project.request).await;
-    assert!(outcome.ok, "{outcome:?}");
-    assert_eq!(outcome.result, "[]");
+    let outcome = invoke(&list_files, &args(json!({"path": "."})), &project.request).await;
+    assert_eq!(outcome, Ok("[]".to_owned()));
 }
 
 #[tokio::test]
@@ -230,23 +238,26 @@ async fn a_hung_plugin_times_out_while_other_tools_are_served() {
 
     let hung = tokio::spawn({
         let (hang, request) = (hang.clone(), project.request.clone());
-        async move { invoke(&hang, r#"{"seconds": 3}"#, &request).await }
+        async move { invoke(&hang, &args(json!({"seconds": 3})), &request).await }
     });
     // While it hangs, another tool answers.
-    let outcome = invoke(&list_files, r#"{"path":"."}"#, &project.request).await;
-    assert!(outcome.ok, "{outcome:?}");
-    let outcome = hung.await.unwrap();
-    assert!(!outcome.ok);
+    let outcome = invoke(&list_files, &args(json!({"path": "."})), &project.request).await;
+    assert!(outcome.is_ok(), "{outcome:?}");
+    let failure = hung.await.unwrap().unwrap_err();
     assert_eq!(
-        outcome.result,
+        failure.message,
         "tool hang_tool did not finish within 0.3 s and was abandoned"
     );
+    assert_eq!(failure.kind, FailureKind::Timeout);
     // Its abandoned thread still holds the tool's only permit: the next call is refused as busy.
-    let outcome = invoke(&hang, r#"{"seconds": 0}"#, &project.request).await;
+    let failure = invoke(&hang, &args(json!({"seconds": 0})), &project.request)
+        .await
+        .unwrap_err();
     assert!(
-        outcome.result.starts_with("tool hang_tool is busy"),
-        "{outcome:?}"
+        failure.message.starts_with("tool hang_tool is busy"),
+        "{failure:?}"
     );
+    assert_eq!(failure.kind, FailureKind::Busy);
 }
 
 #[tokio::test]
@@ -254,39 +265,40 @@ async fn arguments_are_checked_against_the_schema_before_the_plugin_runs() {
     let loader = Loader::new(4).unwrap();
     let write = load(&loader, &plugin_lib("rojos_tool_write_text_content"));
     let project = project(Duration::from_secs(5));
+    // Text that is no JSON object never gets here: `rojos_llm` refuses it when it parses the
+    // call (its `assemble` tests, and
+    // `chat::failing_unknown_and_malformed_calls_become_error_results_the_model_sees`).
     let cases = [
-        ("not json", "arguments are not valid JSON"),
-        ("[1,2]", "arguments must be a JSON object, got an array"),
-        ("\"docs\"", "arguments must be a JSON object, got a string"),
-        (r#"{"text":"x"}"#, "\"path\" is a required property"),
+        (json!({"text": "x"}), "\"path\" is a required property"),
         (
-            r#"{"path":"a.txt","text":7}"#,
+            json!({"path": "a.txt", "text": 7}),
             "/text: 7 is not of type \"string\"",
         ),
         (
-            r#"{"path":"a.txt","text":"x","mode":"w"}"#,
+            json!({"path": "a.txt", "text": "x", "mode": "w"}),
             "Additional properties are not allowed ('mode' was unexpected)",
         ),
         (
-            r#"{"path":null,"text":"x"}"#,
+            json!({"path": null, "text": "x"}),
             "/path: null is not of type \"string\"",
         ),
     ];
-    for (args, expected) in cases {
-        let outcome = invoke(&write, args, &project.request).await;
-        assert!(!outcome.ok, "{args}");
+    for (value, expected) in cases {
+        let failure = invoke(&write, &args(value.clone()), &project.request)
+            .await
+            .unwrap_err();
+        assert_eq!(failure.kind, FailureKind::InvalidArguments, "{value}");
         assert!(
-            outcome.result.contains(expected),
-            "{args}: {}",
-            outcome.result
+            failure.message.contains(expected),
+            "{value}: {}",
+            failure.message
         );
     }
     let outcome = invoke(
         &write,
-        r#"{"path":"a/b.txt","text":"hello"}"#,
+        &args(json!({"path": "a/b.txt", "text": "hello"})),
         &project.request,
     )
     .await;
-    assert_eq!(outcome.result, r#"{"ok":true}"#);
-    assert!(outcome.ok);
+    assert_eq!(outcome, Ok(r#"{"ok":true}"#.to_owned()));
 }

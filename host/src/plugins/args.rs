@@ -1,0 +1,94 @@
+//! A call's arguments on their way to the plugin: the JSON object `rojos_llm` parsed from the
+//! model's text, kept as the one `Value` the schema check reads, and serialised once into the
+//! text the plugin is handed across the C ABI.
+
+use serde_json::{Map, Value};
+
+use super::loader::Library;
+
+/// The model's arguments for one call: always a JSON object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolArgs(Value);
+
+impl ToolArgs {
+    /// The arguments `fields`.
+    pub fn new(fields: Map<String, Value>) -> ToolArgs {
+        ToolArgs(Value::Object(fields))
+    }
+
+    /// The text the plugin is given: the object's compact JSON, as serde_json writes it
+    /// (keys sorted).
+    pub fn text(&self) -> String {
+        self.0.to_string()
+    }
+}
+
+impl TryFrom<Value> for ToolArgs {
+    type Error = Value;
+
+    /// The arguments `value`, or `value` back if it is not a JSON object.
+    fn try_from(value: Value) -> Result<ToolArgs, Value> {
+        match value {
+            Value::Object(fields) => Ok(ToolArgs::new(fields)),
+            other => Err(other),
+        }
+    }
+}
+
+/// Checks `args` against the tool's schema, with a message the model can act on.
+pub(super) fn check_args(library: &Library, args: &ToolArgs) -> Result<(), String> {
+    let problems: Vec<String> = library
+        .validator
+        .iter_errors(&args.0)
+        .take(5)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("{at}: {e}")
+            }
+        })
+        .collect();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let spec = &library.manifest.spec;
+    Err(format!(
+        "invalid arguments for {}: {}; expected parameters: {}",
+        spec.name,
+        problems.join("; "),
+        spec.parameters
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_plugin_gets_the_text_the_host_always_sent() {
+        // Before arguments were parsed once, the host handed the plugin
+        // `Value::Object(map.clone()).to_string()`; nested values, escapes and numbers must
+        // come out byte for byte the same.
+        let value = json!({
+            "path": "docs/ä \"q\".txt",
+            "edits": [{"old": "a\nb", "new": null}, {"old": "c", "new": 1.5}],
+            "options": {"z": true, "a": [1, -2, 3e3]},
+        });
+        let Value::Object(map) = value else {
+            unreachable!("a json! object")
+        };
+        let before = Value::Object(map.clone()).to_string();
+        assert_eq!(ToolArgs::new(map).text(), before);
+        assert!(before.starts_with(r#"{"edits":[{"new":null,"old":"a\nb"}"#));
+    }
+
+    #[test]
+    fn only_an_object_makes_arguments() {
+        assert!(ToolArgs::try_from(json!({"path": "."})).is_ok());
+        assert_eq!(ToolArgs::try_from(json!([1, 2])), Err(json!([1, 2])));
+        assert_eq!(ToolArgs::try_from(json!("docs")), Err(json!("docs")));
+    }
+}
