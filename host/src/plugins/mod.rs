@@ -3,16 +3,23 @@
 //! `trust` opens a plugin file only if nobody but the server's user or root could have
 //! written it; `loader` turns that file into a loaded library (or a [`LoadError`] naming the
 //! file and the reason); `invoke` runs one call off the async runtime under a deadline and a
-//! per-plugin concurrency cap. The set of tools the server offers is the [`crate::registry`].
+//! per-plugin concurrency cap; `definition` is a tool's OpenAI function definition, computed
+//! once per library; `dropin` keeps the drop-in folder's tools loaded (on the shared
+//! [`crate::watcher`]).
+//!
+//! This module sits below [`crate::registry`], which consumes the tools it produces; nothing
+//! here names the registry (the drop-in folder hands its tools to a callback).
 
 mod copies;
+mod definition;
+mod dropin;
 mod elf;
 mod invoke;
 mod loader;
 mod trust;
-mod watch;
 
+pub use definition::{definition, DESTRUCTIVE_MARK};
+pub use dropin::{check_folder, DropIn, Publish};
 pub use invoke::{invoke, CallRequest, ToolOutcome};
 pub use loader::{Library, LoadError, LoadFailure, Loader, Tool, MAX_PLUGIN_BYTES};
 pub use trust::Distrust;
-pub use watch::{check_folder, DropIn, WatchGuard};
