@@ -6,8 +6,11 @@
 //! - [`config`]: `rojos.toml`, raw then validated.
 //! - [`secret`]: API keys and tokens that never show in logs.
 //! - [`storage`]: `<storage>/<projectId>/root/`, opened as capabilities; [`storage::ProjectId`].
-//! - [`plugins`]: loading a tool plugin library, and running one call of it.
-//! - [`registry`]: the loaded tools as an atomically swapped snapshot; OpenAI definitions.
+//! - [`watcher`]: one folder watcher (per-path quiet period, rescans, stop on drop), used by
+//!   the drop-in folder and the config file.
+//! - [`plugins`]: loading a tool plugin library, running one call of it, the drop-in folder.
+//! - [`registry`]: the loaded tools as an atomically swapped snapshot; the OpenAI `tools`
+//!   array. It sits above [`plugins`] and consumes its tools; `plugins` never names it.
 //! - [`probe`]: `rojos probe`, a provider's streaming and tool-call check.
 //! - [`live`]: rojos and providers, reloaded when `rojos.toml` is edited.
 //! - [`state`]: [`state::AppState`], built once at start.
@@ -33,6 +36,7 @@ pub mod registry;
 pub mod secret;
 pub mod state;
 pub mod storage;
+pub mod watcher;
 
 use std::future::Future;
 

@@ -6,21 +6,17 @@
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
-    sync::{
-        atomic::{AtomicBool, Ordering},
-        mpsc, Arc,
-    },
-    time::{Duration, Instant},
+    sync::Arc,
+    time::Duration,
 };
 
 use arc_swap::ArcSwap;
-use notify::{RecursiveMode, Watcher};
 
 use crate::{
     config::{Config, RojoConfig},
-    plugins::WatchGuard,
     registry::RegistryHandle,
     state::StartError,
+    watcher::{self, WatchGuard},
 };
 
 /// How long the config file must stay quiet after an edit before it is read.
@@ -97,81 +93,51 @@ impl Live {
 
     /// Watches the config file on a thread of its own and reloads it after each edit. The
     /// watch is in place when this returns, so an edit made right after the start is seen.
+    /// The folder holding the file is watched, not the file itself: editors save by writing a
+    /// new file and renaming it.
     pub fn watch(self: &Arc<Self>, path: PathBuf, registry: Arc<RegistryHandle>) -> WatchGuard {
-        let (guard, stop) = WatchGuard::new();
-        let Some((watcher, events)) = watch_folder_of(&path) else {
-            return guard;
+        let folder = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_owned();
+        let options = watcher::Options {
+            quiet: QUIET,
+            rescan: None,
+            thread: "rojos-config-watch",
         };
-        let live = Arc::clone(self);
-        std::thread::Builder::new()
-            .name("rojos-config-watch".to_owned())
-            .spawn(move || {
-                let _watcher = watcher;
-                live.watch_loop(&path, &registry, &events, &stop);
-            })
-            .expect("the config watcher thread starts");
-        guard
-    }
-
-    fn watch_loop(
-        &self,
-        path: &Path,
-        registry: &RegistryHandle,
-        rx: &mpsc::Receiver<notify::Result<notify::Event>>,
-        stop: &AtomicBool,
-    ) {
-        let file_name = path.file_name().map(ToOwned::to_owned);
-        let mut due: Option<Instant> = None;
-        while !stop.load(Ordering::Relaxed) {
-            match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(Ok(event))
-                    if event
-                        .paths
-                        .iter()
-                        .any(|p| p.file_name() == file_name.as_deref()) =>
-                {
-                    if !matches!(event.kind, notify::EventKind::Access(_)) {
-                        due = Some(Instant::now() + QUIET);
-                    }
-                }
-                Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => return,
-            }
-            if due.is_some_and(|at| Instant::now() >= at) {
-                due = None;
-                match self.reload(path, registry) {
-                    Ok(()) => tracing::info!(config = %path.display(), "configuration reloaded"),
-                    Err(e) => {
-                        tracing::warn!(config = %path.display(), "configuration not reloaded, the running one stays: {e}")
-                    }
-                }
-            }
-        }
+        let edits = ConfigEdits {
+            live: Arc::clone(self),
+            path,
+            registry,
+        };
+        watcher::spawn(folder, options, edits)
     }
 }
 
-/// Watches the folder holding the config file, not the file itself: editors save by writing
-/// a new file and renaming it. `None` (logged) if it cannot be watched.
-fn watch_folder_of(
-    path: &Path,
-) -> Option<(
-    notify::RecommendedWatcher,
-    mpsc::Receiver<notify::Result<notify::Event>>,
-)> {
-    let (tx, rx) = mpsc::channel();
-    let folder = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        let _ = tx.send(event);
-    })
-    .and_then(|mut w| w.watch(folder, RecursiveMode::NonRecursive).map(|()| w));
-    match watcher {
-        Ok(watcher) => Some((watcher, rx)),
-        Err(e) => {
-            tracing::warn!(error = %e, config = %path.display(), "cannot watch the config file; edits need a restart");
-            None
+/// Reloads the config file when it has settled after an edit.
+struct ConfigEdits {
+    live: Arc<Live>,
+    path: PathBuf,
+    registry: Arc<RegistryHandle>,
+}
+
+impl watcher::Handler for ConfigEdits {
+    fn settled(&mut self, paths: Vec<PathBuf>) {
+        let name = self.path.file_name();
+        if !paths.iter().any(|p| p.file_name() == name) {
+            return; // another file of the same folder
         }
+        let config = self.path.display();
+        match self.live.reload(&self.path, &self.registry) {
+            Ok(()) => tracing::info!(config = %config, "configuration reloaded"),
+            Err(e) => {
+                tracing::warn!(config = %config, "configuration not reloaded, the running one stays: {e}")
+            }
+        }
+    }
+
+    fn cannot_watch(&mut self, _folder: &Path, error: &notify::Error) {
+        tracing::warn!(error = %error, config = %self.path.display(), "cannot watch the config file; edits need a restart");
     }
 }

@@ -1,12 +1,18 @@
 //! The tool registry: an immutable snapshot of the loaded tools by name, behind an atomically
 //! swapped `Arc`. Each model turn takes one snapshot, so a reload never changes the tools
 //! under a running turn. Also builds the OpenAI `tools` array a rojo offers its model.
+//!
+//! The registry sits above `plugins`: it consumes the [`Tool`]s the loader produces (each
+//! with its OpenAI definition already computed) and the drop-in folder's current set, through
+//! [`Publisher`]; `plugins` never names the registry.
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::{
+    collections::{BTreeMap, HashSet},
+    sync::Arc,
+};
 
 use arc_swap::ArcSwap;
-use rojos_plugin_api::Manifest;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::{
     config::ToolSelection,
@@ -61,30 +67,6 @@ impl Registry {
     }
 }
 
-/// How a destructive tool's description starts.
-pub const DESTRUCTIVE_MARK: &str = "[destructive: changes cannot be undone]";
-
-/// The OpenAI function definition of a tool, with a parameters schema every provider accepts.
-/// A destructive tool's description starts with [`DESTRUCTIVE_MARK`], for the model and for
-/// clients (the OpenAI format has no field for it).
-/// Computed once per loaded library, not per model turn.
-pub fn definition(manifest: &Manifest) -> Value {
-    let spec = &manifest.spec;
-    let description = if spec.destructive {
-        format!("{DESTRUCTIVE_MARK} {}", spec.description)
-    } else {
-        spec.description.clone()
-    };
-    json!({
-        "type": "function",
-        "function": {
-            "name": spec.name,
-            "description": description,
-            "parameters": rojos_llm::sanitize_schema(&spec.parameters),
-        }
-    })
-}
-
 /// The current registry, swapped atomically as a whole.
 #[derive(Debug)]
 pub struct RegistryHandle {
@@ -107,6 +89,39 @@ impl RegistryHandle {
     /// Replaces the registry; snapshots already taken are unaffected.
     pub fn replace(&self, registry: Registry) {
         self.current.store(Arc::new(registry));
+    }
+}
+
+/// Publishes the built-in tools plus the drop-in folder's current ones (`plugins::DropIn`):
+/// built-ins always win a name clash, then drop-ins in the order given; each clash is logged
+/// once, not at every change.
+#[derive(Debug)]
+pub struct Publisher {
+    builtins: Vec<Arc<Tool>>,
+    handle: Arc<RegistryHandle>,
+    reported: HashSet<String>,
+}
+
+impl Publisher {
+    /// A publisher into `handle` of `builtins` and whatever drop-ins it is given.
+    pub fn new(builtins: Vec<Arc<Tool>>, handle: Arc<RegistryHandle>) -> Publisher {
+        Publisher {
+            builtins,
+            handle,
+            reported: HashSet::new(),
+        }
+    }
+
+    /// Builds and swaps in the registry of the built-ins and `dropins`.
+    pub fn publish(&mut self, dropins: Vec<Arc<Tool>>) {
+        let (registry, clashes) = Registry::build(self.builtins.iter().cloned().chain(dropins));
+        for clash in clashes {
+            let line = clash.to_string();
+            if self.reported.insert(line.clone()) {
+                tracing::warn!("{line}");
+            }
+        }
+        self.handle.replace(registry);
     }
 }
 

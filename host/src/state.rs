@@ -13,9 +13,10 @@ use crate::{
     http::{auth::Auth, limits::ChatLimits},
     live::{Live, Settings},
     metrics::Metrics,
-    plugins::{check_folder, DropIn, LoadError, Loader, WatchGuard},
-    registry::{Registry, RegistryHandle},
+    plugins::{check_folder, DropIn, LoadError, Loader},
+    registry::{Publisher, Registry, RegistryHandle},
     storage::Storage,
+    watcher::WatchGuard,
 };
 
 /// Shared server state; cheap to clone.
@@ -119,11 +120,12 @@ impl AppState {
         let mut watchers = Vec::new();
         if let Some(dir) = &config.plugins.dir {
             check_folder(dir).map_err(StartError::DropIn)?;
+            // Built-ins always win a name clash, then drop-ins in file-name order.
+            let mut publisher = Publisher::new(loaded, Arc::clone(&registry));
             let mut dropin = DropIn::new(
                 dir.clone(),
                 Arc::clone(&loader),
-                loaded,
-                Arc::clone(&registry),
+                Box::new(move |dropins| publisher.publish(dropins)),
             );
             dropin.scan();
             watchers.push(dropin.spawn());

@@ -203,7 +203,7 @@ impl Loader {
             LoadFailure::BadManifest(format!("parameters are not a valid JSON schema: {e}"))
         })?;
         tracing::info!(tool = %manifest.spec.name, hash = %&hash[..12], "plugin loaded");
-        let definition = crate::registry::definition(&manifest);
+        let definition = super::definition::definition(&manifest);
         Ok(Library {
             definition,
             hash: hash.to_owned(),

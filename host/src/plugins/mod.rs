@@ -5,20 +5,27 @@
 //! file and the reason); `invoke` runs one call off the async runtime under a deadline and a
 //! per-plugin concurrency cap, on `args` (the model's arguments, parsed once and checked
 //! against the tool's schema), and gives an `outcome` (the result, or a typed failure whose
-//! message becomes the model's `error: …` text). The set of tools the server offers is the [`crate::registry`].
+//! message becomes the model's `error: …` text); `definition` is a tool's OpenAI function
+//! definition, computed once per library; `dropin` keeps the drop-in folder's tools loaded
+//! (on the shared [`crate::watcher`]).
+//!
+//! This module sits below [`crate::registry`], which consumes the tools it produces; nothing
+//! here names the registry (the drop-in folder hands its tools to a callback).
 
 mod args;
 mod copies;
+mod definition;
+mod dropin;
 mod elf;
 mod invoke;
 mod loader;
 mod outcome;
 mod trust;
-mod watch;
 
 pub use args::ToolArgs;
+pub use definition::{definition, DESTRUCTIVE_MARK};
+pub use dropin::{check_folder, DropIn, Publish};
 pub use invoke::{invoke, CallRequest};
 pub use loader::{Library, LoadError, LoadFailure, Loader, Tool, MAX_PLUGIN_BYTES};
 pub use outcome::{model_text, FailureKind, ToolFailure, ToolOutcome};
 pub use trust::Distrust;
-pub use watch::{check_folder, DropIn, WatchGuard};

@@ -108,7 +108,7 @@ async fn destructive_tools_say_so_in_their_definition() {
     for tool in &tools {
         let name = tool["function"]["name"].as_str().unwrap();
         let description = tool["function"]["description"].as_str().unwrap();
-        let destructive = description.starts_with(rojos::registry::DESTRUCTIVE_MARK);
+        let destructive = description.starts_with(rojos::plugins::DESTRUCTIVE_MARK);
         assert_eq!(
             destructive,
             matches!(name, "move_path" | "delete_path"),

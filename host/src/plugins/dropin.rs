@@ -1,37 +1,33 @@
 //! The drop-in folder (`[plugins].dir`): a plugin library moved in is loaded and offered on
 //! the next model turn, a replaced one serves its new version, a removed one is unregistered.
 //!
-//! No single file-system event means "write complete" (a copy or a build shows as several
-//! events, with a half-written file between them), so each path gets a quiet period after its
-//! last event and is then reconciled with what is on disk. The folder
-//! is also rescanned periodically (a deleted folder silently ends the watch; it is watched
-//! again when it reappears). Files are fingerprinted, so a rescan reloads nothing unchanged.
+//! The folder is watched by the shared [`crate::watcher`]: each path is reconciled with what
+//! is on disk once it has been quiet for a moment (a copy or a build shows as several events,
+//! with a half-written file between them), and the whole folder is rescanned periodically (a
+//! deleted folder silently ends the watch; it is watched again when it reappears). Files are
+//! fingerprinted, so a rescan reloads nothing unchanged. Each change hands the loaded
+//! drop-ins, in file-name order, to a publish callback (the registry's, see `state`): this
+//! module knows nothing of the registry.
 //!
 //! Before anything is loaded, the folder and every folder above it must pass the `trust` rule,
 //! at every scan, not only at start: from a folder that turns unsafe nothing new is loaded (one
 //! log line), and tools already loaded from it stay, since their code was checked when it was
 //! read and runs from the loader's private copies (docs/configuration.md, "The drop-in folder").
-//! Built-in plugins (`[plugins].load`) always win a name clash, then drop-ins in file-name
-//! order; every loser and every bad file is logged once.
+//! Every bad file is logged once.
 
 use std::{
     collections::{BTreeMap, HashSet},
     os::unix::fs::{DirBuilderExt, MetadataExt},
     path::{Path, PathBuf},
-    sync::{
-        atomic::{AtomicBool, Ordering},
-        mpsc, Arc,
-    },
-    time::{Duration, Instant},
+    sync::Arc,
+    time::Duration,
 };
-
-use notify::{event::AccessKind, EventKind, RecursiveMode, Watcher};
 
 use super::{
     trust::{self, Refusal},
     LoadError, LoadFailure, Loader, Tool,
 };
-use crate::registry::{Registry, RegistryHandle};
+use crate::watcher::{self, WatchGuard};
 
 /// How long a path must stay quiet before it is loaded.
 const QUIET: Duration = Duration::from_millis(400);
@@ -91,18 +87,18 @@ fn folder_problem(dir: &Path, refusal: &Refusal) -> String {
     }
 }
 
-/// The drop-in folder's tools and the registry they are merged into.
+/// Where the drop-in folder's loaded tools go after each change, in file-name order.
+pub type Publish = Box<dyn FnMut(Vec<Arc<Tool>>) + Send>;
+
+/// The drop-in folder's tools.
 pub struct DropIn {
     dir: PathBuf,
     loader: Arc<Loader>,
-    builtins: Vec<Arc<Tool>>,
-    registry: Arc<RegistryHandle>,
+    publish: Publish,
     entries: BTreeMap<PathBuf, Entry>,
     reported: HashSet<String>,
     /// Why the folder was last found unsafe (logged when it changes), `None` while it is safe.
     distrusted: Option<String>,
-    /// The inode of the folder being watched: a folder deleted and recreated is a new one.
-    watched: Option<u64>,
 }
 
 impl std::fmt::Debug for DropIn {
@@ -114,52 +110,20 @@ impl std::fmt::Debug for DropIn {
     }
 }
 
-/// Stops the watcher thread when dropped.
-#[derive(Debug)]
-pub struct WatchGuard {
-    stop: Arc<AtomicBool>,
-}
-
-impl WatchGuard {
-    /// A guard and the flag it raises when dropped.
-    pub fn new() -> (WatchGuard, Arc<AtomicBool>) {
-        let stop = Arc::new(AtomicBool::new(false));
-        (
-            WatchGuard {
-                stop: Arc::clone(&stop),
-            },
-            stop,
-        )
-    }
-}
-
-impl Drop for WatchGuard {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
 impl DropIn {
-    /// A drop-in folder whose tools join `builtins` (which win any name clash) in `registry`.
-    pub fn new(
-        dir: PathBuf,
-        loader: Arc<Loader>,
-        builtins: Vec<Arc<Tool>>,
-        registry: Arc<RegistryHandle>,
-    ) -> DropIn {
+    /// A drop-in folder whose tools are handed to `publish` after each change.
+    pub fn new(dir: PathBuf, loader: Arc<Loader>, publish: Publish) -> DropIn {
         DropIn {
             dir,
             loader,
-            builtins,
-            registry,
+            publish,
             entries: BTreeMap::new(),
             reported: HashSet::new(),
             distrusted: None,
-            watched: None,
         }
     }
 
-    /// Reconciles every file of the folder with what is loaded, then publishes the registry.
+    /// Reconciles every file of the folder with what is loaded, then publishes the tools.
     /// Nothing is loaded while the folder is not trusted; removed files are still forgotten.
     pub fn scan(&mut self) {
         let (mut present, may_load): (Vec<PathBuf>, bool) = match std::fs::read_dir(&self.dir) {
@@ -258,17 +222,14 @@ impl DropIn {
         true
     }
 
-    /// Builds and swaps in the registry: built-ins first, then drop-ins by file name.
+    /// Hands the loaded drop-ins, by file name, to the publish callback.
     fn publish(&mut self) {
         let dropins = self
             .entries
             .values()
-            .filter_map(|e| e.loaded.as_ref().ok().cloned());
-        let (registry, clashes) = Registry::build(self.builtins.iter().cloned().chain(dropins));
-        for clash in clashes {
-            self.report(clash.to_string());
-        }
-        self.registry.replace(registry);
+            .filter_map(|e| e.loaded.as_ref().ok().cloned())
+            .collect();
+        (self.publish)(dropins);
     }
 
     /// Logs a problem once (the same bad file is not reported at every rescan).
@@ -279,117 +240,37 @@ impl DropIn {
     }
 
     /// Watches the folder on a thread of its own until the guard is dropped.
-    pub fn spawn(mut self) -> WatchGuard {
-        let (guard, stop) = WatchGuard::new();
-        std::thread::Builder::new()
-            .name("rojos-plugins-watch".to_owned())
-            .spawn(move || self.watch(&stop))
-            .expect("the watcher thread starts");
-        guard
+    pub fn spawn(self) -> WatchGuard {
+        let options = watcher::Options {
+            quiet: QUIET,
+            rescan: Some(RESCAN),
+            thread: "rojos-plugins-watch",
+        };
+        watcher::spawn(self.dir.clone(), options, self)
     }
+}
 
-    fn watch(&mut self, stop: &AtomicBool) {
-        let (tx, rx) = mpsc::channel::<notify::Result<notify::Event>>();
-        let mut watcher = None;
-        let mut pending: BTreeMap<PathBuf, Instant> = BTreeMap::new();
-        let mut next_rescan = Instant::now();
-        while !stop.load(Ordering::Relaxed) {
-            let now = Instant::now();
-            if now >= next_rescan {
-                let current = std::fs::metadata(&self.dir)
-                    .ok()
-                    .filter(|m| m.is_dir())
-                    .map(|m| m.ino());
-                if watcher.is_none() || current != self.watched {
-                    watcher = self.start_watching(&tx);
-                    self.watched = watcher.as_ref().and(current);
-                }
-                self.scan();
-                next_rescan = now + RESCAN;
-            }
-            let ready: Vec<PathBuf> = pending
-                .iter()
-                .filter(|(_, at)| **at <= now)
-                .map(|(p, _)| p.clone())
-                .collect();
-            if !ready.is_empty() {
-                let may_load = self.dir.is_dir() && self.folder_is_trusted();
-                let mut changed = false;
-                for path in ready {
-                    pending.remove(&path);
-                    changed |= is_candidate(&path) && self.reconcile(&path, may_load);
-                }
-                if changed {
-                    self.publish();
-                }
-            }
-            let wake = pending
-                .values()
-                .copied()
-                .chain([next_rescan])
-                .min()
-                .unwrap_or(next_rescan);
-            let timeout = wake
-                .saturating_duration_since(Instant::now())
-                .min(Duration::from_millis(250));
-            match rx.recv_timeout(timeout) {
-                Ok(Ok(event)) => {
-                    if event.need_rescan() {
-                        next_rescan = Instant::now();
-                    }
-                    if matches!(
-                        event.kind,
-                        EventKind::Access(AccessKind::Open(_) | AccessKind::Read | AccessKind::Any)
-                    ) {
-                        continue; // our own reads of the files
-                    }
-                    // Events name the canonical path; entries are keyed by `dir/name`.
-                    for name in event.paths.iter().filter_map(|p| p.file_name()) {
-                        pending.insert(self.dir.join(name), Instant::now() + QUIET);
-                    }
-                }
-                Ok(Err(e)) => {
-                    tracing::debug!(error = %e, "drop-in folder watch error; rescanning");
-                    watcher = None;
-                    next_rescan = Instant::now();
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            }
+impl watcher::Handler for DropIn {
+    fn settled(&mut self, paths: Vec<PathBuf>) {
+        let may_load = self.dir.is_dir() && self.folder_is_trusted();
+        let mut changed = false;
+        for path in paths {
+            changed |= is_candidate(&path) && self.reconcile(&path, may_load);
+        }
+        if changed {
+            self.publish();
         }
     }
 
-    /// Watches the folder if it exists; `None` to retry at the next rescan. (Whether it is safe
-    /// to load from is checked at every scan and before every load, not here.)
-    fn start_watching(
-        &mut self,
-        tx: &mpsc::Sender<notify::Result<notify::Event>>,
-    ) -> Option<notify::RecommendedWatcher> {
-        if !self.dir.is_dir() {
-            return None;
-        }
-        let tx = tx.clone();
-        let mut watcher = notify::recommended_watcher(move |event| {
-            let _ = tx.send(event);
-        })
-        .map_err(|e| {
-            self.report(format!(
-                "plugins.dir '{}': cannot watch it: {e}",
-                self.dir.display()
-            ))
-        })
-        .ok()?;
-        let canonical = self.dir.canonicalize().unwrap_or_else(|_| self.dir.clone());
-        watcher
-            .watch(&canonical, RecursiveMode::NonRecursive)
-            .map_err(|e| {
-                self.report(format!(
-                    "plugins.dir '{}': cannot watch it: {e}",
-                    self.dir.display()
-                ))
-            })
-            .ok()?;
-        Some(watcher)
+    fn rescan(&mut self) {
+        self.scan();
+    }
+
+    fn cannot_watch(&mut self, folder: &Path, error: &notify::Error) {
+        self.report(format!(
+            "plugins.dir '{}': cannot watch it: {error}",
+            folder.display()
+        ));
     }
 }
 
@@ -448,13 +329,13 @@ mod tests {
         std::fs::write(dir.path().join("libgarbage.so"), "garbage").unwrap();
         std::fs::write(dir.path().join(".libcopying.so"), "half").unwrap();
         std::fs::write(dir.path().join("notes.txt"), "not a plugin").unwrap();
-        let registry = Arc::new(RegistryHandle::new(Registry::default()));
+        let published = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&published);
         let loader = Arc::new(Loader::new(1).unwrap());
         let mut dropin = DropIn::new(
             dir.path().to_owned(),
             loader,
-            Vec::new(),
-            Arc::clone(&registry),
+            Box::new(move |tools| sink.lock().unwrap().push(tools)),
         );
         let logs = logs_of(|| {
             dropin.scan();
@@ -469,7 +350,10 @@ mod tests {
             warnings[0].contains("libgarbage.so': not a plugin library: not an ELF file (7 bytes)"),
             "{logs:#?}"
         );
-        assert_eq!(registry.snapshot().tools().count(), 0);
+        assert!(
+            published.lock().unwrap().iter().all(Vec::is_empty),
+            "nothing loaded"
+        );
     }
 
     #[test]
@@ -479,9 +363,8 @@ mod tests {
         let chmod = |mode| {
             std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode)).unwrap()
         };
-        let registry = Arc::new(RegistryHandle::new(Registry::default()));
         let loader = Arc::new(Loader::new(1).unwrap());
-        let mut dropin = DropIn::new(dir.path().to_owned(), loader, Vec::new(), registry);
+        let mut dropin = DropIn::new(dir.path().to_owned(), loader, Box::new(|_| {}));
         let logs = logs_of(|| {
             dropin.scan();
             chmod(0o777);
