@@ -13,7 +13,7 @@ use crate::{
     http::{auth::Auth, limits::ChatLimits},
     live::{Live, Settings},
     metrics::Metrics,
-    plugins::{check_folder, DropIn, LoadError, Loader},
+    plugins::{check_folder, DropIn, LoadError, Loader, Tool},
     registry::{Publisher, Registry, RegistryHandle},
     storage::Storage,
     watcher::WatchGuard,
@@ -103,65 +103,30 @@ impl AppState {
             path: config.storage.display().to_string(),
             source,
         })?;
-        let mut loaded = Vec::new();
-        let mut errors = Vec::new();
-        for path in &config.plugins.load {
-            match loader.load(path) {
-                Ok(tool) => loaded.push(tool),
-                Err(e) => errors.push(e),
-            }
-        }
-        let (registry, duplicates) = Registry::build(loaded.iter().cloned());
-        errors.extend(duplicates);
-        if !errors.is_empty() {
-            return Err(StartError::Plugins(errors));
-        }
+        let (builtins, registry) = load_builtins(&config, &loader)?;
         let registry = Arc::new(RegistryHandle::new(registry));
         let mut watchers = Vec::new();
         if let Some(dir) = &config.plugins.dir {
-            check_folder(dir).map_err(StartError::DropIn)?;
-            // Built-ins always win a name clash, then drop-ins in file-name order.
-            let mut publisher = Publisher::new(loaded, Arc::clone(&registry));
-            let mut dropin = DropIn::new(
-                dir.clone(),
-                Arc::clone(&loader),
-                Box::new(move |dropins| publisher.publish(dropins)),
-            );
-            dropin.scan();
-            watchers.push(dropin.spawn());
+            watchers.push(watch_dropins(dir, &loader, builtins, &registry)?);
         }
         let tools = registry.snapshot();
         config.check_tools(&|name| tools.get(name).is_some())?;
-        let auth = Auth::from_config(&config.tokens);
-        let store = SqliteStore::open(config.storage.join("rojos.db"))?;
         let live = Arc::new(Live::new(Settings::from_config(&config)?));
         if config.path.is_file() {
             watchers.push(live.watch(config.path.clone(), Arc::clone(&registry)));
         }
         let storage = Arc::new(storage);
         let metrics = Arc::new(Metrics::new());
-        let agent = Agent {
-            registry: Arc::clone(&registry),
-            store: Arc::new(store),
-            leases: Arc::new(LocalRunLeases::new()),
-            storage: Arc::clone(&storage),
-            limits: config.limits,
-            call_timeout: config.plugins.call_timeout,
-            max_result_bytes: config.max_result_bytes,
-            budgets: config.budgets,
-            shutdown: CancellationToken::new(),
-            tasks: TaskTracker::new(),
-            metrics: Arc::clone(&metrics),
-        };
+        let agent = agent(&config, &registry, &storage, &metrics)?;
         let limits = Arc::new(
             ChatLimits::new(config.max_concurrent_chats, config.rate_limit_per_minute)
                 .with_per_token(config.max_chats_per_token),
         );
         Ok(AppState {
+            auth: Arc::new(Auth::from_config(&config.tokens)),
             config: Arc::new(config),
             registry,
             storage,
-            auth: Arc::new(auth),
             loader,
             agent: Arc::new(agent),
             metrics,
@@ -170,4 +135,69 @@ impl AppState {
             _watchers: Arc::new(watchers),
         })
     }
+}
+
+/// Loads every `[plugins].load` library and the registry of their tools; all must load, with
+/// no two giving one tool name.
+fn load_builtins(
+    config: &Config,
+    loader: &Loader,
+) -> Result<(Vec<Arc<Tool>>, Registry), StartError> {
+    let mut loaded = Vec::new();
+    let mut errors = Vec::new();
+    for path in &config.plugins.load {
+        match loader.load(path) {
+            Ok(tool) => loaded.push(tool),
+            Err(e) => errors.push(e),
+        }
+    }
+    let (registry, duplicates) = Registry::build(loaded.iter().cloned());
+    errors.extend(duplicates);
+    if errors.is_empty() {
+        Ok((loaded, registry))
+    } else {
+        Err(StartError::Plugins(errors))
+    }
+}
+
+/// Checks the drop-in folder, loads what it holds into `registry` beside the built-ins
+/// (which always win a name clash, then drop-ins in file-name order), and watches it.
+fn watch_dropins(
+    dir: &std::path::Path,
+    loader: &Arc<Loader>,
+    builtins: Vec<Arc<Tool>>,
+    registry: &Arc<RegistryHandle>,
+) -> Result<WatchGuard, StartError> {
+    check_folder(dir).map_err(StartError::DropIn)?;
+    let mut publisher = Publisher::new(builtins, Arc::clone(registry));
+    let mut dropin = DropIn::new(
+        dir.to_owned(),
+        Arc::clone(loader),
+        Box::new(move |dropins| publisher.publish(dropins)),
+    );
+    dropin.scan();
+    Ok(dropin.spawn())
+}
+
+/// The agent that runs chats: the conversation store opened, leases in this process.
+fn agent(
+    config: &Config,
+    registry: &Arc<RegistryHandle>,
+    storage: &Arc<Storage>,
+    metrics: &Arc<Metrics>,
+) -> Result<Agent, StartError> {
+    let store = SqliteStore::open(config.storage.join("rojos.db"))?;
+    Ok(Agent {
+        registry: Arc::clone(registry),
+        store: Arc::new(store),
+        leases: Arc::new(LocalRunLeases::new()),
+        storage: Arc::clone(storage),
+        limits: config.limits,
+        call_timeout: config.plugins.call_timeout,
+        max_result_bytes: config.max_result_bytes,
+        budgets: config.budgets,
+        shutdown: CancellationToken::new(),
+        tasks: TaskTracker::new(),
+        metrics: Arc::clone(metrics),
+    })
 }
