@@ -13,7 +13,7 @@ use crate::{
     http::{auth::Auth, limits::ChatLimits},
     live::{Live, Settings},
     metrics::Metrics,
-    plugins::{check_folder, DropIn, LoadError, Loader, Tool},
+    plugins::{check_folder, DropIn, FolderError, LoadError, Loader, Tool},
     registry::{Publisher, Registry, RegistryHandle},
     storage::Storage,
     watcher::WatchGuard,
@@ -74,8 +74,8 @@ pub enum StartError {
         source: rojos_llm::LlmError,
     },
     /// The drop-in folder is unusable or unsafe.
-    #[error("{0}")]
-    DropIn(String),
+    #[error(transparent)]
+    DropIn(#[from] FolderError),
     /// Any other I/O failure at start.
     #[error("cannot start: {0}")]
     Io(#[from] std::io::Error),
@@ -168,7 +168,7 @@ fn watch_dropins(
     builtins: Vec<Arc<Tool>>,
     registry: &Arc<RegistryHandle>,
 ) -> Result<WatchGuard, StartError> {
-    check_folder(dir).map_err(StartError::DropIn)?;
+    check_folder(dir)?;
     let mut publisher = Publisher::new(builtins, Arc::clone(registry));
     let mut dropin = DropIn::new(
         dir.to_owned(),

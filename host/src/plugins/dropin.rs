@@ -24,7 +24,7 @@ use std::{
 };
 
 use super::{
-    trust::{self, Refusal},
+    trust::{self, Distrust, Refusal},
     LoadError, LoadFailure, Loader, Tool,
 };
 use crate::watcher::{self, WatchGuard};
@@ -66,24 +66,56 @@ struct Entry {
 /// # Errors
 ///
 /// A message naming the folder, what is wrong and how to fix it.
-pub fn check_folder(dir: &Path) -> Result<(), String> {
+pub fn check_folder(dir: &Path) -> Result<(), FolderError> {
     // Created without group/other write whatever the umask, so a folder we make is never refused.
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o755)
         .create(dir)
-        .map_err(|e| format!("plugins.dir '{}': cannot create it: {e}", dir.display()))?;
-    trust::check_folder(dir).map_err(|refusal| folder_problem(dir, &refusal))
+        .map_err(|source| FolderError::Create {
+            dir: dir.to_owned(),
+            source,
+        })?;
+    trust::check_folder(dir).map_err(|refusal| FolderError::of(dir, refusal))
 }
 
-/// The one line saying why nothing is loaded from the drop-in folder.
-fn folder_problem(dir: &Path, refusal: &Refusal) -> String {
-    match refusal {
-        Refusal::Io(message) => format!("plugins.dir '{}': cannot check it: {message}", dir.display()),
-        Refusal::Untrusted(_) => format!(
-            "plugins.dir '{}' is not trusted, no plugin is loaded from it (a plugin runs code in the server): {refusal}",
-            dir.display()
-        ),
+/// Why the drop-in folder is not used.
+#[derive(Debug, thiserror::Error)]
+pub enum FolderError {
+    /// The folder is missing and cannot be created.
+    #[error("plugins.dir '{}': cannot create it: {source}", dir.display())]
+    Create {
+        /// The folder.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The folder or one above it cannot be opened or inspected.
+    #[error("plugins.dir '{}': cannot check it: {message}", dir.display())]
+    Check {
+        /// The folder.
+        dir: PathBuf,
+        /// What failed, naming the path.
+        message: String,
+    },
+    /// The folder or one above it may be written by another user.
+    #[error("plugins.dir '{}' is not trusted, no plugin is loaded from it (a plugin runs code in the server): {distrust}; fix: {}", dir.display(), distrust.fix())]
+    Untrusted {
+        /// The folder.
+        dir: PathBuf,
+        /// What is wrong, and where.
+        #[source]
+        distrust: Distrust,
+    },
+}
+
+impl FolderError {
+    fn of(dir: &Path, refusal: Refusal) -> FolderError {
+        let dir = dir.to_owned();
+        match refusal {
+            Refusal::Io(message) => FolderError::Check { dir, message },
+            Refusal::Untrusted(distrust) => FolderError::Untrusted { dir, distrust },
+        }
     }
 }
 
@@ -163,7 +195,7 @@ impl DropIn {
                 true
             }
             Err(refusal) => {
-                let line = folder_problem(&self.dir, &refusal);
+                let line = FolderError::of(&self.dir, refusal).to_string();
                 if self.distrusted.as_ref() != Some(&line) {
                     tracing::warn!("{line}");
                     self.distrusted = Some(line);
@@ -398,7 +430,18 @@ mod tests {
         let folder = dir.path().join("plugins.d");
         check_folder(&folder).expect("a new folder is created with safe permissions");
         std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o775)).unwrap();
-        let e = check_folder(&folder).unwrap_err();
+        let error = check_folder(&folder).unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                FolderError::Untrusted {
+                    distrust: Distrust::Writable { .. },
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        let e = error.to_string();
         assert!(
             e.contains("is writable by group or others (mode 775)"),
             "{e}"

@@ -24,7 +24,7 @@ mod trust;
 
 pub use args::ToolArgs;
 pub use definition::{definition, DESTRUCTIVE_MARK};
-pub use dropin::{check_folder, DropIn, Publish};
+pub use dropin::{check_folder, DropIn, FolderError, Publish};
 pub use invoke::{invoke, CallRequest};
 pub use loader::{Library, LoadError, LoadFailure, Loader, Tool, MAX_PLUGIN_BYTES};
 pub use outcome::{model_text, FailureKind, ToolFailure, ToolOutcome};
