@@ -13,14 +13,34 @@ use std::{
 use arc_swap::ArcSwap;
 
 use crate::{
-    config::{Config, RojoConfig},
+    config::{Config, ConfigError, RojoConfig},
     registry::RegistryHandle,
-    state::StartError,
     watcher::{self, WatchGuard},
 };
 
 /// How long the config file must stay quiet after an edit before it is read.
 const QUIET: Duration = Duration::from_millis(300);
+
+/// A provider whose HTTP client cannot be built.
+#[derive(Debug, thiserror::Error)]
+#[error("providers.{name}: {source}")]
+pub struct ProviderError {
+    /// The provider's name.
+    pub name: String,
+    /// Why.
+    pub source: rojos_llm::LlmError,
+}
+
+/// Why an edit of `rojos.toml` was not applied (the running settings stay).
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    /// The file is invalid or names a tool no loaded plugin provides.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A provider's client cannot be built.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+}
 
 /// One consistent set of live settings.
 #[derive(Debug)]
@@ -36,15 +56,15 @@ impl Settings {
     ///
     /// # Errors
     ///
-    /// [`StartError::Provider`] naming a provider whose client cannot be built.
-    pub fn from_config(config: &Config) -> Result<Settings, StartError> {
+    /// [`ProviderError`] naming a provider whose client cannot be built.
+    pub fn from_config(config: &Config) -> Result<Settings, ProviderError> {
         let providers = config
             .providers
             .iter()
             .map(|(name, p)| {
                 rojos_llm::Client::new(p.client.clone())
                     .map(|client| (name.clone(), client))
-                    .map_err(|source| StartError::Provider {
+                    .map_err(|source| ProviderError {
                         name: name.clone(),
                         source,
                     })
@@ -82,7 +102,7 @@ impl Live {
     ///
     /// The config is invalid (the message names the key) or names a tool no loaded plugin
     /// provides; the running settings stay.
-    pub fn reload(&self, path: &Path, registry: &RegistryHandle) -> Result<(), StartError> {
+    pub fn reload(&self, path: &Path, registry: &RegistryHandle) -> Result<(), ReloadError> {
         let config = Config::load(path)?;
         let tools = registry.snapshot();
         config.check_tools(&|name| tools.get(name).is_some())?;

@@ -11,7 +11,7 @@ use crate::{
     agent::Agent,
     config::{Config, ConfigError},
     http::{auth::Auth, limits::ChatLimits},
-    live::{Live, Settings},
+    live::{Live, ProviderError, Settings},
     metrics::Metrics,
     plugins::{check_folder, DropIn, FolderError, LoadError, Loader, Tool},
     registry::{Publisher, Registry, RegistryHandle},
@@ -66,13 +66,8 @@ pub enum StartError {
     #[error(transparent)]
     Store(#[from] StoreError),
     /// A provider's client cannot be built.
-    #[error("providers.{name}: {source}")]
-    Provider {
-        /// The provider's name.
-        name: String,
-        /// Why.
-        source: rojos_llm::LlmError,
-    },
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
     /// The drop-in folder is unusable or unsafe.
     #[error(transparent)]
     DropIn(#[from] FolderError),
