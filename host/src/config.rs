@@ -1,7 +1,8 @@
 //! `rojos.toml`, in two steps: `RawConfig` (`raw`) mirrors the file exactly (unknown keys
 //! are errors that name the key), `Config` is the validated form with paths resolved against
 //! the config's folder and secrets read from the environment. Tool names are checked against
-//! the loaded plugins by [`Config::check_tools`], once the registry exists.
+//! the loaded plugins by [`LiveConfig::check_tools`], once the registry exists. A file is a
+//! [`ConfigFile`]: the start-time [`Config`] and the [`LiveConfig`] re-read on every edit.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -91,10 +92,25 @@ pub struct Config {
     pub max_conversation_page_bytes: usize,
     /// Chats each token may start per minute (`429` beyond); `None`: no rate limit.
     pub rate_limit_per_minute: Option<u32>,
+}
+
+/// What applies live from `rojos.toml` (re-read on every edit): the rojos and their
+/// providers. The server holds it only as `live::Settings`, so nothing reads a stale copy.
+#[derive(Debug, Clone)]
+pub struct LiveConfig {
     /// OpenAI-compatible endpoints, by name.
     pub providers: BTreeMap<String, ProviderConfig>,
     /// Assistants, by name.
     pub rojos: BTreeMap<String, RojoConfig>,
+}
+
+/// A whole `rojos.toml`: what is fixed at start, and what applies live.
+#[derive(Debug, Clone)]
+pub struct ConfigFile {
+    /// The keys read once, at start.
+    pub config: Config,
+    /// The rojos and providers.
+    pub live: LiveConfig,
 }
 
 /// `[server]` keys that protect the HTTP side from slow or idle clients.
@@ -194,7 +210,7 @@ pub struct PluginsConfig {
 #[derive(Debug, Clone)]
 pub struct ProviderConfig {
     /// The client settings (URL, model, key, time-outs, retries).
-    pub client: rojos_llm::Provider,
+    pub provider: rojos_llm::Provider,
 }
 
 /// `[rojos.NAME]`.
@@ -233,22 +249,22 @@ impl ToolSelection {
 /// Where the server reads its environment variables from; tests pass their own.
 pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
-impl Config {
+impl ConfigFile {
     /// Reads and validates the config at `path`, taking secrets from the process environment.
     ///
     /// # Errors
     ///
     /// [`ConfigError`] naming the file or the key at fault.
-    pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        Config::load_with_env(path, &|name| std::env::var(name).ok())
+    pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
+        ConfigFile::load_with_env(path, &|name| std::env::var(name).ok())
     }
 
-    /// [`Config::load`] with another environment.
+    /// [`ConfigFile::load`] with another environment.
     ///
     /// # Errors
     ///
     /// [`ConfigError`] naming the file or the key at fault.
-    pub fn load_with_env(path: &Path, env: EnvLookup<'_>) -> Result<Config, ConfigError> {
+    pub fn load_with_env(path: &Path, env: EnvLookup<'_>) -> Result<ConfigFile, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_owned(),
             source,
@@ -256,7 +272,7 @@ impl Config {
         // Absolute, so paths in the config mean the same thing whatever the working folder.
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
         let base = path.parent().unwrap_or(Path::new("/"));
-        Config::parse(&text, &path, base, env)
+        ConfigFile::parse(&text, &path, base, env)
     }
 
     /// Validates config text; relative paths resolve against `base`.
@@ -269,7 +285,7 @@ impl Config {
         path: &Path,
         base: &Path,
         env: EnvLookup<'_>,
-    ) -> Result<Config, ConfigError> {
+    ) -> Result<ConfigFile, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_owned(),
             message: parse_error::describe(text, &e),
@@ -325,7 +341,7 @@ impl Config {
         let providers = parse_providers(&raw.providers, env, budgets.max_model_turn_bytes)?;
         let rojos = parse_rojos(&raw.rojos, &providers)?;
 
-        Ok(Config {
+        let config = Config {
             path: path.to_owned(),
             bind,
             storage,
@@ -340,11 +356,15 @@ impl Config {
             budgets,
             max_conversation_page_bytes,
             rate_limit_per_minute,
-            providers,
-            rojos,
+        };
+        Ok(ConfigFile {
+            config,
+            live: LiveConfig { providers, rojos },
         })
     }
+}
 
+impl LiveConfig {
     /// Checks that every tool a rojo names is provided by a loaded plugin.
     ///
     /// # Errors
@@ -650,7 +670,7 @@ fn parse_provider(
     }
     rojos_llm::chat_completions_url(&client.base_url)
         .map_err(|e| invalid(format!("{key}.base_url"), e.to_string()))?;
-    Ok(ProviderConfig { client })
+    Ok(ProviderConfig { provider: client })
 }
 
 fn parse_rojo(
@@ -717,13 +737,21 @@ tools = ["list_files"]
         }
     }
 
-    fn parse(text: &str) -> Result<Config, ConfigError> {
-        Config::parse(
+    fn parse_file(text: &str) -> Result<ConfigFile, ConfigError> {
+        ConfigFile::parse(
             text,
             Path::new("/etc/rojos/rojos.toml"),
             Path::new("/etc/rojos"),
             &env,
         )
+    }
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        parse_file(text).map(|file| file.config)
+    }
+
+    fn parse_live(text: &str) -> Result<LiveConfig, ConfigError> {
+        parse_file(text).map(|file| file.live)
     }
 
     fn error(text: &str) -> String {
@@ -752,11 +780,11 @@ tools = ["list_files"]
 
     #[test]
     fn secrets_come_from_the_environment_and_stay_redacted() {
-        let c = parse(GOOD).unwrap();
+        let ConfigFile { config: c, live } = parse_file(GOOD).unwrap();
         assert_eq!(c.tokens[0].token.expose(), "tok-123456789");
         assert_eq!(
-            c.providers["local"]
-                .client
+            live.providers["local"]
+                .provider
                 .api_key
                 .as_ref()
                 .unwrap()
@@ -813,12 +841,13 @@ tools = ["list_files"]
 
     #[test]
     fn tools_accept_a_star_or_a_list_and_unknown_names_are_refused() {
-        let c = parse(GOOD).unwrap();
+        let c = parse_live(GOOD).unwrap();
         assert_eq!(
             c.rojos["default"].tools,
             ToolSelection::Only(BTreeSet::from(["list_files".to_owned()]))
         );
-        let star = parse(&GOOD.replace(r#"tools = ["list_files"]"#, r#"tools = "*""#)).unwrap();
+        let star =
+            parse_live(&GOOD.replace(r#"tools = ["list_files"]"#, r#"tools = "*""#)).unwrap();
         assert_eq!(star.rojos["default"].tools, ToolSelection::All);
         assert!(c.check_tools(&|name| name == "list_files").is_ok());
         let e = c.check_tools(&|_| false).unwrap_err().to_string();
@@ -864,7 +893,7 @@ tools = ["list_files"]
         assert_eq!(c.bind.to_string(), "127.0.0.1:8080");
         assert_eq!(c.limits, Limits::default());
         assert_eq!(c.plugins.call_timeout, Duration::from_secs(10));
-        assert!(c.tokens.is_empty() && c.rojos.is_empty());
+        assert!(c.tokens.is_empty() && parse_live("").unwrap().rojos.is_empty());
         assert_eq!(c.http, HttpLimits::default());
         assert_eq!(c.budgets, RunBudgets::default());
         assert_eq!(c.max_chats_per_token, 32);
@@ -873,7 +902,7 @@ tools = ["list_files"]
 
     #[test]
     fn the_model_turn_limit_reaches_every_provider_client() {
-        let limits = |text: &str| parse(text).unwrap().providers["local"].client.limits;
+        let limits = |text: &str| parse_live(text).unwrap().providers["local"].provider.limits;
         let default = limits(GOOD);
         assert_eq!(default.max_turn_bytes, 2 << 20);
         assert_eq!(

@@ -13,7 +13,7 @@ use std::{
 use arc_swap::ArcSwap;
 
 use crate::{
-    config::{Config, ConfigError, RojoConfig},
+    config::{ConfigError, ConfigFile, LiveConfig, RojoConfig},
     registry::RegistryHandle,
     watcher::{self, WatchGuard},
 };
@@ -57,12 +57,12 @@ impl Settings {
     /// # Errors
     ///
     /// [`ProviderError`] naming a provider whose client cannot be built.
-    pub fn from_config(config: &Config) -> Result<Settings, ProviderError> {
+    pub fn from_config(config: &LiveConfig) -> Result<Settings, ProviderError> {
         let providers = config
             .providers
             .iter()
             .map(|(name, p)| {
-                rojos_llm::Client::new(p.client.clone())
+                rojos_llm::Client::new(p.provider.clone())
                     .map(|client| (name.clone(), client))
                     .map_err(|source| ProviderError {
                         name: name.clone(),
@@ -103,7 +103,7 @@ impl Live {
     /// The config is invalid (the message names the key) or names a tool no loaded plugin
     /// provides; the running settings stay.
     pub fn reload(&self, path: &Path, registry: &RegistryHandle) -> Result<(), ReloadError> {
-        let config = Config::load(path)?;
+        let config = ConfigFile::load(path)?.live;
         let tools = registry.snapshot();
         config.check_tools(&|name| tools.get(name).is_some())?;
         self.current

@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::Parser;
 use rojos::{
     cli::{Cli, Command},
-    config::Config,
+    config::{ConfigFile, LiveConfig},
     state::AppState,
 };
 use tracing_subscriber::EnvFilter;
@@ -32,18 +32,18 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    let config = Config::load(&cli.config)?;
+    let file = ConfigFile::load(&cli.config)?;
     let command = cli.command.unwrap_or(Command::Serve);
     if let Command::Probe { provider } = &command {
-        return probe(&config, provider);
+        return probe(&file.live, provider);
     }
-    let state = AppState::start(config)?;
+    let state = AppState::start(file)?;
     match command {
         Command::Probe { .. } => unreachable!("handled above"),
         Command::Serve => serve(state),
         Command::Tools { rojo } => {
-            let selection = &state
-                .config
+            let settings = state.live.settings();
+            let selection = &settings
                 .rojos
                 .get(&rojo)
                 .with_context(|| format!("unknown rojo {rojo:?}"))?
@@ -60,23 +60,23 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!(
                 "config ok: {} tools, {} rojos",
                 registry.tools().count(),
-                state.config.rojos.len()
+                state.live.settings().rojos.len()
             );
             Ok(())
         }
     }
 }
 
-fn probe(config: &Config, name: &str) -> anyhow::Result<()> {
+fn probe(config: &LiveConfig, name: &str) -> anyhow::Result<()> {
     let provider = config
         .providers
         .get(name)
         .with_context(|| format!("no provider named {name:?} in the config"))?;
-    let client = rojos_llm::Client::new(provider.client.clone())?;
+    let client = rojos_llm::Client::new(provider.provider.clone())?;
     println!(
         "probing {} (model {})",
         rojos_llm::display_url(client.endpoint().as_str()),
-        provider.client.model
+        provider.provider.model
     );
     let checks = tokio::runtime::Runtime::new()?.block_on(rojos::probe::run(&client));
     for check in &checks {

@@ -9,7 +9,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
     agent::Agent,
-    config::{Config, ConfigError},
+    config::{Config, ConfigError, ConfigFile},
     http::{auth::Auth, limits::ChatLimits},
     live::{Live, ProviderError, Settings},
     metrics::Metrics,
@@ -22,7 +22,7 @@ use crate::{
 /// Shared server state; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct AppState {
-    /// The configuration as loaded at start (rojos and providers: see `live`).
+    /// The keys read once at start; the rojos and providers are only in `live`.
     pub config: Arc<Config>,
     /// The current tool registry.
     pub registry: Arc<RegistryHandle>,
@@ -82,9 +82,9 @@ impl AppState {
     /// # Errors
     ///
     /// [`StartError`] naming what is wrong; every plugin that failed is listed.
-    pub fn start(config: Config) -> Result<AppState, StartError> {
-        let loader = Arc::new(Loader::new(config.plugins.max_concurrent_calls)?);
-        AppState::start_with(config, loader)
+    pub fn start(file: ConfigFile) -> Result<AppState, StartError> {
+        let loader = Arc::new(Loader::new(file.config.plugins.max_concurrent_calls)?);
+        AppState::start_with(file, loader)
     }
 
     /// [`AppState::start`] with an existing loader, so libraries it already loaded are not
@@ -93,7 +93,8 @@ impl AppState {
     /// # Errors
     ///
     /// [`StartError`] naming what is wrong; every plugin that failed is listed.
-    pub fn start_with(config: Config, loader: Arc<Loader>) -> Result<AppState, StartError> {
+    pub fn start_with(file: ConfigFile, loader: Arc<Loader>) -> Result<AppState, StartError> {
+        let ConfigFile { config, live } = file;
         let storage = Storage::open(&config.storage).map_err(|source| StartError::Storage {
             path: config.storage.display().to_string(),
             source,
@@ -105,8 +106,8 @@ impl AppState {
             watchers.push(watch_dropins(dir, &loader, builtins, &registry)?);
         }
         let tools = registry.snapshot();
-        config.check_tools(&|name| tools.get(name).is_some())?;
-        let live = Arc::new(Live::new(Settings::from_config(&config)?));
+        live.check_tools(&|name| tools.get(name).is_some())?;
+        let live = Arc::new(Live::new(Settings::from_config(&live)?));
         if config.path.is_file() {
             watchers.push(live.watch(config.path.clone(), Arc::clone(&registry)));
         }

@@ -350,8 +350,10 @@ async fn a_drop_in_folder_other_users_may_write_to_is_refused_at_start() {
     std::fs::set_permissions(&dropin, std::fs::Permissions::from_mode(0o777)).unwrap();
     let text = "[plugins]\ndir = \"plugins.d\"\n";
     let config =
-        rojos::config::Config::parse(text, &dir.path().join("rojos.toml"), dir.path(), &|_| None)
-            .unwrap();
+        rojos::config::ConfigFile::parse(text, &dir.path().join("rojos.toml"), dir.path(), &|_| {
+            None
+        })
+        .unwrap();
     let e = rojos::state::AppState::start(config)
         .expect_err("a world-writable folder must be refused")
         .to_string();

@@ -4,7 +4,7 @@
 use std::{path::Path, sync::Arc, time::Duration};
 
 use rojos::{
-    config::Config,
+    config::ConfigFile,
     plugins::{invoke, CallRequest, FailureKind, LoadFailure, Loader, Tool, ToolArgs},
     state::{AppState, StartError},
     storage::{ProjectId, Storage},
@@ -178,7 +178,7 @@ fn two_plugins_with_the_same_tool_name_stop_the_start_naming_both_files() {
         impostor.display().to_string()
     );
     let config =
-        Config::parse(&text, &dir.path().join("rojos.toml"), dir.path(), &|_| None).unwrap();
+        ConfigFile::parse(&text, &dir.path().join("rojos.toml"), dir.path(), &|_| None).unwrap();
     let e = AppState::start(config).expect_err("a duplicate name must be refused");
     assert!(matches!(e, StartError::Plugins(_)), "{e:?}");
     let expected = format!(
@@ -199,7 +199,7 @@ fn every_failing_plugin_is_listed_when_the_start_is_refused() {
         plugin_lib("rojos_tool_list_files").display().to_string()
     );
     let config =
-        Config::parse(&text, &dir.path().join("rojos.toml"), dir.path(), &|_| None).unwrap();
+        ConfigFile::parse(&text, &dir.path().join("rojos.toml"), dir.path(), &|_| None).unwrap();
     let e = AppState::start(config)
         .expect_err("bad plugins must stop the start")
         .to_string();

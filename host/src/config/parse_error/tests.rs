@@ -4,13 +4,13 @@
 use std::path::Path;
 
 use super::*;
-use crate::config::{Config, ConfigError};
+use crate::config::{ConfigError, ConfigFile};
 
 const SECRET: &str = "sekrit-4f9a-77c1";
 
 /// The parse error message for `text`, which must not parse.
 fn message(text: &str) -> String {
-    let error = Config::parse(
+    let error = ConfigFile::parse(
         text,
         Path::new("/etc/rojos/rojos.toml"),
         Path::new("/etc/rojos"),

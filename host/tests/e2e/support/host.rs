@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rojos::{config::Config, state::AppState};
+use rojos::{config::ConfigFile, state::AppState};
 use tokio::sync::oneshot;
 
 /// The token every test config allows on every project.
@@ -161,7 +161,7 @@ impl TestHost {
         let config_path = dir.path().join("rojos.toml");
         std::fs::write(&config_path, config.render()).expect("write config");
         let config =
-            Config::load(&config_path).unwrap_or_else(|e| panic!("test config refused: {e}"));
+            ConfigFile::load(&config_path).unwrap_or_else(|e| panic!("test config refused: {e}"));
         let state = AppState::start_with(config, shared_loader())
             .unwrap_or_else(|e| panic!("host failed to start: {e}"));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
