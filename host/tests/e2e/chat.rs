@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::support::{
     host::{HostConfig, TestHost},
-    ndjson::{Event, Stream},
+    ndjson::{read_until, Event, Stream},
     plugin_lib,
     upstream::{ScriptedUpstream, Turn},
 };
@@ -593,15 +593,7 @@ async fn a_client_gone_during_the_first_of_two_calls_runs_not_the_second() {
     config.load.push(plugin_lib("rojos_test_hang_tool"));
     let host = TestHost::start(config).await;
     let mut response = host.chat(message("hang, then write")).await;
-    let mut seen = String::new();
-    while !seen.contains("\"TOOL_CALL\"") {
-        let chunk = response
-            .chunk()
-            .await
-            .unwrap()
-            .expect("events until TOOL_CALL");
-        seen.push_str(&String::from_utf8_lossy(&chunk));
-    }
+    let seen = read_until(&mut response, "\"TOOL_CALL\"").await;
     assert!(seen.contains("hang_tool"), "{seen}");
     drop(response);
 

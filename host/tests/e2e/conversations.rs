@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::support::{
     host::{stored_bytes, HostConfig, TestHost},
-    ndjson::Stream,
+    ndjson::{read_until, Stream},
     plugin_lib,
     upstream::{ScriptedUpstream, Turn},
 };
@@ -135,15 +135,7 @@ async fn a_client_that_disconnects_and_retries_at_once_gets_409_or_a_complete_hi
 
     let mut second = host.chat(continue_chat(&conversation, "second")).await;
     assert_eq!(second.status(), 200);
-    let mut seen = String::new();
-    while !seen.contains("\"TOOL_CALL\"") {
-        let chunk = second
-            .chunk()
-            .await
-            .unwrap()
-            .expect("events until TOOL_CALL");
-        seen.push_str(&String::from_utf8_lossy(&chunk));
-    }
+    read_until(&mut second, "\"TOOL_CALL\"").await;
     drop(second);
 
     let mut refusals = 0;

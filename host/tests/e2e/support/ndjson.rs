@@ -39,6 +39,21 @@ pub enum Event {
     },
 }
 
+/// Reads a streaming response until its text holds `marker` (e.g. `"TOOL_CALL"`), and returns
+/// what was read; the rest stays unread, so the test can leave mid-stream.
+pub async fn read_until(response: &mut reqwest::Response, marker: &str) -> String {
+    let mut seen = String::new();
+    while !seen.contains(marker) {
+        let chunk = response
+            .chunk()
+            .await
+            .expect("the stream goes on")
+            .unwrap_or_else(|| panic!("the stream ended before {marker}: {seen}"));
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    seen
+}
+
 /// A whole chat stream, checked for the contract's invariants.
 #[derive(Debug, Clone)]
 pub struct Stream {
