@@ -37,35 +37,6 @@ fn roles(messages: &[Value]) -> Vec<&str> {
         .collect()
 }
 
-/// The id of project `demo`'s only conversation (for runs whose client left before `DONE`).
-async fn only_conversation(host: &TestHost) -> String {
-    let listed: Vec<Value> = host
-        .get("/conversations?projectId=demo")
-        .await
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(listed.len(), 1, "{listed:?}");
-    listed[0]["id"].as_str().unwrap().to_owned()
-}
-
-/// The stored history of `conversation` once its run has closed it (it ends on an assistant
-/// message without tool calls), waiting generously (twenty seconds) for the run to end.
-async fn closed_history(host: &TestHost, conversation: &str) -> Vec<Value> {
-    for _ in 0..400 {
-        let stored = host.stored_messages(conversation).await;
-        let last = stored.last().cloned().unwrap_or_default();
-        if last["role"] == "assistant" && last.get("tool_calls").is_none() {
-            return stored;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "the run never closed the history: {:?}",
-        host.stored_messages(conversation).await
-    );
-}
-
 /// Waits (generously) until the upstream saw `count` responses dropped mid-stream.
 async fn until_dropped(upstream: &ScriptedUpstream, count: usize) {
     for _ in 0..200 {
@@ -477,8 +448,8 @@ async fn a_client_disconnect_drops_the_upstream_and_starts_no_tool() {
     until_dropped(&upstream, 1).await;
 
     // The run was cancelled: the history is closed by the partial answer, no tool ran.
-    let conversation = only_conversation(&host).await;
-    let stored = closed_history(&host, &conversation).await;
+    let conversation = host.only_conversation().await;
+    let stored = host.closed_history(&conversation).await;
     assert_eq!(roles(&stored), ["user", "assistant"]);
     let partial = stored[1]["content"].as_str().unwrap();
     assert!(
@@ -564,8 +535,8 @@ async fn a_client_gone_during_a_tool_turn_runs_no_tool_and_leaves_a_valid_histor
         "the upstream saw the connection dropped"
     );
     // The run stored its closing message: the history ends answered, without the calls.
-    let conversation = only_conversation(&host).await;
-    let stored = closed_history(&host, &conversation).await;
+    let conversation = host.only_conversation().await;
+    let stored = host.closed_history(&conversation).await;
     assert_eq!(roles(&stored), ["user", "assistant"]);
     assert_eq!(
         stored[1]["content"], "(no answer: the run was cancelled)",
@@ -598,8 +569,8 @@ async fn a_client_gone_during_the_first_of_two_calls_runs_not_the_second() {
     drop(response);
 
     // Provider-valid: every call answered by its tool message, then a closing answer.
-    let conversation = only_conversation(&host).await;
-    let stored = closed_history(&host, &conversation).await;
+    let conversation = host.only_conversation().await;
+    let stored = host.closed_history(&conversation).await;
     assert_eq!(
         roles(&stored),
         ["user", "assistant", "tool", "tool", "assistant"]

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::TcpStream,
@@ -278,8 +278,9 @@ async fn a_client_that_stops_reading_is_disconnected_and_its_run_cancelled() {
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     // From here on the client reads nothing.
 
-    let conversation = wait_for_closed_history(&host).await;
-    let stored = host.stored_messages(&conversation).await;
+    let conversation = host.only_conversation().await;
+    let stored = host.closed_history(&conversation).await;
+    assert_eq!(stored.len(), 2, "{stored:?}");
     let answer = stored[1]["content"].as_str().unwrap();
     assert!(
         !answer.is_empty() && answer.len() < long_text.len() && long_text.starts_with(answer),
@@ -323,27 +324,6 @@ async fn small_window_socket(host: &TestHost) -> TcpStream {
         .connect(address(host).parse().unwrap())
         .await
         .unwrap()
-}
-
-/// Waits until the only conversation of project `demo` ends with its closing assistant
-/// message; returns its id.
-async fn wait_for_closed_history(host: &TestHost) -> String {
-    for _ in 0..300 {
-        let list: Vec<Value> = host
-            .get("/conversations?projectId=demo")
-            .await
-            .json()
-            .await
-            .unwrap();
-        if let Some(id) = list.first().and_then(|c| c["id"].as_str()) {
-            let stored = host.stored_messages(id).await;
-            if stored.len() == 2 && stored[1]["role"] == "assistant" {
-                return id.to_owned();
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the run was not cancelled: its history was never closed");
 }
 
 #[tokio::test]

@@ -214,6 +214,7 @@ async fn a_full_conversation_refuses_new_messages_with_422_before_any_run() {
         .json()
         .await
         .unwrap();
+    assert_eq!(listed.len(), 1);
     assert_eq!(listed[0]["storedBytes"], json!(size));
 
     let refused = host.chat(continue_chat(&conversation, "one more")).await;

@@ -274,6 +274,38 @@ impl TestHost {
     }
 }
 
+impl TestHost {
+    /// The id of project `demo`'s only conversation (for runs whose client left before
+    /// `DONE`, so the stream never named it).
+    pub async fn only_conversation(&self) -> String {
+        let listed: Vec<serde_json::Value> = self
+            .get("/conversations?projectId=demo")
+            .await
+            .json()
+            .await
+            .expect("a conversation list");
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        listed[0]["id"].as_str().expect("an id").to_owned()
+    }
+
+    /// The stored history of `conversation` once its run has closed it (it ends on an
+    /// assistant message without tool calls), waiting generously (twenty seconds).
+    pub async fn closed_history(&self, conversation: &str) -> Vec<serde_json::Value> {
+        for _ in 0..400 {
+            let stored = self.stored_messages(conversation).await;
+            let last = stored.last().cloned().unwrap_or_default();
+            if last["role"] == "assistant" && last.get("tool_calls").is_none() {
+                return stored;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!(
+            "the run never closed the history: {:?}",
+            self.stored_messages(conversation).await
+        );
+    }
+}
+
 /// The stored size of `messages`: the bytes of each message's JSON, as the store counts them.
 pub fn stored_bytes(messages: &[serde_json::Value]) -> usize {
     messages.iter().map(|m| m.to_string().len()).sum()
