@@ -87,6 +87,8 @@ pub struct RunRequest {
     pub conversation: ConversationId,
     /// Its stored messages.
     pub history: Vec<serde_json::Value>,
+    /// Their stored size, as the store counts it (the bytes of each message's JSON).
+    pub history_bytes: usize,
     /// The user's message.
     pub message: String,
     /// The run's lease on `conversation` (see [`Agent::lease`]), released after the run

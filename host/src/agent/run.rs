@@ -40,8 +40,8 @@ pub(super) async fn run(agent: Arc<Agent>, request: RunRequest, tx: mpsc::Sender
         let mut run = Run {
             agent: &agent,
             history: request.history.clone(),
-            // Serialised once; each stored message adds its own size.
-            history_bytes: history::stored_size(&request.history),
+            // The store's count; each message stored by this run adds its own size.
+            history_bytes: request.history_bytes,
             request: &request,
             out: &out,
             ledger: dispatch::Ledger::new(agent.budgets),

@@ -47,17 +47,18 @@ pub(super) async fn chat(
         return Err(ApiError::BadRequest("message must not be empty".to_owned()));
     }
     let size = SizeCheck::new(&state, &body.message);
-    let (conversation, history, lease) =
+    let opened =
         open_conversation(&state, &project, &rojo_name, body.conversation_id, &size).await?;
     let events = state.agent.start(RunRequest {
         project,
         rojo_name,
         rojo,
         client,
-        conversation,
-        history,
+        conversation: opened.id,
+        history: opened.history,
+        history_bytes: opened.history_bytes,
         message: body.message,
-        lease,
+        lease: opened.lease,
     });
     Ok(ndjson::response(
         events,
@@ -116,7 +117,7 @@ async fn open_conversation(
     rojo_name: &str,
     conversation_id: Option<String>,
     size: &SizeCheck,
-) -> Result<(ConversationId, Vec<Value>, RunLease), ApiError> {
+) -> Result<Opened, ApiError> {
     let store = &state.agent.store;
     let Some(id) = conversation_id else {
         size.check(0)?;
@@ -133,7 +134,12 @@ async fn open_conversation(
             .ok_or_else(|| {
                 ApiError::inconsistent(format!("new conversation {id} already has a run lease"))
             })?;
-        return Ok((id, Vec::new(), lease));
+        return Ok(Opened {
+            id,
+            history: Vec::new(),
+            history_bytes: 0,
+            lease,
+        });
     };
     let id = ConversationId::parse(&id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let head = store
@@ -162,7 +168,21 @@ async fn open_conversation(
         .ok_or_else(|| ApiError::NotFound(format!("no conversation {id}")))?;
     // A run that ended since the first check may have filled it.
     size.check(conversation.stored_bytes)?;
-    Ok((id, conversation.messages, lease))
+    Ok(Opened {
+        id,
+        history: conversation.messages,
+        history_bytes: usize::try_from(conversation.stored_bytes).unwrap_or(usize::MAX),
+        lease,
+    })
+}
+
+/// A conversation ready for a run: its stored messages and their size as the store counts
+/// them, and the run's lease on it.
+struct Opened {
+    id: ConversationId,
+    history: Vec<Value>,
+    history_bytes: usize,
+    lease: RunLease,
 }
 
 /// The `409` message for a conversation with a run in progress.

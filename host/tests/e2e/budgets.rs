@@ -393,3 +393,36 @@ async fn a_run_whose_conversation_reaches_its_size_limit_stops_with_limit_reache
         1.0
     );
 }
+
+#[tokio::test]
+async fn the_earlier_history_counts_toward_the_size_limit_of_a_later_run() {
+    // A first run stores about 40 kB; in the second, a 30 kB tool result alone stays under the
+    // limit, but with the earlier history the conversation passes it.
+    let turns = vec![
+        Turn::text(&"a".repeat(40_000)),
+        Turn::tool_calls(&[("g1", "get_text_content", json!({"path": "mid.txt"}))]),
+        Turn::text("never asked for"),
+    ];
+    let upstream = ScriptedUpstream::start(turns).await;
+    let host = TestHost::start(
+        HostConfig::builtins()
+            .upstream(&upstream)
+            .with("[limits]\nmax_conversation_bytes = 65536\n"),
+    )
+    .await;
+    write_files(&host, &[("mid.txt", "z".repeat(30_000))]);
+
+    let (conversation, stop) = Stream::read(host.chat(message("say a lot")).await)
+        .await
+        .done();
+    assert_eq!(stop, "completed");
+    let mut second = message("now read mid.txt");
+    second["conversationId"] = json!(conversation);
+    let (_, stop) = Stream::read(host.chat(second).await).await.done();
+    assert_eq!(stop, "limit_reached");
+    assert_eq!(
+        upstream.received().len(),
+        2,
+        "no model turn after the limit"
+    );
+}
