@@ -17,12 +17,12 @@ use rojos_plugin_api::Limits;
 use crate::{secret::Secret, storage::ProjectId};
 
 mod parse_error;
+mod provider;
 mod raw;
 
-use raw::{
-    RawConfig, RawEmptyContent, RawLimits, RawPlugins, RawProvider, RawRojo, RawServer, RawToken,
-    RawTools,
-};
+pub use provider::ProviderConfig;
+
+use raw::{RawConfig, RawLimits, RawNames, RawPlugins, RawProvider, RawRojo, RawServer, RawToken};
 
 /// Why a configuration was refused. Messages name the key (`rojos.default.provider: ...`).
 #[derive(Debug, thiserror::Error)]
@@ -206,18 +206,12 @@ pub struct PluginsConfig {
     pub max_concurrent_calls: usize,
 }
 
-/// `[providers.NAME]`: everything the provider client needs.
-#[derive(Debug, Clone)]
-pub struct ProviderConfig {
-    /// The client settings (URL, model, key, time-outs, retries).
-    pub provider: rojos_llm::Provider,
-}
-
 /// `[rojos.NAME]`.
 #[derive(Debug, Clone)]
 pub struct RojoConfig {
-    /// The provider this rojo talks to.
-    pub provider: String,
+    /// The providers this rojo may talk to, in order of preference (at least one): the first
+    /// available one is used.
+    pub providers: Vec<String>,
     /// The system prompt, if any.
     pub system_prompt: Option<String>,
     /// Which tools it may use.
@@ -431,7 +425,7 @@ fn parse_providers(
         .map(|(name, p)| {
             Ok((
                 name.clone(),
-                parse_provider(name, p, env, max_model_turn_bytes)?,
+                provider::parse(name, p, env, max_model_turn_bytes)?,
             ))
         })
         .collect()
@@ -613,89 +607,47 @@ fn parse_budgets(raw: &RawLimits, max_result_bytes: usize) -> Result<RunBudgets,
     Ok(budgets)
 }
 
-/// One `[providers.NAME]` table; `max_model_turn_bytes` is `[limits]`'s, applied to the
-/// client (a bigger turn fails; one call's arguments never exceed it either).
-fn parse_provider(
-    name: &str,
-    raw: &RawProvider,
-    env: EnvLookup<'_>,
-    max_model_turn_bytes: usize,
-) -> Result<ProviderConfig, ConfigError> {
-    let key = format!("providers.{name}");
-    if !(raw.base_url.starts_with("http://") || raw.base_url.starts_with("https://")) {
-        return Err(invalid(
-            format!("{key}.base_url"),
-            format!(
-                "must start with http:// or https://, got {:?}",
-                rojos_llm::display_url(&raw.base_url)
-            ),
-        ));
-    }
-    if raw.model.trim().is_empty() {
-        return Err(invalid(format!("{key}.model"), "must not be empty"));
-    }
-    let mut client = rojos_llm::Provider::new(raw.base_url.clone(), raw.model.clone());
-    client.limits.max_turn_bytes = max_model_turn_bytes;
-    client.limits.max_argument_bytes = client.limits.max_argument_bytes.min(max_model_turn_bytes);
-    if let Some(var) = &raw.api_key_env {
-        let api_key = env(var).ok_or_else(|| {
-            invalid(
-                format!("{key}.api_key_env"),
-                format!("environment variable {var} is not set"),
-            )
-        })?;
-        client = client.with_api_key(api_key);
-    }
-    let seconds = |name: &str, value: Option<f64>, default: Duration| {
-        seconds_key(&format!("{key}.{name}"), value, default, 86_400.0)
-    };
-    let timeouts = client.timeouts;
-    client.timeouts.connect = seconds(
-        "connect_timeout_secs",
-        raw.connect_timeout_secs,
-        timeouts.connect,
-    )?;
-    client.timeouts.idle = seconds("idle_timeout_secs", raw.idle_timeout_secs, timeouts.idle)?;
-    client.timeouts.turn = seconds("turn_timeout_secs", raw.turn_timeout_secs, timeouts.turn)?;
-    match raw.max_attempts {
-        Some(0) => return Err(invalid(format!("{key}.max_attempts"), "must be at least 1")),
-        Some(n) => client.retry.max_attempts = n,
-        None => {}
-    }
-    if let Some(empty) = raw.empty_content {
-        client.empty_content = match empty {
-            RawEmptyContent::Null => rojos_llm::EmptyContent::Null,
-            RawEmptyContent::EmptyString => rojos_llm::EmptyContent::EmptyString,
-        };
-    }
-    rojos_llm::chat_completions_url(&client.base_url)
-        .map_err(|e| invalid(format!("{key}.base_url"), e.to_string()))?;
-    Ok(ProviderConfig { provider: client })
-}
-
 fn parse_rojo(
     name: &str,
     raw: &RawRojo,
     providers: &BTreeMap<String, ProviderConfig>,
 ) -> Result<RojoConfig, ConfigError> {
     let key = format!("rojos.{name}");
-    if !providers.contains_key(&raw.provider) {
+    let candidates = match &raw.provider {
+        RawNames::One(name) => vec![name.clone()],
+        RawNames::List(list) => list.clone(),
+    };
+    if candidates.is_empty() {
         return Err(invalid(
             format!("{key}.provider"),
-            format!("no provider named {:?}", raw.provider),
+            "name at least one provider",
+        ));
+    }
+    if let Some(unknown) = candidates.iter().find(|c| !providers.contains_key(*c)) {
+        let known: Vec<&str> = providers.keys().map(String::as_str).collect();
+        return Err(invalid(
+            format!("{key}.provider"),
+            format!(
+                "no provider named {unknown:?} (the file declares: {})",
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ),
         ));
     }
     let tools = match &raw.tools {
-        RawTools::One(s) if s == "*" => ToolSelection::All,
-        RawTools::One(s) => ToolSelection::Only(BTreeSet::from([s.clone()])),
-        RawTools::List(list) if list.iter().any(|t| t == "*") => ToolSelection::All,
-        RawTools::List(list) => ToolSelection::Only(list.iter().cloned().collect()),
+        RawNames::One(s) if s == "*" => ToolSelection::All,
+        RawNames::One(s) => ToolSelection::Only(BTreeSet::from([s.clone()])),
+        RawNames::List(list) if list.iter().any(|t| t == "*") => ToolSelection::All,
+        RawNames::List(list) => ToolSelection::Only(list.iter().cloned().collect()),
     };
     let Some(max_steps) = NonZeroU32::new(raw.max_steps.unwrap_or(12)) else {
         return Err(invalid(format!("{key}.max_steps"), "must be at least 1"));
     };
     Ok(RojoConfig {
-        provider: raw.provider.clone(),
+        providers: candidates,
         system_prompt: raw.system_prompt.clone(),
         tools,
         max_steps,
@@ -811,18 +763,78 @@ tools = ["list_files"]
         let e = error(&GOOD.replace("127.0.0.1:9000", "nowhere"));
         assert_eq!(e, r#"server.bind: not a socket address: "nowhere""#);
         let e = error(&GOOD.replace("provider = \"local\"", "provider = \"locl\""));
-        assert_eq!(e, r#"rojos.default.provider: no provider named "locl""#);
-        let e = error(&GOOD.replace("TEST_KEY", "MISSING_KEY"));
         assert_eq!(
             e,
-            "providers.local.api_key_env: environment variable MISSING_KEY is not set"
+            r#"rojos.default.provider: no provider named "locl" (the file declares: local)"#
         );
+        let e = error(&GOOD.replace("provider = \"local\"", "provider = []"));
+        assert_eq!(e, "rojos.default.provider: name at least one provider");
         let e = error(&GOOD.replace("\"demo\", \"other\"", "\"../etc\""));
         assert!(e.starts_with("auth.tokens[0].projects:"), "{e}");
         let e = error(&GOOD.replace("[plugins]", "[limits]\nmax_read_bytes = 0\n[plugins]"));
         assert_eq!(e, "limits.max_read_bytes: must be at least 1");
         let e = error(&GOOD.replace("[plugins]", "[plugins]\ncall_timeout_secs = \"ten\""));
         assert!(e.contains("call_timeout_secs"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_key_leaves_the_provider_configured_but_unusable() {
+        let live = parse_live(&GOOD.replace("TEST_KEY", "MISSING_KEY")).unwrap();
+        let local = &live.providers["local"];
+        assert_eq!(local.missing_key.as_deref(), Some("MISSING_KEY"));
+        assert!(local.provider.api_key.is_none());
+        let live = parse_live(GOOD).unwrap();
+        assert_eq!(live.providers["local"].missing_key, None);
+    }
+
+    #[test]
+    fn a_kind_fills_in_url_key_variable_model_and_quirks() {
+        let file = |provider: &str| {
+            format!("[providers.p]\n{provider}\n[rojos.default]\nprovider = \"p\"\n")
+        };
+        let live = parse_live(&file("kind = \"gemini\"")).unwrap();
+        let gemini = &live.providers["p"];
+        assert_eq!(gemini.kind, Some(rojos_llm::ProviderKind::Gemini));
+        assert_eq!(
+            gemini.provider.base_url,
+            rojos_llm::ProviderKind::Gemini.base_url()
+        );
+        assert_eq!(gemini.provider.model, "gemini-2.5-flash");
+        assert_eq!(gemini.missing_key.as_deref(), Some("GEMINI_API_KEY"));
+        assert_eq!(
+            gemini.provider.empty_content,
+            rojos_llm::EmptyContent::EmptyString
+        );
+
+        let given = "kind = \"openai\"\nbase_url = \"http://proxy:9/v1\"\nmodel = \"m\"\napi_key_env = \"TEST_KEY\"";
+        let live = parse_live(&file(given)).unwrap();
+        let openai = &live.providers["p"];
+        assert_eq!(openai.provider.base_url, "http://proxy:9/v1");
+        assert_eq!(openai.provider.model, "m");
+        assert_eq!(openai.missing_key, None);
+
+        let live = parse_live(&file("kind = \"ollama\"")).unwrap();
+        let ollama = &live.providers["p"];
+        assert!(ollama.model_from_list && ollama.missing_key.is_none());
+        assert_eq!(ollama.provider.base_url, "http://127.0.0.1:11434/v1");
+
+        let e = error(&file("kind = \"olama\""));
+        assert!(
+            e.starts_with("providers.p.kind: unknown kind \"olama\" (known: openai, anthropic,"),
+            "{e}"
+        );
+        let e = error(&file("model = \"m\""));
+        assert!(e.starts_with("providers.p.base_url: missing"), "{e}");
+        let e = error(&file("base_url = \"http://h/v1\""));
+        assert!(e.starts_with("providers.p.model: missing"), "{e}");
+    }
+
+    #[test]
+    fn a_rojo_may_name_several_providers_in_order() {
+        let text = GOOD.replace("provider = \"local\"", "provider = [\"local\", \"spare\"]")
+            + "[providers.spare]\nkind = \"lmstudio\"\n";
+        let live = parse_live(&text).unwrap();
+        assert_eq!(live.rojos["default"].providers, ["local", "spare"]);
     }
 
     #[test]

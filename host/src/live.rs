@@ -13,7 +13,7 @@ use std::{
 use arc_swap::ArcSwap;
 
 use crate::{
-    config::{ConfigError, ConfigFile, LiveConfig, RojoConfig},
+    config::{ConfigError, ConfigFile, LiveConfig, ProviderConfig, RojoConfig},
     registry::RegistryHandle,
     watcher::{self, WatchGuard},
 };
@@ -47,8 +47,27 @@ pub enum ReloadError {
 pub struct Settings {
     /// Assistants, by name.
     pub rojos: BTreeMap<String, RojoConfig>,
-    /// One client per provider, by name.
-    pub providers: BTreeMap<String, rojos_llm::Client>,
+    /// The providers, by name.
+    pub providers: BTreeMap<String, LiveProvider>,
+}
+
+/// One provider: its configuration and its HTTP client.
+#[derive(Debug)]
+pub struct LiveProvider {
+    /// As configured.
+    pub config: ProviderConfig,
+    /// Its client; `None` while its model is still to be taken from the server's list.
+    pub client: Option<rojos_llm::Client>,
+}
+
+impl LiveProvider {
+    /// The client, when the provider can be used as configured (its key is set and its model
+    /// known).
+    pub fn usable_client(&self) -> Option<&rojos_llm::Client> {
+        self.client
+            .as_ref()
+            .filter(|_| self.config.missing_key.is_none())
+    }
 }
 
 impl Settings {
@@ -62,17 +81,40 @@ impl Settings {
             .providers
             .iter()
             .map(|(name, p)| {
-                rojos_llm::Client::new(p.provider.clone())
-                    .map(|client| (name.clone(), client))
-                    .map_err(|source| ProviderError {
-                        name: name.clone(),
-                        source,
-                    })
+                let client = if p.model_from_list {
+                    None
+                } else {
+                    Some(
+                        rojos_llm::Client::new(p.provider.clone()).map_err(|source| {
+                            ProviderError {
+                                name: name.clone(),
+                                source,
+                            }
+                        })?,
+                    )
+                };
+                let live = LiveProvider {
+                    config: p.clone(),
+                    client,
+                };
+                Ok((name.clone(), live))
             })
             .collect::<Result<_, _>>()?;
         Ok(Settings {
             rojos: config.rojos.clone(),
             providers,
+        })
+    }
+
+    /// The provider `rojo` uses now: the first of its candidates that can be used, with its
+    /// name.
+    pub fn provider_for<'a>(
+        &'a self,
+        rojo: &RojoConfig,
+    ) -> Option<(&'a str, &'a rojos_llm::Client)> {
+        rojo.providers.iter().find_map(|name| {
+            let (name, provider) = self.providers.get_key_value(name)?;
+            Some((name.as_str(), provider.usable_client()?))
         })
     }
 }

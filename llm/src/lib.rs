@@ -6,6 +6,7 @@
 //! # Layout
 //!
 //! - `provider` — [`Provider`]: URL, model, key, headers, time-outs, retry policy, limits.
+//! - `kind` — [`ProviderKind`]: the services known by name (URL, key variable, quirks).
 //! - `request` — [`ChatRequest`], the request body, tool sanitising, the endpoint URL.
 //! - `client` — [`Client::stream_turn`]: connect, retry before output, pick the decoder.
 //! - `stream` — [`TurnStream`] and [`decode_stream`]: a body under idle/turn time-outs.
@@ -57,6 +58,7 @@ mod client;
 mod error;
 mod history;
 mod json_type;
+mod kind;
 mod provider;
 mod redact;
 mod request;
@@ -74,6 +76,7 @@ pub use history::{
     EmptyContent,
 };
 pub use json_type::json_type_name;
+pub use kind::ProviderKind;
 pub use provider::{Limits, Provider, RetryPolicy, Timeouts};
 pub use redact::display_url;
 pub use request::{

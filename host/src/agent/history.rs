@@ -92,7 +92,7 @@ mod tests {
     #[test]
     fn the_last_turn_is_made_without_tools() {
         let rojo = RojoConfig {
-            provider: "p".into(),
+            providers: vec!["p".into()],
             system_prompt: Some("be brief".into()),
             tools: crate::config::ToolSelection::All,
             max_steps: std::num::NonZeroU32::new(3).expect("3 is not zero"),

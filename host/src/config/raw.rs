@@ -80,8 +80,9 @@ pub(super) struct RawLimits {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawProvider {
-    pub(super) base_url: String,
-    pub(super) model: String,
+    pub(super) kind: Option<String>,
+    pub(super) base_url: Option<String>,
+    pub(super) model: Option<String>,
     pub(super) api_key_env: Option<String>,
     pub(super) connect_timeout_secs: Option<f64>,
     pub(super) idle_timeout_secs: Option<f64>,
@@ -100,20 +101,21 @@ pub(super) enum RawEmptyContent {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRojo {
-    pub(super) provider: String,
+    pub(super) provider: RawNames,
     pub(super) system_prompt: Option<String>,
     #[serde(default = "all_tools")]
-    pub(super) tools: RawTools,
+    pub(super) tools: RawNames,
     pub(super) max_steps: Option<u32>,
 }
 
+/// A name, or a list of names (a rojo's `provider` and `tools`).
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
-pub(super) enum RawTools {
+pub(super) enum RawNames {
     One(String),
     List(Vec<String>),
 }
 
-fn all_tools() -> RawTools {
-    RawTools::One("*".to_owned())
+fn all_tools() -> RawNames {
+    RawNames::One("*".to_owned())
 }

@@ -95,12 +95,14 @@ fn rojo_and_client(
         .ok_or_else(|| ApiError::BadRequest(format!("unknown rojo {rojo_name:?}")))?
         .clone();
     let client = settings
-        .providers
-        .get(&rojo.provider)
+        .provider_for(&rojo)
+        .map(|(_, client)| client.clone())
         .ok_or_else(|| {
-            ApiError::inconsistent(format!("rojo {rojo_name}: no client for its provider"))
-        })?
-        .clone();
+            ApiError::Unavailable(format!(
+                "no provider of rojo {rojo_name} can be used now (tried: {}); see `rojos probe NAME` and rojos.toml",
+                rojo.providers.join(", ")
+            ))
+        })?;
     Ok((rojo, client))
 }
 

@@ -42,6 +42,10 @@ pub enum ApiError {
         /// Seconds to wait before retrying.
         retry_after: u64,
     },
+    /// 503: something the request needs is not available now (no provider of the rojo is);
+    /// the message says what and how to fix it.
+    #[error("{0}")]
+    Unavailable(String),
     /// 500: something failed inside the server; what was being done and why (with every
     /// source) is logged, not returned.
     #[error("internal error")]
@@ -86,6 +90,7 @@ impl IntoResponse for ApiError {
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal { context, source } => {
                 let cause = source
                     .as_deref()

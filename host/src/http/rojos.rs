@@ -24,9 +24,8 @@ pub(super) async fn list(_caller: Caller, State(state): State<AppState>) -> Json
         .map(|(name, rojo)| RojoInfo {
             name: name.clone(),
             model: settings
-                .providers
-                .get(&rojo.provider)
-                .map(|p| p.provider().model.clone()),
+                .provider_for(rojo)
+                .map(|(_, client)| client.provider().model.clone()),
             tools: registry
                 .tools()
                 .map(|t| t.name().to_owned())
