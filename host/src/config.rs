@@ -781,10 +781,11 @@ tools = ["list_files"]
     fn a_missing_key_leaves_the_provider_configured_but_unusable() {
         let live = parse_live(&GOOD.replace("TEST_KEY", "MISSING_KEY")).unwrap();
         let local = &live.providers["local"];
-        assert_eq!(local.missing_key.as_deref(), Some("MISSING_KEY"));
+        assert_eq!(local.key_env.as_deref(), Some("MISSING_KEY"));
+        assert!(local.missing_key);
         assert!(local.provider.api_key.is_none());
         let live = parse_live(GOOD).unwrap();
-        assert_eq!(live.providers["local"].missing_key, None);
+        assert!(!live.providers["local"].missing_key);
     }
 
     #[test]
@@ -800,7 +801,8 @@ tools = ["list_files"]
             rojos_llm::ProviderKind::Gemini.base_url()
         );
         assert_eq!(gemini.provider.model, "gemini-2.5-flash");
-        assert_eq!(gemini.missing_key.as_deref(), Some("GEMINI_API_KEY"));
+        assert_eq!(gemini.key_env.as_deref(), Some("GEMINI_API_KEY"));
+        assert!(gemini.missing_key);
         assert_eq!(
             gemini.provider.empty_content,
             rojos_llm::EmptyContent::EmptyString
@@ -811,11 +813,11 @@ tools = ["list_files"]
         let openai = &live.providers["p"];
         assert_eq!(openai.provider.base_url, "http://proxy:9/v1");
         assert_eq!(openai.provider.model, "m");
-        assert_eq!(openai.missing_key, None);
+        assert!(!openai.missing_key);
 
         let live = parse_live(&file("kind = \"ollama\"")).unwrap();
         let ollama = &live.providers["p"];
-        assert!(ollama.model_from_list && ollama.missing_key.is_none());
+        assert!(ollama.model_from_list && ollama.key_env.is_none() && !ollama.missing_key);
         assert_eq!(ollama.provider.base_url, "http://127.0.0.1:11434/v1");
 
         let e = error(&file("kind = \"olama\""));

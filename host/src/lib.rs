@@ -32,6 +32,7 @@ pub mod live;
 pub mod metrics;
 pub mod plugins;
 pub mod probe;
+pub mod providers;
 pub mod registry;
 pub mod secret;
 pub mod state;

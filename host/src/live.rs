@@ -14,6 +14,7 @@ use arc_swap::ArcSwap;
 
 use crate::{
     config::{ConfigError, ConfigFile, LiveConfig, ProviderConfig, RojoConfig},
+    providers::ProviderRef,
     registry::RegistryHandle,
     watcher::{self, WatchGuard},
 };
@@ -42,6 +43,16 @@ pub enum ReloadError {
     Provider(#[from] ProviderError),
 }
 
+/// A rojo name the settings do not have; the message lists those they have.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown rojo {name:?} (this server has: {known})")]
+pub struct UnknownRojo {
+    /// The name asked for.
+    pub name: String,
+    /// The configured rojos, comma-separated.
+    pub known: String,
+}
+
 /// One consistent set of live settings.
 #[derive(Debug)]
 pub struct Settings {
@@ -64,9 +75,7 @@ impl LiveProvider {
     /// The client, when the provider can be used as configured (its key is set and its model
     /// known).
     pub fn usable_client(&self) -> Option<&rojos_llm::Client> {
-        self.client
-            .as_ref()
-            .filter(|_| self.config.missing_key.is_none())
+        self.client.as_ref().filter(|_| !self.config.missing_key)
     }
 }
 
@@ -106,15 +115,25 @@ impl Settings {
         })
     }
 
-    /// The provider `rojo` uses now: the first of its candidates that can be used, with its
-    /// name.
-    pub fn provider_for<'a>(
-        &'a self,
-        rojo: &RojoConfig,
-    ) -> Option<(&'a str, &'a rojos_llm::Client)> {
+    /// The rojo called `name`.
+    ///
+    /// # Errors
+    ///
+    /// [`UnknownRojo`], listing the rojos there are.
+    pub fn rojo(&self, name: &str) -> Result<&RojoConfig, UnknownRojo> {
+        self.rojos.get(name).ok_or_else(|| UnknownRojo {
+            name: name.to_owned(),
+            known: self.rojos.keys().cloned().collect::<Vec<_>>().join(", "),
+        })
+    }
+
+    /// The provider `rojo` uses now: the first of its candidates that can be used, as the
+    /// user knows it, and its client.
+    pub fn provider_for(&self, rojo: &RojoConfig) -> Option<(ProviderRef, &rojos_llm::Client)> {
         rojo.providers.iter().find_map(|name| {
-            let (name, provider) = self.providers.get_key_value(name)?;
-            Some((name.as_str(), provider.usable_client()?))
+            let provider = self.providers.get(name)?;
+            let client = provider.usable_client()?;
+            Some((ProviderRef::new(name, &provider.config), client))
         })
     }
 }

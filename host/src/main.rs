@@ -43,11 +43,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve => serve(state),
         Command::Tools { rojo } => {
             let settings = state.live.settings();
-            let selection = &settings
-                .rojos
-                .get(&rojo)
-                .with_context(|| format!("unknown rojo {rojo:?}"))?
-                .tools;
+            let selection = &settings.rojo(&rojo)?.tools;
             let definitions = state.registry.snapshot().definitions(selection);
             println!("{}", serde_json::to_string_pretty(&definitions)?);
             Ok(())

@@ -77,11 +77,7 @@ impl Client {
                 detail: format!("no model given for {}", display_url(&provider.base_url)),
             });
         }
-        let label = match (url.host_str(), url.port()) {
-            (Some(host), Some(port)) => format!("{host}:{port}"),
-            (Some(host), None) => host.to_string(),
-            (None, _) => String::from("unknown host"),
-        };
+        let label = crate::redact::endpoint_host(&url);
         let headers = build_headers(&provider)?;
         let secrets = Secrets::of(&provider);
         Ok(Client {

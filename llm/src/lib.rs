@@ -78,7 +78,7 @@ pub use history::{
 pub use json_type::json_type_name;
 pub use kind::ProviderKind;
 pub use provider::{Limits, Provider, RetryPolicy, Timeouts};
-pub use redact::display_url;
+pub use redact::{display_url, endpoint_host};
 pub use request::{
     chat_completions_url, sanitize_schema, sanitize_tool, validate_tool_name, ChatRequest,
     ToolChoice,

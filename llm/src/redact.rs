@@ -15,6 +15,16 @@ const REDACTED: &str = "<redacted>";
 /// no key is this short.
 const MIN_SCRUBBED_CHARS: usize = 4;
 
+/// The `host[:port]` of an endpoint: how errors name the provider (never a path, query or
+/// key).
+pub fn endpoint_host(url: &Url) -> String {
+    match (url.host_str(), url.port()) {
+        (Some(host), Some(port)) => format!("{host}:{port}"),
+        (Some(host), None) => host.to_string(),
+        (None, _) => String::from("unknown host"),
+    }
+}
+
 /// `url` as it may be shown in a message or a log: scheme, host, port and path, with the
 /// user-info replaced by `<redacted>` and every query value by `<redacted>` (names kept).
 /// Text that is not a URL is cut at its first `?` or `#` and before any `@`.

@@ -29,6 +29,7 @@ pub use lease::RunLease;
 use crate::{
     config::{RojoConfig, RunBudgets},
     metrics::Metrics,
+    providers::ProviderRef,
     registry::RegistryHandle,
     storage::{ProjectId, Storage},
 };
@@ -81,7 +82,9 @@ pub struct RunRequest {
     pub rojo_name: String,
     /// The rojo as configured when the message arrived.
     pub rojo: RojoConfig,
-    /// The client of the rojo's provider, as configured when the message arrived.
+    /// The provider chosen for this message (for messages to the user).
+    pub provider: ProviderRef,
+    /// Its client, as configured when the message arrived.
     pub client: rojos_llm::Client,
     /// The conversation to continue (already created or checked).
     pub conversation: ConversationId,

@@ -19,9 +19,10 @@ pub struct ProviderConfig {
     pub provider: rojos_llm::Provider,
     /// The kind it was declared as (`kind = "ollama"`), if any.
     pub kind: Option<ProviderKind>,
-    /// The environment variable its API key comes from, when that variable is not set (or
-    /// empty): the provider cannot be used until it is.
-    pub missing_key: Option<String>,
+    /// The environment variable its API key comes from (`api_key_env`, or the kind's), if any.
+    pub key_env: Option<String>,
+    /// That variable is not set (or empty): the provider cannot be used until it is.
+    pub missing_key: bool,
     /// No `model` was given and the kind has none to start with (a local server): the first
     /// model the server lists is used.
     pub model_from_list: bool,
@@ -49,11 +50,11 @@ pub(super) fn parse(
         .api_key_env
         .clone()
         .or_else(|| kind.and_then(ProviderKind::api_key_env).map(str::to_owned));
-    let mut missing_key = None;
-    if let Some(var) = key_var {
-        match env(&var).filter(|value| !value.trim().is_empty()) {
+    let mut missing_key = false;
+    if let Some(var) = &key_var {
+        match env(var).filter(|value| !value.trim().is_empty()) {
             Some(api_key) => client = client.with_api_key(api_key),
-            None => missing_key = Some(var),
+            None => missing_key = true,
         }
     }
     set_timeouts(&key, raw, &mut client)?;
@@ -71,6 +72,7 @@ pub(super) fn parse(
     Ok(ProviderConfig {
         provider: client,
         kind,
+        key_env: key_var,
         missing_key,
         model_from_list,
     })

@@ -17,6 +17,8 @@ use super::{auth::Caller, error::ApiError, ndjson};
 use crate::{
     agent::{RunLease, RunRequest},
     config::RojoConfig,
+    live::Settings,
+    providers::{advice, ProviderRef},
     state::AppState,
     storage::ProjectId,
 };
@@ -42,7 +44,7 @@ pub(super) async fn chat(
         ProjectId::parse(&body.project_id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     caller.authorize(&project)?;
     let rojo_name = body.rojo.unwrap_or_else(|| "default".to_owned());
-    let (rojo, client) = rojo_and_client(&state, &rojo_name)?;
+    let (rojo, provider, client) = rojo_and_provider(&state, &rojo_name)?;
     if body.message.trim().is_empty() {
         return Err(ApiError::BadRequest("message must not be empty".to_owned()));
     }
@@ -53,6 +55,7 @@ pub(super) async fn chat(
         project,
         rojo_name,
         rojo,
+        provider,
         client,
         conversation: opened.id,
         history: opened.history,
@@ -82,28 +85,38 @@ fn read_body(
     serde_json::from_value(body).map_err(|e| ApiError::BadRequest(format!("invalid body: {e}")))
 }
 
-/// The rojo named `rojo_name` and its provider's client, from one snapshot of the live
-/// settings (an edit of `rojos.toml` applies from the next message); `400` for an unknown rojo.
-fn rojo_and_client(
+/// The rojo named `rojo_name`, the provider it uses now and that provider's client, from one
+/// snapshot of the live settings (an edit of `rojos.toml` applies from the next message);
+/// `400` for an unknown rojo, `503` when none of its providers can be used.
+fn rojo_and_provider(
     state: &AppState,
     rojo_name: &str,
-) -> Result<(RojoConfig, rojos_llm::Client), ApiError> {
+) -> Result<(RojoConfig, ProviderRef, rojos_llm::Client), ApiError> {
     let settings = state.live.settings();
     let rojo = settings
-        .rojos
-        .get(rojo_name)
-        .ok_or_else(|| ApiError::BadRequest(format!("unknown rojo {rojo_name:?}")))?
-        .clone();
-    let client = settings
-        .provider_for(&rojo)
-        .map(|(_, client)| client.clone())
-        .ok_or_else(|| {
-            ApiError::Unavailable(format!(
-                "no provider of rojo {rojo_name} can be used now (tried: {}); see `rojos probe NAME` and rojos.toml",
-                rojo.providers.join(", ")
-            ))
-        })?;
-    Ok((rojo, client))
+        .rojo(rojo_name)
+        .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let (provider, client) = settings
+        .provider_for(rojo)
+        .ok_or_else(|| ApiError::Unavailable(no_provider_message(&settings, rojo_name, rojo)))?;
+    Ok((rojo.clone(), provider, client.clone()))
+}
+
+/// Why none of `rojo`'s providers can be used, with the fix for its first one.
+fn no_provider_message(settings: &Settings, rojo_name: &str, rojo: &RojoConfig) -> String {
+    let first = rojo.providers.first().and_then(|name| {
+        Some(ProviderRef::new(
+            name,
+            &settings.providers.get(name)?.config,
+        ))
+    });
+    match first {
+        Some(first) if rojo.providers.len() == 1 => advice::missing_key(&first),
+        _ => format!(
+            "none of rojo {rojo_name}'s providers can be used now (tried: {})",
+            rojo.providers.join(", ")
+        ),
+    }
 }
 
 /// The conversation a message continues (a new one without `conversation_id`), its history,

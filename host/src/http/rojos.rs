@@ -25,7 +25,7 @@ pub(super) async fn list(_caller: Caller, State(state): State<AppState>) -> Json
             name: name.clone(),
             model: settings
                 .provider_for(rojo)
-                .map(|(_, client)| client.provider().model.clone()),
+                .map(|(provider, _)| provider.model),
             tools: registry
                 .tools()
                 .map(|t| t.name().to_owned())

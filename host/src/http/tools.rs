@@ -23,8 +23,7 @@ pub(super) async fn list(
     let name = query.rojo.as_deref().unwrap_or("default");
     let settings = state.live.settings();
     let rojo = settings
-        .rojos
-        .get(name)
-        .ok_or_else(|| ApiError::BadRequest(format!("unknown rojo {name:?}")))?;
+        .rojo(name)
+        .map_err(|e| ApiError::BadRequest(e.to_string()))?;
     Ok(Json(state.registry.snapshot().definitions(&rojo.tools)))
 }

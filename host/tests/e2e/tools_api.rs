@@ -82,7 +82,10 @@ async fn tools_requires_a_valid_token_and_a_known_rojo() {
     let unknown = host.get("/tools?rojo=nobody").await;
     assert_eq!(unknown.status(), 400);
     let body: Value = unknown.json().await.unwrap();
-    assert_eq!(body["error"], "unknown rojo \"nobody\"");
+    assert_eq!(
+        body["error"],
+        "unknown rojo \"nobody\" (this server has: default)"
+    );
 }
 
 #[tokio::test]

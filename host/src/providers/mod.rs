@@ -1,0 +1,54 @@
+//! The providers as the user knows them: [`ProviderRef`] names one (its name in
+//! `rojos.toml`, its kind, host and model), and [`advice`] turns a failure into one sentence
+//! saying what failed and what to do.
+
+pub mod advice;
+
+use rojos_llm::ProviderKind;
+
+use crate::config::ProviderConfig;
+
+/// One configured provider, as messages to the user name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderRef {
+    /// Its name in `rojos.toml` (`[providers.NAME]`).
+    pub name: String,
+    /// Its kind, when declared with one.
+    pub kind: Option<ProviderKind>,
+    /// Its endpoint's `host[:port]` (never a path, query or key).
+    pub host: String,
+    /// The model it is asked for (empty while it is to be taken from the server's list).
+    pub model: String,
+    /// The environment variable its API key comes from, if any.
+    pub key_env: Option<String>,
+}
+
+impl ProviderRef {
+    /// The provider `name` configured as `config`.
+    pub fn new(name: &str, config: &ProviderConfig) -> ProviderRef {
+        ProviderRef {
+            name: name.to_owned(),
+            kind: config.kind,
+            host: endpoint_host(&config.provider.base_url),
+            model: config.provider.model.clone(),
+            key_env: config.key_env.clone(),
+        }
+    }
+
+    /// What to call it in a sentence: the kind's label ("LM Studio"), or the provider's name.
+    pub fn label(&self) -> &str {
+        match self.kind {
+            Some(kind) => kind.label(),
+            None => &self.name,
+        }
+    }
+}
+
+/// The `host[:port]` of `base_url` as errors name it, or the redacted URL when it does not
+/// parse.
+fn endpoint_host(base_url: &str) -> String {
+    rojos_llm::chat_completions_url(base_url).map_or_else(
+        |_| rojos_llm::display_url(base_url),
+        |url| rojos_llm::endpoint_host(&url),
+    )
+}
