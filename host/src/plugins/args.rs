@@ -35,8 +35,23 @@ impl TryFrom<Value> for ToolArgs {
     }
 }
 
-/// Checks `args` against the tool's schema, with a message the model can act on.
-pub(super) fn check_args(library: &Library, args: &ToolArgs) -> Result<(), String> {
+/// Arguments that do not fit the tool's schema; the message says what to change.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "invalid arguments for {tool}: {}; expected parameters: {expected}",
+    problems.join("; ")
+)]
+pub(super) struct ArgsMismatch {
+    /// The tool.
+    pub tool: String,
+    /// The first few violations, each with the place in the arguments where it is.
+    pub problems: Vec<String>,
+    /// The tool's parameters schema.
+    pub expected: Value,
+}
+
+/// Checks `args` against the tool's schema (at most five violations are reported).
+pub(super) fn check_args(library: &Library, args: &ToolArgs) -> Result<(), ArgsMismatch> {
     let problems: Vec<String> = library
         .validator
         .iter_errors(&args.0)
@@ -54,12 +69,11 @@ pub(super) fn check_args(library: &Library, args: &ToolArgs) -> Result<(), Strin
         return Ok(());
     }
     let spec = &library.manifest.spec;
-    Err(format!(
-        "invalid arguments for {}: {}; expected parameters: {}",
-        spec.name,
-        problems.join("; "),
-        spec.parameters
-    ))
+    Err(ArgsMismatch {
+        tool: spec.name.clone(),
+        problems,
+        expected: spec.parameters.clone(),
+    })
 }
 
 #[cfg(test)]
@@ -83,6 +97,22 @@ mod tests {
         let before = Value::Object(map.clone()).to_string();
         assert_eq!(ToolArgs::new(map).text(), before);
         assert!(before.starts_with(r#"{"edits":[{"new":null,"old":"a\nb"}"#));
+    }
+
+    #[test]
+    fn a_mismatch_names_the_tool_each_problem_and_the_schema() {
+        let mismatch = ArgsMismatch {
+            tool: "list_files".to_owned(),
+            problems: vec![
+                "/path: 3 is not of type \"string\"".to_owned(),
+                "x".to_owned(),
+            ],
+            expected: json!({"type": "object"}),
+        };
+        assert_eq!(
+            mismatch.to_string(),
+            r#"invalid arguments for list_files: /path: 3 is not of type "string"; x; expected parameters: {"type":"object"}"#
+        );
     }
 
     #[test]

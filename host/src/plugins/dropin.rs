@@ -24,7 +24,7 @@ use std::{
 };
 
 use super::{
-    trust::{self, Distrust, Refusal},
+    trust::{self, Distrust, PathIoError, Refusal},
     LoadError, LoadFailure, Loader, Tool,
 };
 use crate::watcher::{self, WatchGuard};
@@ -91,12 +91,12 @@ pub enum FolderError {
         source: std::io::Error,
     },
     /// The folder or one above it cannot be opened or inspected.
-    #[error("plugins.dir '{}': cannot check it: {message}", dir.display())]
+    #[error("plugins.dir '{}': cannot check it: {source}", dir.display())]
     Check {
         /// The folder.
         dir: PathBuf,
         /// What failed, naming the path.
-        message: String,
+        source: PathIoError,
     },
     /// The folder or one above it may be written by another user.
     #[error("plugins.dir '{}' is not trusted, no plugin is loaded from it (a plugin runs code in the server): {distrust}; fix: {}", dir.display(), distrust.fix())]
@@ -113,7 +113,7 @@ impl FolderError {
     fn of(dir: &Path, refusal: Refusal) -> FolderError {
         let dir = dir.to_owned();
         match refusal {
-            Refusal::Io(message) => FolderError::Check { dir, message },
+            Refusal::Io(source) => FolderError::Check { dir, source },
             Refusal::Untrusted(distrust) => FolderError::Untrusted { dir, distrust },
         }
     }

@@ -38,8 +38,11 @@ pub struct CallRequest {
 pub async fn invoke(tool: &Arc<Tool>, args: &ToolArgs, request: &CallRequest) -> ToolOutcome {
     let started = Instant::now();
     let name = tool.name();
-    if let Err(message) = check_args(&tool.library, args) {
-        return Err(ToolFailure::new(FailureKind::InvalidArguments, message));
+    if let Err(mismatch) = check_args(&tool.library, args) {
+        return Err(ToolFailure::new(
+            FailureKind::InvalidArguments,
+            mismatch.to_string(),
+        ));
     }
     let Ok(permit) =
         tokio::time::timeout(request.timeout, Arc::clone(&tool.limiter).acquire_owned()).await

@@ -22,7 +22,7 @@ use tokio::sync::Semaphore;
 
 use super::{
     copies, elf,
-    trust::{self, Distrust, Refusal},
+    trust::{self, Distrust, PathIoError, Refusal},
 };
 
 /// The largest plugin file read. Debug builds of the workspace's plugins are about 20 MB and
@@ -37,6 +37,7 @@ pub struct LoadError {
     /// The file as configured or found.
     pub path: PathBuf,
     /// What is wrong with it.
+    #[source]
     pub reason: LoadFailure,
 }
 
@@ -45,7 +46,10 @@ pub struct LoadError {
 pub enum LoadFailure {
     /// It could not be read (missing, unreadable).
     #[error("cannot read: {0}")]
-    Read(String),
+    Read(#[source] PathIoError),
+    /// Its private copy could not be written (see docs/plugins.md).
+    #[error("cannot make a private copy: {0}")]
+    Copy(#[source] Arc<std::io::Error>),
     /// Someone other than the server's user or root could have written its code (see
     /// docs/plugins.md): it was never given to the dynamic loader.
     #[error("untrusted: {0}; fix: {fix}", fix = .0.fix())]
@@ -56,6 +60,9 @@ pub enum LoadFailure {
     /// It is not a shared library at all.
     #[error("not a plugin library: {0}")]
     NotALibrary(String),
+    /// The dynamic loader refused it.
+    #[error("not a plugin library: {0}")]
+    Dlopen(#[source] Arc<dyn std::error::Error + Send + Sync>),
     /// It is a damaged or partly written library.
     #[error("incomplete or damaged library (still being copied?): {0}")]
     Incomplete(String),
@@ -78,7 +85,14 @@ pub enum LoadFailure {
         /// The `Error:`/`Expected:`/`Found:` lines of abi_stable's report.
         summary: String,
     },
-    /// The manifest is unusable (bad name, bad schema, `panic = "abort"` build, ...).
+    /// The manifest is not the JSON the host expects.
+    #[error("manifest is not valid: {0}")]
+    InvalidManifest(#[source] Arc<serde_json::Error>),
+    /// The manifest's parameters are not a valid JSON schema.
+    #[error("parameters are not a valid JSON schema: {0}")]
+    InvalidSchema(#[source] Arc<jsonschema::ValidationError<'static>>),
+    /// The manifest is unusable (the plugin failed to give it, bad name, not an object
+    /// schema, `panic = "abort"` build).
     #[error("{0}")]
     BadManifest(String),
     /// Another plugin already provides this tool name.
@@ -199,9 +213,8 @@ impl Loader {
             .init_root_module::<ToolModuleRef>()
             .map_err(describe_library_error)?;
         let manifest = read_manifest(module)?;
-        let validator = jsonschema::validator_for(&manifest.spec.parameters).map_err(|e| {
-            LoadFailure::BadManifest(format!("parameters are not a valid JSON schema: {e}"))
-        })?;
+        let validator = jsonschema::validator_for(&manifest.spec.parameters)
+            .map_err(|e| LoadFailure::InvalidSchema(Arc::new(e.to_owned())))?;
         tracing::info!(tool = %manifest.spec.name, hash = %&hash[..12], "plugin loaded");
         let definition = super::definition::definition(&manifest);
         Ok(Library {
@@ -218,7 +231,7 @@ impl Loader {
         let tmp = self.cache.path().join(format!(".{hash}.tmp"));
         std::fs::write(&tmp, bytes)
             .and_then(|()| std::fs::rename(&tmp, &path))
-            .map_err(|e| LoadFailure::Read(format!("cannot make a private copy: {e}")))?;
+            .map_err(|e| LoadFailure::Copy(Arc::new(e)))?;
         Ok(path)
     }
 }
@@ -226,7 +239,7 @@ impl Loader {
 /// The bytes of the plugin file, read from the descriptor whose owner and mode were checked.
 fn read_trusted(path: &Path) -> Result<Vec<u8>, LoadFailure> {
     let file = trust::open_library(path).map_err(|refusal| match refusal {
-        Refusal::Io(message) => LoadFailure::Read(message),
+        Refusal::Io(error) => LoadFailure::Read(error),
         Refusal::Untrusted(distrust) => LoadFailure::Untrusted(distrust),
     })?;
     let too_large = |len: u64| len > MAX_PLUGIN_BYTES;
@@ -237,7 +250,7 @@ fn read_trusted(path: &Path) -> Result<Vec<u8>, LoadFailure> {
     let mut bytes = Vec::new();
     file.take(MAX_PLUGIN_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| LoadFailure::Read(e.to_string()))?;
+        .map_err(|e| LoadFailure::Read(PathIoError::new(path, e)))?;
     if too_large(bytes.len() as u64) {
         return Err(LoadFailure::TooLarge);
     }
@@ -248,8 +261,8 @@ fn read_manifest(module: ToolModuleRef) -> Result<Manifest, LoadFailure> {
     let json = module.manifest()()
         .into_result()
         .map_err(|e| LoadFailure::BadManifest(format!("manifest failed: {e}")))?;
-    let manifest: Manifest = serde_json::from_str(&json)
-        .map_err(|e| LoadFailure::BadManifest(format!("manifest is not valid: {e}")))?;
+    let manifest: Manifest =
+        serde_json::from_str(&json).map_err(|e| LoadFailure::InvalidManifest(Arc::new(e)))?;
     let name = &manifest.spec.name;
     // A name every provider accepts; the loader's message names the rule as a pattern.
     if rojos_llm::validate_tool_name(name).is_err() {
@@ -285,7 +298,7 @@ fn host_api_version() -> String {
 
 fn describe_library_error(e: LibraryError) -> LoadFailure {
     match e {
-        LibraryError::OpenError { err, .. } => LoadFailure::NotALibrary(err.to_string()),
+        LibraryError::OpenError { err, .. } => LoadFailure::Dlopen(Arc::new(*err)),
         LibraryError::GetSymbolError { .. } => LoadFailure::NotAPlugin(
             "it exports no abi_stable root module (was it built with rojos-plugin-api?)".to_owned(),
         ),
@@ -350,6 +363,27 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_file_keeps_the_system_error_as_the_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = Loader::new(1)
+            .unwrap()
+            .load(&dir.path().join("libnone.so"))
+            .unwrap_err();
+        let mut source: Option<&dyn std::error::Error> = Some(&error);
+        let mut io = None;
+        while let Some(e) = source {
+            io = io.or(e.downcast_ref::<std::io::Error>());
+            source = e.source();
+        }
+        assert_eq!(
+            io.map(std::io::Error::kind),
+            Some(std::io::ErrorKind::NotFound),
+            "{error}"
+        );
+        assert!(error.to_string().contains("cannot read"), "{error}");
+    }
 
     #[test]
     fn a_file_over_the_size_cap_is_refused_naming_the_cap() {

@@ -29,3 +29,4 @@ pub use invoke::{invoke, CallRequest};
 pub use loader::{Library, LoadError, LoadFailure, Loader, Tool, MAX_PLUGIN_BYTES};
 pub use outcome::{model_text, FailureKind, ToolFailure, ToolOutcome};
 pub use trust::Distrust;
+pub use trust::PathIoError;
