@@ -36,9 +36,75 @@ pub(crate) enum PushError {
     TurnTooLarge,
 }
 
+/// How the stream of a turn ended, for saying what an empty turn received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// `data: [DONE]`.
+    Done,
+    /// The body ended (or went quiet) after its last event.
+    Eof,
+    /// The whole answer was one JSON completion.
+    Json,
+}
+
+/// Why a finished stream is not a turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NoOutput {
+    /// No text, no tool call, no finish reason: what was received instead.
+    Empty { received: String },
+    /// Only `finish_reason: "length"`: the token limit came before any output.
+    LengthOnly,
+}
+
+/// What the chunks of a turn held, to say what an empty turn received.
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    chunks: usize,
+    /// Chunks without choices (`choices: []` or absent).
+    without_choices: usize,
+    /// Chunks whose choice held no text and no tool call (a role, `""`, reasoning only).
+    without_content: usize,
+}
+
+impl Tally {
+    fn describe(self, ending: Ending) -> String {
+        let mut parts = Vec::new();
+        if self.without_choices > 0 {
+            parts.push(format!("{} with no choices", chunks(self.without_choices)));
+        }
+        if self.without_content > 0 {
+            parts.push(format!(
+                "{} with no text or tool call",
+                chunks(self.without_content)
+            ));
+        }
+        if parts.is_empty() && self.chunks > 0 {
+            parts.push(format!("{} with nothing usable", chunks(self.chunks)));
+        }
+        let what = parts.join(" and ");
+        match ending {
+            Ending::Json if self.without_choices > 0 => "a JSON answer with no choices".into(),
+            Ending::Json => "a JSON answer with no text or tool call".into(),
+            Ending::Done if what.is_empty() => "only [DONE]".into(),
+            Ending::Eof if what.is_empty() => "no data before the stream ended".into(),
+            Ending::Done => format!("{what}, then [DONE]"),
+            Ending::Eof => format!("{what}, then the end of the stream"),
+        }
+    }
+}
+
+fn chunks(n: usize) -> String {
+    if n == 1 {
+        "1 chunk".into()
+    } else {
+        format!("{n} chunks")
+    }
+}
+
 /// Accumulates one turn from its chunks.
 #[derive(Debug)]
 pub(crate) struct Assembler {
+    tally: Tally,
     text: String,
     slots: Vec<Slot>,
     finish_raw: Option<String>,
@@ -52,6 +118,7 @@ pub(crate) struct Assembler {
 impl Assembler {
     pub(crate) fn new(max_argument_bytes: usize, max_turn_bytes: usize) -> Self {
         Assembler {
+            tally: Tally::default(),
             text: String::new(),
             slots: Vec::new(),
             finish_raw: None,
@@ -70,6 +137,16 @@ impl Assembler {
     /// True once any answer text was received.
     pub(crate) fn has_text(&self) -> bool {
         !self.text.is_empty()
+    }
+
+    /// True once any answer text or tool-call fragment was received.
+    pub(crate) fn has_output(&self) -> bool {
+        self.has_text() || !self.slots.is_empty()
+    }
+
+    /// What the stream held when it ended with nothing, at `ending`.
+    pub(crate) fn received(&self, ending: Ending) -> String {
+        self.tally.describe(ending)
     }
 
     /// Feeds one chunk; returns the answer text it added, if any.
@@ -96,6 +173,12 @@ impl Assembler {
         }
         let choices = chunk.choices.unwrap_or_default(); // `choices: []` on usage chunks
         let single = choices.len() == 1;
+        self.tally.chunks += 1;
+        if choices.is_empty() {
+            self.tally.without_choices += 1;
+        }
+        let had_choices = !choices.is_empty();
+        let mut fragments = 0;
         let mut added = String::new();
         for choice in choices {
             // We ask for one choice; if a server sends several, keep the first.
@@ -110,6 +193,7 @@ impl Assembler {
                     added.push_str(&refusal);
                 }
                 for fragment in delta.tool_calls.unwrap_or_default() {
+                    fragments += 1;
                     let kept = self.add_fragment(fragment);
                     self.count(kept)?;
                 }
@@ -135,6 +219,9 @@ impl Assembler {
         }
         self.count(added.len())?;
         if added.is_empty() {
+            if had_choices && fragments == 0 {
+                self.tally.without_content += 1;
+            }
             return Ok(None);
         }
         self.text.push_str(&added);
@@ -240,7 +327,25 @@ impl Assembler {
         Some(pos)
     }
 
-    /// The finished turn. Call only at the end of the stream.
+    /// The finished turn, unless it holds nothing: no text, no tool call and no finish
+    /// reason, or only a `length` finish. A `stop` with nothing else is a valid turn (the
+    /// model chose to say nothing). Call only at the end of the stream.
+    pub(crate) fn finish_checked(self, ending: Ending) -> Result<Turn, NoOutput> {
+        let tally = self.tally;
+        let turn = self.finish();
+        if !turn.text.is_empty() || !turn.tool_calls.is_empty() {
+            return Ok(turn);
+        }
+        match (&turn.finish_reason_raw, &turn.finish_reason) {
+            (None, _) => Err(NoOutput::Empty {
+                received: tally.describe(ending),
+            }),
+            (Some(_), FinishReason::Length) => Err(NoOutput::LengthOnly),
+            (Some(_), _) => Ok(turn),
+        }
+    }
+
+    /// The finished turn, whatever it holds. Call only at the end of the stream.
     pub(crate) fn finish(self) -> Turn {
         let max = self.max_argument_bytes;
         let mut seen = HashSet::new();

@@ -13,17 +13,17 @@ use reqwest::{Response, Url};
 use serde_json::Value;
 use tokio::time::{sleep, timeout_at, Instant};
 
-use crate::assemble::{Assembler, PushError};
+use crate::assemble::{Assembler, Ending, PushError};
 use crate::error::{LlmError, SizeLimit};
 use crate::history::assistant_message;
 use crate::provider::Provider;
 use crate::redact::{display_url, Secrets};
 use crate::request::{build_body, chat_completions_url, ChatRequest};
 use crate::retry;
-use crate::sse::{self, truncate};
-use crate::stream::{DecodeOptions, Decoder, TurnStream};
+use crate::sse;
+use crate::stream::{no_output_error, DecodeOptions, Decoder, TurnStream};
 use crate::turn::{Turn, TurnEvent};
-use crate::wire::{describe_error, Chunk, ErrorInfo};
+use crate::wire::{describe_error_body, Chunk, ErrorInfo};
 
 /// A client for one provider. Cheap to clone; share one per provider.
 #[derive(Clone)]
@@ -326,28 +326,16 @@ impl Inner {
             .await
             .map(|capped| capped.body)
             .unwrap_or_default();
-        let text = String::from_utf8_lossy(&body);
-        let info = serde_json::from_str::<Value>(&text)
-            .ok()
-            .as_ref()
-            .and_then(describe_error);
-        let message = match &info {
-            Some(info) => info.message.clone(),
-            None if !text.trim().is_empty() => truncate(text.trim(), 500),
-            None => reqwest::StatusCode::from_u16(code)
-                .ok()
-                .and_then(|s| s.canonical_reason())
-                .unwrap_or("no message")
-                .to_lowercase(),
-        };
-        let quota = info.as_ref().is_some_and(retry::is_quota_error);
+        let info = describe_error_body(code, &String::from_utf8_lossy(&body));
+        let quota = retry::is_quota_error(&info);
         let retryable =
             retry::status_is_retryable(code) && !quota && !retry::provider_vetoes_retry(&headers);
         let hint = retry::retry_after(&headers, self.provider.retry.max_retry_after);
         let error = LlmError::Status {
             provider: self.label.clone(),
             code,
-            message,
+            message: info.message,
+            codes: info.tags,
         };
         (error, retryable, hint)
     }
@@ -361,12 +349,24 @@ impl Inner {
             turn_timeout: None,
             limits: provider.limits,
         };
-        let is_json = response
+        let content_type = response
             .headers()
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim_start().starts_with("application/json"));
-        if !is_json {
+            .unwrap_or_default()
+            .trim_start()
+            .to_ascii_lowercase();
+        // A web page at the URL (a wrong `base_url`, a login portal) answers 200 with HTML,
+        // which SSE parsing would read as an empty stream.
+        if content_type.starts_with("text/html") {
+            return Err(LlmError::Malformed {
+                provider: self.label.clone(),
+                detail: "the answer is an HTML page (content-type text/html), not a Chat \
+                         Completions stream"
+                    .into(),
+            });
+        }
+        if !content_type.starts_with("application/json") {
             let frames = sse::frames(response.bytes_stream(), &provider.limits);
             let turn = Some((deadline, provider.timeouts.turn));
             return Ok(Source::Sse(Box::new(Decoder::new(frames, &options, turn))));
@@ -414,7 +414,11 @@ impl Inner {
                 if let Some(text) = text {
                     events.push_back(Ok(TurnEvent::TextDelta(text)));
                 }
-                events.push_back(Ok(TurnEvent::Finished(assembler.finish())));
+                let turn = assembler
+                    .finish_checked(Ending::Json)
+                    .map(TurnEvent::Finished)
+                    .map_err(|nothing| no_output_error(&label, nothing));
+                events.push_back(turn);
             }
             Err(PushError::Provider(ErrorInfo { message, code, .. })) => {
                 events.push_back(Err(LlmError::Provider {

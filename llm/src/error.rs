@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use crate::fault::Fault;
+
 /// The source of a transport failure, kept for the `{:#}` chain and logs.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -33,6 +35,9 @@ pub enum LlmError {
         code: u16,
         /// The provider's own error message, or the start of its body.
         message: String,
+        /// The error's `code`, `type` and `status` as the provider sent them
+        /// (`context_length_exceeded`, `invalid_request_error`, `NOT_FOUND`), for [`LlmError::fault`].
+        codes: Vec<String>,
     },
 
     /// The provider reported an error inside a `200` stream (`{"error":…}`,
@@ -85,6 +90,24 @@ pub enum LlmError {
         detail: String,
     },
 
+    /// The stream ended (`[DONE]`, EOF or a JSON answer) with no text, no tool call and no
+    /// finish reason: never an empty success.
+    #[error("the model provider at {provider} ended the turn without text, tool calls or a finish reason (received {received})")]
+    EmptyTurn {
+        /// The endpoint's host.
+        provider: String,
+        /// What was received instead ("3 chunks with no choices, then [DONE]").
+        received: String,
+    },
+
+    /// The turn ended with `finish_reason: "length"` before any text or tool call: the model
+    /// hit its token limit (usually a full context window) before answering.
+    #[error("the model at {provider} reached its token limit (finish_reason \"length\") before any text or tool call")]
+    LengthBeforeOutput {
+        /// The endpoint's host.
+        provider: String,
+    },
+
     /// The turn, or one piece of the stream, passed a size limit; nothing past the limit was
     /// kept and the connection was dropped. Text already yielded stays valid as partial output.
     #[error("{}", too_large_message(provider, limit))]
@@ -119,6 +142,19 @@ impl LlmError {
         }
     }
 
+    /// The provider's own message, for [`LlmError::Status`] and [`LlmError::Provider`].
+    pub fn provider_message(&self) -> Option<&str> {
+        match self {
+            LlmError::Status { message, .. } | LlmError::Provider { message, .. } => Some(message),
+            _ => None,
+        }
+    }
+
+    /// What kind of failure this is, as far as the user can act on it (see [`Fault`]).
+    pub fn fault(&self) -> Fault {
+        crate::fault::classify(self)
+    }
+
     /// A short, stable name for the variant (`connect`, `status`, `stream_cut`…), for
     /// metrics labels and logs.
     pub fn kind(&self) -> &'static str {
@@ -130,6 +166,8 @@ impl LlmError {
             LlmError::IdleTimeout { .. } => "idle_timeout",
             LlmError::TurnTimeout { .. } => "turn_timeout",
             LlmError::Malformed { .. } => "malformed",
+            LlmError::EmptyTurn { .. } => "empty_turn",
+            LlmError::LengthBeforeOutput { .. } => "length_before_output",
             LlmError::TooLarge { .. } => "too_large",
             LlmError::InvalidRequest { .. } => "invalid_request",
             LlmError::InvalidConfig { .. } => "invalid_config",
@@ -192,6 +230,7 @@ mod tests {
             provider: "api.example.com".into(),
             code: 429,
             message: "rate limited".into(),
+            codes: Vec::new(),
         };
         assert_eq!(
             e.to_string(),

@@ -21,6 +21,7 @@
 //! - `redact` — [`display_url`], and the provider's secrets kept out of its error messages.
 //! - `secret` — [`Secret`]: an API key or token whose `Debug` and `Display` never show it.
 //! - `error` — [`LlmError`], [`SizeLimit`].
+//! - `fault` — [`Fault`], [`Reach`]: what kind of failure an [`LlmError`] is, for the user.
 //!
 //! # Use from an agent loop
 //!
@@ -56,6 +57,7 @@
 mod assemble;
 mod client;
 mod error;
+mod fault;
 mod history;
 mod json_type;
 mod kind;
@@ -71,6 +73,7 @@ mod wire;
 
 pub use client::Client;
 pub use error::{BoxError, LlmError, SizeLimit};
+pub use fault::{Fault, Reach};
 pub use history::{
     assistant_message, assistant_text_message, system_message, tool_message, user_message,
     EmptyContent,

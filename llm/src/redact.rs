@@ -117,10 +117,12 @@ impl Secrets {
                 provider,
                 code,
                 message,
+                codes,
             } => LlmError::Status {
                 provider,
                 code,
                 message: self.scrub(&message),
+                codes: codes.iter().map(|c| self.scrub(c)).collect(),
             },
             LlmError::Provider {
                 provider,
@@ -180,6 +182,7 @@ mod tests {
             code: 400,
             message: "bad key sk-live-123 (sent hdr-secret, url key AIza+secret, AIza%2Bsecret) ab"
                 .into(),
+            codes: Vec::new(),
         });
         assert_eq!(
             error.to_string(),

@@ -17,15 +17,18 @@ pub(crate) fn status_is_retryable(code: u16) -> bool {
 
 /// Error codes that mean "wait for the billing page, not for a retry".
 pub(crate) fn is_quota_error(info: &ErrorInfo) -> bool {
-    info.tags.iter().any(|t| {
-        matches!(
-            t.to_ascii_lowercase().as_str(),
-            "insufficient_quota"
-                | "quota_exceeded"
-                | "billing_hard_limit_reached"
-                | "billing_not_active"
-        )
-    })
+    info.tags.iter().any(|t| is_quota_code(t))
+}
+
+/// One provider error code that means "out of quota or credit".
+pub(crate) fn is_quota_code(code: &str) -> bool {
+    matches!(
+        code.to_ascii_lowercase().as_str(),
+        "insufficient_quota"
+            | "quota_exceeded"
+            | "billing_hard_limit_reached"
+            | "billing_not_active"
+    )
 }
 
 /// In-stream errors that are transient on the provider's side.
@@ -57,7 +60,8 @@ pub(crate) fn is_transient_provider_error(code: Option<&str>) -> bool {
 /// Whether a failure after HTTP 200 but before any output may be retried.
 pub(crate) fn in_stream_error_is_retryable(error: &LlmError) -> bool {
     match error {
-        LlmError::StreamCut { .. } => true,
+        // Nothing usable came: often a proxy's hiccup, and nothing reached the user yet.
+        LlmError::StreamCut { .. } | LlmError::EmptyTurn { .. } => true,
         LlmError::Provider { code, .. } => is_transient_provider_error(code.as_deref()),
         _ => false,
     }

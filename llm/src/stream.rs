@@ -11,7 +11,7 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use tokio::time::{timeout_at, Instant};
 
-use crate::assemble::{Assembler, PushError};
+use crate::assemble::{Assembler, Ending, NoOutput, PushError};
 use crate::error::{BoxError, LlmError, SizeLimit};
 use crate::provider::Limits;
 use crate::sse::{self, FrameError, Frames, SseItem};
@@ -184,7 +184,7 @@ impl Decoder {
             };
             self.idle_deadline = self.idle.map(|d| Instant::now() + d);
             match sse::classify(&event) {
-                Ok(SseItem::Done) => return Some(self.complete()),
+                Ok(SseItem::Done) => return Some(self.complete(Ending::Done)),
                 Ok(SseItem::Skip) => {}
                 Ok(SseItem::Error(info)) => return Some(self.provider_error(info)),
                 Ok(SseItem::Chunk(chunk)) => match assembler.push(*chunk) {
@@ -201,19 +201,22 @@ impl Decoder {
         }
     }
 
-    /// EOF: complete only if the provider said the turn ended.
+    /// EOF: complete only if the provider said the turn ended; without a finish reason it
+    /// is a cut after some output, and an empty turn before any.
     fn on_end(&mut self) -> Result<TurnEvent, LlmError> {
-        let finished = self
-            .assembler
-            .as_ref()
-            .is_some_and(Assembler::has_finish_reason);
-        if finished {
-            self.complete()
-        } else {
-            self.fail(LlmError::StreamCut {
+        match &self.assembler {
+            Some(a) if a.has_finish_reason() => self.complete(Ending::Eof),
+            Some(a) if !a.has_output() => {
+                let received = a.received(Ending::Eof);
+                self.fail(LlmError::EmptyTurn {
+                    provider: self.provider.clone(),
+                    received,
+                })
+            }
+            _ => self.fail(LlmError::StreamCut {
                 provider: self.provider.clone(),
                 source: None,
-            })
+            }),
         }
     }
 
@@ -232,7 +235,7 @@ impl Decoder {
             .as_ref()
             .is_some_and(Assembler::has_finish_reason)
         {
-            return self.complete();
+            return self.complete(Ending::Eof);
         }
         self.fail(LlmError::IdleTimeout {
             provider: self.provider.clone(),
@@ -240,9 +243,12 @@ impl Decoder {
         })
     }
 
-    fn complete(&mut self) -> Result<TurnEvent, LlmError> {
+    fn complete(&mut self, ending: Ending) -> Result<TurnEvent, LlmError> {
         match self.assembler.take() {
-            Some(assembler) => Ok(TurnEvent::Finished(assembler.finish())),
+            Some(assembler) => assembler
+                .finish_checked(ending)
+                .map(TurnEvent::Finished)
+                .map_err(|nothing| no_output_error(&self.provider, nothing)),
             None => Err(LlmError::StreamCut {
                 provider: self.provider.clone(),
                 source: None,
@@ -279,6 +285,19 @@ impl Decoder {
             provider: self.provider.clone(),
             detail,
         })
+    }
+}
+
+/// The error for a turn that ended with nothing.
+pub(crate) fn no_output_error(provider: &str, nothing: NoOutput) -> LlmError {
+    match nothing {
+        NoOutput::Empty { received } => LlmError::EmptyTurn {
+            provider: provider.to_owned(),
+            received,
+        },
+        NoOutput::LengthOnly => LlmError::LengthBeforeOutput {
+            provider: provider.to_owned(),
+        },
     }
 }
 

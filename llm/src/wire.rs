@@ -254,6 +254,32 @@ pub(crate) fn describe_error(v: &Value) -> Option<ErrorInfo> {
     }
 }
 
+/// An HTTP error answer's body as the provider's error: its JSON error in any shape, else
+/// the start of the text (an HTML page, a proxy's plain text), else the status's reason.
+pub(crate) fn describe_error_body(status: u16, body: &str) -> ErrorInfo {
+    if let Some(info) = serde_json::from_str::<Value>(body)
+        .ok()
+        .as_ref()
+        .and_then(describe_error)
+    {
+        return info;
+    }
+    let message = if body.trim().is_empty() {
+        reqwest::StatusCode::from_u16(status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("no message")
+            .to_lowercase()
+    } else {
+        crate::sse::truncate(body.trim(), 500)
+    };
+    ErrorInfo {
+        message,
+        code: None,
+        tags: Vec::new(),
+    }
+}
+
 impl Chunk {
     /// An error carried by this chunk, in any of the shapes seen after HTTP 200.
     pub(crate) fn error_info(&self) -> Option<ErrorInfo> {

@@ -19,6 +19,7 @@ use super::{dispatch, error_chain, history, Agent, Event, RunRequest, StopReason
 use crate::{
     metrics::UNKNOWN_TOOL,
     plugins::{model_text, CallRequest, FailureKind, ToolFailure},
+    providers::advice,
     registry::Registry,
 };
 
@@ -241,21 +242,35 @@ impl Run<'_> {
                 Some(Err(error)) => {
                     metrics.model_turn_ended(started.elapsed());
                     metrics.provider_error(error.kind());
-                    tracing::warn!(error = %error_chain(&error), "model turn failed");
-                    return Err(TurnEnd::Failed {
-                        message: error_chain(&error),
-                        partial,
-                    });
+                    return Err(self.turn_failed(&error, partial));
                 }
                 None => {
                     metrics.model_turn_ended(started.elapsed());
                     metrics.provider_error("no_result");
-                    return Err(TurnEnd::Failed {
-                        message: "the model stream ended without a result".to_owned(),
-                        partial,
-                    });
+                    let cut = rojos_llm::LlmError::StreamCut {
+                        provider: self.request.provider.host.clone(),
+                        source: None,
+                    };
+                    return Err(self.turn_failed(&cut, partial));
                 }
             }
+        }
+    }
+
+    /// Logs a failed model turn with its technical chain; the user is told one sentence
+    /// saying what failed and what to do (`providers::advice`).
+    fn turn_failed(&self, error: &rojos_llm::LlmError, partial: String) -> TurnEnd {
+        let provider = &self.request.provider;
+        tracing::warn!(
+            provider = %provider.name,
+            kind = error.kind(),
+            fault = ?error.fault(),
+            error = %error_chain(error),
+            "model turn failed"
+        );
+        TurnEnd::Failed {
+            message: advice::for_error(provider, error),
+            partial,
         }
     }
 

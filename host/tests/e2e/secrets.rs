@@ -2,88 +2,13 @@
 //! log (stderr, every level of the host and of the HTTP layer) is captured, and nothing in it
 //! may show a configured token, also when a live edit puts a typo on the token's line.
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
+use crate::support::binary::RunningBinary;
 use crate::support::host::{client, HostConfig, DEMO_TOKEN, TOKEN};
 use crate::support::upstream::{ScriptedUpstream, Turn};
 
 /// The provider's API key (from the environment) and a key in its `base_url`'s query.
 const API_KEY: &str = "sk-e2e-provider-key-1234";
 const URL_KEY: &str = "AIza-e2e-url-key-5678";
-
-/// `rojos` serving the config in `dir`, its stdout and stderr read into shared text.
-struct RunningBinary {
-    child: Child,
-    stdout: Arc<Mutex<String>>,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl RunningBinary {
-    fn start(dir: &std::path::Path) -> RunningBinary {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rojos"))
-            .arg("--config")
-            .arg(dir.join("rojos.toml"))
-            .env("RUST_LOG", "trace,notify=info")
-            .env("E2E_PROVIDER_KEY", API_KEY)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start rojos");
-        let stdout = collect(child.stdout.take().expect("piped stdout"));
-        let stderr = collect(child.stderr.take().expect("piped stderr"));
-        RunningBinary {
-            child,
-            stdout,
-            stderr,
-        }
-    }
-
-    /// Waits (generously) until `text` holds `needle`, then returns all of it.
-    fn wait_for(text: &Mutex<String>, needle: &str, what: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let seen = text.lock().expect("log lock").clone();
-            if seen.contains(needle) {
-                return seen;
-            }
-            assert!(Instant::now() < deadline, "{what} never came:\n{seen}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// The address from `rojos listening on http://ADDR/`.
-    fn url(&self) -> String {
-        let out = Self::wait_for(&self.stdout, "rojos listening on ", "the listening line");
-        let line = out
-            .lines()
-            .find_map(|l| l.strip_prefix("rojos listening on "))
-            .expect("listening line");
-        line.trim_end_matches('/').to_owned()
-    }
-}
-
-impl Drop for RunningBinary {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn collect(stream: impl Read + Send + 'static) -> Arc<Mutex<String>> {
-    let text = Arc::new(Mutex::new(String::new()));
-    let sink = Arc::clone(&text);
-    std::thread::spawn(move || {
-        for line in BufReader::new(stream).lines().map_while(Result::ok) {
-            let mut text = sink.lock().expect("log lock");
-            text.push_str(&line);
-            text.push('\n');
-        }
-    });
-    text
-}
 
 #[tokio::test]
 async fn the_log_shows_no_token_or_provider_key_even_after_a_typo_on_the_token_line() {
@@ -102,13 +27,17 @@ async fn the_log_shows_no_token_or_provider_key_even_after_a_typo_on_the_token_l
     );
     let path = dir.path().join("rojos.toml");
     std::fs::write(&path, &config).unwrap();
-    let rojos = RunningBinary::start(dir.path());
+    let rojos = RunningBinary::start(
+        dir.path(),
+        "trace,notify=info",
+        &[("E2E_PROVIDER_KEY", API_KEY)],
+    );
     let url = rojos.url();
 
     // An authenticated request first, so the request logging is checked too.
     assert_eq!(tools_status(&url).await, 200);
     // A chat, so the provider client's errors and logging are checked too: the error event
-    // and the log line carry the provider's message, scrubbed.
+    // names the key's variable, and the log line carries the provider's message, scrubbed.
     let chat = client()
         .post(format!("{url}/chat"))
         .bearer_auth(TOKEN)
@@ -118,8 +47,13 @@ async fn the_log_shows_no_token_or_provider_key_even_after_a_typo_on_the_token_l
         .unwrap();
     let events = chat.text().await.unwrap();
     assert!(
-        events.contains("answered HTTP 401: invalid key <redacted>"),
+        events.contains("scripted refused the API key in E2E_PROVIDER_KEY"),
         "{events}"
+    );
+    RunningBinary::wait_for(
+        &rojos.stderr,
+        "answered HTTP 401: invalid key <redacted>",
+        "the provider's scrubbed message in the log",
     );
     assert!(
         !events.contains(API_KEY) && !events.contains(URL_KEY),

@@ -230,3 +230,76 @@ async fn a_turn_past_max_turn_bytes_fails_after_the_text_within_it() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Decodes a whole body given at once.
+async fn decode_all(body: &str) -> Vec<Result<TurnEvent, LlmError>> {
+    let body = stream::iter([Ok::<_, std::io::Error>(body.to_owned())]);
+    collect(decode_stream(body, DecodeOptions::default())).await
+}
+
+fn received(got: &[Result<TurnEvent, LlmError>]) -> &str {
+    match got {
+        [Err(LlmError::EmptyTurn { received, .. })] => received,
+        other => panic!("expected only an empty turn: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_stream_with_no_text_call_or_finish_reason_is_an_empty_turn_saying_what_came() {
+    let usage_only = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5}}\n\n";
+    let body = format!("{usage_only}{usage_only}{usage_only}data: [DONE]\n\n");
+    let got = decode_all(&body).await;
+    assert_eq!(received(&got), "3 chunks with no choices, then [DONE]");
+
+    let role_only =
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n";
+    let got = decode_all(&format!("{role_only}data: [DONE]\n\n")).await;
+    assert_eq!(
+        received(&got),
+        "1 chunk with no text or tool call, then [DONE]"
+    );
+    // The same without `[DONE]`: the body just ends.
+    let got = decode_all(role_only).await;
+    assert_eq!(
+        received(&got),
+        "1 chunk with no text or tool call, then the end of the stream"
+    );
+    assert_eq!(
+        received(&decode_all("data: [DONE]\n\n").await),
+        "only [DONE]"
+    );
+    assert_eq!(
+        received(&decode_all(": keep-alive\n\n").await),
+        "no data before the stream ended"
+    );
+    let e = &decode_all("data: [DONE]\n\n").await[0];
+    assert_eq!(
+        e.as_ref().unwrap_err().to_string(),
+        "the model provider at provider ended the turn without text, tool calls or a finish \
+         reason (received only [DONE])"
+    );
+}
+
+#[tokio::test]
+async fn a_stop_with_no_text_is_a_valid_silent_turn_and_a_bare_length_is_not() {
+    let stop = "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    match &decode_all(stop).await[..] {
+        [Ok(TurnEvent::Finished(turn))] => {
+            assert_eq!(turn.text, "");
+            assert!(turn.tool_calls.is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+    let length = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"},\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n";
+    let got = decode_all(length).await;
+    assert!(
+        matches!(&got[..], [Err(LlmError::LengthBeforeOutput { .. })]),
+        "{got:?}"
+    );
+    // With text, `length` is a (cut short) answer as before.
+    let some = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"},\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n";
+    assert!(matches!(
+        decode_all(some).await.last(),
+        Some(Ok(TurnEvent::Finished(t))) if t.text == "Hel"
+    ));
+}

@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use rojos_llm::{ChatRequest, Client, LlmError, Provider, SizeLimit, ToolChoice, TurnEvent};
+use rojos_llm::{
+    ChatRequest, Client, Fault, LlmError, Provider, Reach, SizeLimit, ToolChoice, TurnEvent,
+};
 use serde_json::{json, Value};
 
 use crate::support::expect::{check, drain, Outcome};
@@ -388,6 +390,59 @@ async fn connect_errors_are_retried_then_reported() {
     assert_eq!(
         err.to_string(),
         format!("could not reach the model provider at 127.0.0.1:{port}")
+    );
+    assert_eq!(err.fault(), Fault::Unreachable(Reach::Refused));
+}
+
+#[tokio::test]
+async fn an_html_page_answered_with_200_is_not_a_chat_completions_endpoint() {
+    let page = Reply::status(200, "<!DOCTYPE html><html><body>Welcome</body></html>")
+        .with_header("content-type", "text/html; charset=utf-8");
+    let up = ScriptedUpstream::start(vec![page, ok_reply()]).await;
+    let err = turn(provider(&up)).await.result.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the model provider at {} sent a malformed stream: the answer is an HTML page \
+             (content-type text/html), not a Chat Completions stream",
+            up.host()
+        )
+    );
+    assert_eq!(err.fault(), Fault::NotCompatible);
+    assert_eq!(up.remaining(), 1, "not retried");
+}
+
+#[tokio::test]
+async fn an_empty_stream_is_retried_once_then_reported_with_what_came() {
+    let empty = "data: {\"choices\":[]}\n\ndata: {\"choices\":[]}\n\ndata: [DONE]\n\n";
+    let up = ScriptedUpstream::start(vec![
+        Reply::sse(empty, End::Close),
+        Reply::sse(empty, End::Close),
+    ])
+    .await;
+    let mut p = provider(&up);
+    p.retry.max_attempts = 2;
+    let err = turn(p).await.result.unwrap_err();
+    assert!(
+        matches!(&err, LlmError::EmptyTurn { received, .. } if received == "2 chunks with no choices, then [DONE]"),
+        "{err:?}"
+    );
+    assert_eq!(err.fault(), Fault::EmptyTurn);
+    up.assert_consumed();
+}
+
+#[tokio::test]
+async fn an_empty_json_answer_is_an_empty_turn() {
+    let up = ScriptedUpstream::start(vec![Reply::Json(
+        json!({"object": "chat.completion", "choices": []}),
+    )])
+    .await;
+    let mut p = provider(&up);
+    p.retry.max_attempts = 1;
+    let err = turn(p).await.result.unwrap_err();
+    assert!(
+        matches!(&err, LlmError::EmptyTurn { received, .. } if received == "a JSON answer with no choices"),
+        "{err:?}"
     );
 }
 

@@ -167,6 +167,23 @@ impl Turn {
         }
     }
 
+    /// An HTTP error status with `body` exactly as a provider sends it (its own JSON shape).
+    pub fn error_body(code: u16, body: &str) -> Turn {
+        Turn {
+            kind: TurnKind::Status {
+                code,
+                body: body.to_owned(),
+                headers: vec![("content-type".to_owned(), "application/json".to_owned())],
+            },
+            ..Turn::sse(Vec::new())
+        }
+    }
+
+    /// A `200` stream of these SSE events, sent as given (e.g. chunks that carry nothing).
+    pub fn events(events: &[&str]) -> Turn {
+        Turn::sse(events.iter().map(|e| (*e).to_owned()).collect())
+    }
+
     /// Adds a response header (e.g. `Retry-After` on a 429).
     pub fn header(mut self, name: &str, value: &str) -> Turn {
         if let TurnKind::Status { headers, .. } = &mut self.kind {
