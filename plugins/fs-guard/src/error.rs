@@ -22,11 +22,6 @@ impl Shown {
     pub fn new(path: &str) -> Self {
         Shown(path.to_owned())
     }
-
-    /// The path as the model gave it.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
 }
 
 impl fmt::Debug for Shown {
@@ -357,16 +352,14 @@ pub fn from_io(path: &str, error: io::Error) -> PathError {
     }
     if let Some(errno) = Errno::from_io_error(&error) {
         match errno {
-            Errno::NOENT => return PathError::NotFound { path },
             Errno::NOTDIR => return PathError::NotADirectory { path },
             Errno::ISDIR => return PathError::IsADirectory { path },
             Errno::LOOP => return PathError::Loop { path },
             Errno::NAMETOOLONG => return PathError::NameTooLong { path },
             Errno::XDEV => return PathError::Outside { path },
-            Errno::ACCESS | Errno::PERM | Errno::ROFS => {
-                return PathError::PermissionDenied { path }
-            }
-            Errno::EXIST => return PathError::AlreadyExists { path },
+            // `ErrorKind` has its own variant for a read-only file system; to the model it
+            // is a refusal like EACCES and EPERM (which the kinds below map).
+            Errno::ROFS => return PathError::PermissionDenied { path },
             Errno::NOTEMPTY => return PathError::NotEmpty { path },
             _ => {}
         }
@@ -426,6 +419,28 @@ mod tests {
     }
 
     #[test]
+    fn shown_path_debugs_as_it_displays_never_raw() {
+        assert_eq!(format!("{:?}", Shown::new("a\nb")), r"'a\u{000a}b'");
+    }
+
+    #[test]
+    fn only_cap_std_s_own_refusal_counts_as_an_escape() {
+        let with_errno = io::Error::from_raw_os_error(libc_eacces());
+        assert!(!is_escape(&with_errno));
+        let other_kind = io::Error::other("a path led outside of the filesystem");
+        assert!(!is_escape(&other_kind));
+        let cap_std = io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "a path led outside of the filesystem",
+        );
+        assert!(is_escape(&cap_std));
+    }
+
+    fn libc_eacces() -> i32 {
+        Errno::ACCESS.raw_os_error()
+    }
+
+    #[test]
     fn shown_path_is_cut_after_two_hundred_bytes_with_its_length() {
         let long = "a".repeat(5000);
         let shown = Shown::new(&long).to_string();
@@ -473,6 +488,14 @@ mod tests {
                 ErrorKind::OUTSIDE_ROOT,
             ),
             (Errno::ACCESS, "'p': permission denied", ErrorKind::REFUSED),
+            (Errno::PERM, "'p': permission denied", ErrorKind::REFUSED),
+            (Errno::ROFS, "'p': permission denied", ErrorKind::REFUSED),
+            (Errno::EXIST, "'p' already exists", ErrorKind::REFUSED),
+            (
+                Errno::NOTEMPTY,
+                "'p' is a folder that is not empty",
+                ErrorKind::REFUSED,
+            ),
             (Errno::NOSPC, "'p': no storage space", ErrorKind::IO),
         ];
         for (errno, message, kind) in cases {

@@ -210,6 +210,14 @@ mod tests {
     }
 
     #[test]
+    fn a_path_of_exactly_the_limit_passes_the_check() {
+        let path = format!("{}/{}", "a".repeat(200), "b/".repeat(1947)) + "c";
+        assert_eq!(path.len(), MAX_PATH_BYTES);
+        assert!(check_path(&path, PathUse::Create).is_ok());
+        assert!(check_path(&format!("{path}d"), PathUse::Create).is_err());
+    }
+
+    #[test]
     fn a_name_of_exactly_255_bytes_passes_the_check() {
         let name = "n".repeat(255);
         assert!(check_path(&name, PathUse::Create).is_ok());
