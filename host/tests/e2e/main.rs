@@ -18,6 +18,7 @@ mod load;
 mod metrics;
 mod model_turns;
 mod plugins;
+mod provider_status;
 mod providers;
 mod secrets;
 mod support;

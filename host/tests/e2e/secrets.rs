@@ -11,18 +11,18 @@ use crate::support::host::{client, HostConfig, DEMO_TOKEN, TOKEN};
 use crate::support::upstream::{ScriptedUpstream, Turn};
 
 /// The provider's API key (from the environment) and a key in its `base_url`'s query.
-const API_KEY: &str = "sk-e2e-provider-key-1234";
+pub(crate) const API_KEY: &str = "sk-e2e-provider-key-1234";
 const URL_KEY: &str = "AIza-e2e-url-key-5678";
 
 /// `rojos` serving the config in `dir`, its stdout and stderr read into shared text.
-struct RunningBinary {
+pub(crate) struct RunningBinary {
     child: Child,
-    stdout: Arc<Mutex<String>>,
-    stderr: Arc<Mutex<String>>,
+    pub(crate) stdout: Arc<Mutex<String>>,
+    pub(crate) stderr: Arc<Mutex<String>>,
 }
 
 impl RunningBinary {
-    fn start(dir: &std::path::Path) -> RunningBinary {
+    pub(crate) fn start(dir: &std::path::Path) -> RunningBinary {
         let mut child = Command::new(env!("CARGO_BIN_EXE_rojos"))
             .arg("--config")
             .arg(dir.join("rojos.toml"))
@@ -42,7 +42,7 @@ impl RunningBinary {
     }
 
     /// Waits (generously) until `text` holds `needle`, then returns all of it.
-    fn wait_for(text: &Mutex<String>, needle: &str, what: &str) -> String {
+    pub(crate) fn wait_for(text: &Mutex<String>, needle: &str, what: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let seen = text.lock().expect("log lock").clone();
@@ -55,7 +55,7 @@ impl RunningBinary {
     }
 
     /// The address from `rojos listening on http://ADDR/`.
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         let out = Self::wait_for(&self.stdout, "rojos listening on ", "the listening line");
         let line = out
             .lines()
