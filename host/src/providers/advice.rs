@@ -59,12 +59,16 @@ pub fn no_answer(provider: &ProviderRef, after: std::time::Duration) -> String {
     )
 }
 
-/// `provider` refused its API key (HTTP 401 or 403).
+/// `provider` refused its API key (HTTP 401 or 403), or asks for one it was not given.
 pub fn key_refused(provider: &ProviderRef) -> String {
-    let var = provider
-        .key_env
-        .as_deref()
-        .unwrap_or("its API key variable");
+    let Some(var) = provider.key_env.as_deref() else {
+        return format!(
+            "{} at {} asks for an API key: set `api_key_env` for providers.{} in rojos.toml, {OR_ANOTHER}",
+            provider.label(),
+            provider.host,
+            provider.name
+        );
+    };
     let hint = provider
         .kind
         .map(|kind| format!(" ({})", kind.setup_hint()))

@@ -194,3 +194,69 @@ pub fn spawn_check(
         board.record(&settings, &name, provider, checked);
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ConfigFile;
+
+    /// Settings where `nokey`'s variable is unset and `hosted`'s is set; `local` names its
+    /// model, so it has a client before any check.
+    fn settings() -> Settings {
+        let text = r#"
+[providers.local]
+kind = "ollama"
+model = "qwen2.5:7b"
+[providers.hosted]
+kind = "openai"
+api_key_env = "SET_KEY"
+[providers.nokey]
+kind = "openai"
+api_key_env = "UNSET_KEY"
+[rojos.default]
+provider = ["nokey", "local", "hosted"]
+"#;
+        let env = |name: &str| (name == "SET_KEY").then(|| "sk-test".to_owned());
+        let path = std::path::Path::new("/x/rojos.toml");
+        let file = ConfigFile::parse(text, path, std::path::Path::new("/x"), &env).unwrap();
+        Settings::from_config(&file.live).unwrap()
+    }
+
+    #[test]
+    fn while_checking_a_hosted_provider_with_its_key_counts_as_ready_and_a_local_one_does_not() {
+        let (board, settings) = (StatusBoard::default(), settings());
+        let selection = select(&board, &settings, settings.rojo("default").unwrap());
+        let chosen = selection.chosen.unwrap();
+        assert_eq!(chosen.provider.name, "hosted");
+        assert_eq!(chosen.status, Status::Checking);
+        assert!(!selection.settled, "the local one may still answer");
+        let fix = selection.first_fix.unwrap();
+        assert!(
+            fix.starts_with("OpenAI has no API key: set UNSET_KEY"),
+            "{fix}"
+        );
+    }
+
+    #[test]
+    fn a_ready_local_provider_before_a_hosted_one_is_chosen_with_its_listed_model() {
+        let (board, settings) = (StatusBoard::default(), settings());
+        let local = &settings.providers["local"];
+        assert!(board.begin("local", local, Duration::ZERO));
+        let mut config = local.config.provider.clone();
+        config.model = "qwen2.5:7b".into();
+        let checked = check::Checked {
+            status: Status::Ready {
+                model: "qwen2.5:7b".into(),
+            },
+            client: Some(Client::new(config).unwrap()),
+            detail: None,
+        };
+        board.record(&settings, "local", local, checked);
+        let selection = select(&board, &settings, settings.rojo("default").unwrap());
+        let chosen = selection.chosen.unwrap();
+        assert_eq!(chosen.provider.name, "local");
+        assert_eq!(chosen.provider.model, "qwen2.5:7b");
+        assert_eq!(chosen.client.provider().model, "qwen2.5:7b");
+        assert!(selection.settled);
+    }
+}

@@ -305,7 +305,7 @@ async fn a_local_server_that_gets_a_model_later_is_picked_up() {
 }
 
 #[tokio::test]
-async fn a_refused_key_makes_the_provider_unavailable_with_the_fix() {
+async fn a_provider_asking_for_a_key_is_unavailable_with_the_fix() {
     let upstream = ScriptedUpstream::start(vec![]).await;
     upstream.set_models(Models::Status(401));
     let config = HostConfig::builtins().with(&format!(
@@ -317,8 +317,15 @@ async fn a_refused_key_makes_the_provider_unavailable_with_the_fix() {
     let info = until_status(&host.url, "default", "unavailable").await;
     assert_eq!(
         info["fix"],
-        "local refused the API key in its API key variable: set a valid key and restart the \
-         server, or set another provider in rojos.toml",
+        format!(
+            "local at {} asks for an API key: set `api_key_env` for providers.local in \
+             rojos.toml, or set another provider in rojos.toml",
+            upstream
+                .base_url
+                .trim_start_matches("http://")
+                .trim_end_matches("/v1")
+        )
+        .as_str(),
         "{info}"
     );
     upstream.assert_consumed();
