@@ -19,6 +19,7 @@
     composer: $('composer'), input: $('input'), send: $('send'), stop: $('stop'),
     overlay: $('token-overlay'), tokenForm: $('token-form'), tokenInput: $('token-input'),
     tokenError: $('token-error'), tokenSwitch: $('token-switch'),
+    providerBanner: $('provider-banner'), providerNote: $('provider-note'),
   };
 
   const state = {
@@ -28,6 +29,8 @@
     abort: null,
     started: false,
     openSeq: 0,
+    rojos: [],
+    rojosTimer: null,
   };
 
   // ---- small DOM helpers -------------------------------------------------------------------
@@ -362,6 +365,7 @@
       });
       if (!response.ok) {
         addError(await errorText(response));
+        if (response.status === 503) setTimeout(refreshRojos, 0);
         if (!el.input.value) el.input.value = text;
         return;
       }
@@ -558,6 +562,8 @@
     const response = await api('/rojos');
     if (!response.ok) throw new Error(await errorText(response));
     const rojos = await response.json();
+    const current = el.rojo.value;
+    state.rojos = rojos;
     el.rojo.replaceChildren();
     for (const r of rojos) {
       const option = node('option', null, r.model ? r.name + ' \u00B7 ' + r.model : r.name);
@@ -565,9 +571,44 @@
       option.title = (r.tools || []).join(', ') || 'no tools';
       el.rojo.appendChild(option);
     }
-    const saved = localStorage.getItem(KEY_ROJO);
+    const saved = current || localStorage.getItem(KEY_ROJO);
     const names = rojos.map((r) => r.name);
     el.rojo.value = names.includes(saved) ? saved : names.includes('default') ? 'default' : names[0] || '';
+    showProvider();
+  }
+
+  // The banner above the input says, before anything is typed, why the selected rojo cannot
+  // answer and what to do; the line below the input says which provider and model it uses.
+  // `/rojos` is read again every 10 s while the rojo is not ready, every 60 s once it is, and
+  // whenever the page comes back into view (docs/panel.md, "Provider banner").
+  function showProvider() {
+    const rojo = state.rojos.find((r) => r.name === el.rojo.value);
+    const status = rojo ? rojo.status : 'ready';
+    const unavailable = status === 'unavailable';
+    el.providerBanner.textContent = unavailable ? rojo.fix || 'No provider of this rojo is available.' : '';
+    el.providerBanner.hidden = !unavailable;
+    let note = '';
+    if (rojo && rojo.provider) {
+      note = 'Uses ' + rojo.provider.label + ' \u00B7 ' + rojo.provider.model;
+      if (status === 'checking') note += ' (checking)';
+    } else if (status === 'checking') {
+      note = 'Checking its providers\u2026';
+    }
+    el.providerNote.textContent = note;
+    clearTimeout(state.rojosTimer);
+    state.rojosTimer = setTimeout(refreshRojos, status === 'ready' ? 60000 : 10000);
+  }
+
+  async function refreshRojos() {
+    if (!state.started || state.busy || document.hidden) {
+      showProvider();
+      return;
+    }
+    try {
+      await loadRojos();
+    } catch (_) {
+      showProvider(); // try again later; an invalid token already asked for a new one
+    }
   }
 
   async function loadProjects() {
@@ -662,7 +703,12 @@
   el.input.addEventListener('input', autosize);
   el.stop.addEventListener('click', () => { if (state.abort) state.abort.abort(); });
   el.newChat.addEventListener('click', newChat);
-  el.rojo.addEventListener('change', () => localStorage.setItem(KEY_ROJO, el.rojo.value));
+  el.rojo.addEventListener('change', () => {
+    localStorage.setItem(KEY_ROJO, el.rojo.value);
+    showProvider();
+  });
+  document.addEventListener('visibilitychange', () => { if (!document.hidden) refreshRojos(); });
+  window.addEventListener('focus', refreshRojos);
   el.project.addEventListener('change', () => {
     const p = el.project.value.trim();
     if (p) localStorage.setItem(KEY_PROJECT, p);

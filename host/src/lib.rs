@@ -13,6 +13,8 @@
 //!   array. It sits above [`plugins`] and consumes its tools; `plugins` never names it.
 //! - [`probe`]: `rojos probe`, a provider's streaming and tool-call check.
 //! - [`live`]: rojos and providers, reloaded when `rojos.toml` is edited.
+//! - [`providers`]: the providers as the user knows them; their background checks, status
+//!   and the choice of each rojo's provider; one-sentence advice for each failure.
 //! - [`state`]: [`state::AppState`], built once at start.
 //! - [`agent`]: the agent loop: model turns, tool calls, events, stored history.
 //! - [`http`]: the routes, authentication, API errors and the NDJSON body; the accept loop
@@ -49,8 +51,9 @@ use crate::state::AppState;
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Serves the API on `listener` until `shutdown` completes, with the `[server]` connection
-/// limits ([`config::HttpLimits`]). Then open chat streams end with `ERROR` + `DONE`, and
-/// running chats get a moment to store their history.
+/// limits ([`config::HttpLimits`]), and checks the providers in the background meanwhile
+/// ([`providers::monitor`]). Then open chat streams end with `ERROR` + `DONE`, and running
+/// chats get a moment to store their history.
 ///
 /// # Errors
 ///
@@ -64,6 +67,11 @@ pub async fn serve(
     let cancel = agent.shutdown.clone();
     let limits = state.config.http;
     let metrics = std::sync::Arc::clone(&state.metrics);
+    agent.tasks.spawn(providers::monitor::run(
+        std::sync::Arc::clone(&state.live),
+        std::sync::Arc::clone(&state.statuses),
+        cancel.clone(),
+    ));
     http::server::run(listener, http::router(state), limits, metrics, async move {
         shutdown.await;
         cancel.cancel();

@@ -14,7 +14,6 @@ use arc_swap::ArcSwap;
 
 use crate::{
     config::{ConfigError, ConfigFile, LiveConfig, ProviderConfig, RojoConfig},
-    providers::ProviderRef,
     registry::RegistryHandle,
     watcher::{self, WatchGuard},
 };
@@ -126,22 +125,14 @@ impl Settings {
             known: self.rojos.keys().cloned().collect::<Vec<_>>().join(", "),
         })
     }
-
-    /// The provider `rojo` uses now: the first of its candidates that can be used, as the
-    /// user knows it, and its client.
-    pub fn provider_for(&self, rojo: &RojoConfig) -> Option<(ProviderRef, &rojos_llm::Client)> {
-        rojo.providers.iter().find_map(|name| {
-            let provider = self.providers.get(name)?;
-            let client = provider.usable_client()?;
-            Some((ProviderRef::new(name, &provider.config), client))
-        })
-    }
 }
 
 /// The current settings, swapped as a whole.
 #[derive(Debug)]
 pub struct Live {
     current: ArcSwap<Settings>,
+    /// Told of each reload, so the providers that changed are checked at once.
+    reloads: tokio::sync::Notify,
 }
 
 impl Live {
@@ -149,7 +140,13 @@ impl Live {
     pub fn new(settings: Settings) -> Live {
         Live {
             current: ArcSwap::from_pointee(settings),
+            reloads: tokio::sync::Notify::new(),
         }
+    }
+
+    /// Completes after the next reload (at once if one happened since the last call).
+    pub async fn reloaded(&self) {
+        self.reloads.notified().await;
     }
 
     /// The current settings: take them once per message.
@@ -169,6 +166,7 @@ impl Live {
         config.check_tools(&|name| tools.get(name).is_some())?;
         self.current
             .store(Arc::new(Settings::from_config(&config)?));
+        self.reloads.notify_one();
         Ok(())
     }
 

@@ -14,6 +14,7 @@ use crate::{
     live::{Live, ProviderError, Settings},
     metrics::Metrics,
     plugins::{check_folder, DropIn, FolderError, LoadError, Loader, Tool},
+    providers::status::StatusBoard,
     registry::{Publisher, Registry, RegistryHandle},
     storage::Storage,
     watcher::WatchGuard,
@@ -41,6 +42,9 @@ pub struct AppState {
     pub limits: Arc<ChatLimits>,
     /// The rojos and providers, reloaded when `rojos.toml` changes.
     pub live: Arc<Live>,
+    /// What the provider checks found. The checks themselves run only under
+    /// [`crate::serve`], so `rojos check` and `rojos tools` contact no provider.
+    pub statuses: Arc<StatusBoard>,
     /// Stops the drop-in folder and config watchers when the last state is dropped.
     _watchers: Arc<Vec<WatchGuard>>,
 }
@@ -128,6 +132,7 @@ impl AppState {
             metrics,
             limits,
             live,
+            statuses: Arc::new(StatusBoard::default()),
             _watchers: Arc::new(watchers),
         })
     }

@@ -1,6 +1,9 @@
 //! `Client`: sends one model turn to `POST {base_url}/chat/completions` and streams it back,
 //! retrying connect failures and transient statuses only while nothing was yielded yet.
-//! Decoding the body is `stream.rs`'s job; request shape `request.rs`'s.
+//! Decoding the body is `stream.rs`'s job; request shape `request.rs`'s; the model list
+//! `client/models.rs`'s.
+
+pub(crate) mod models;
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -56,13 +59,7 @@ impl Client {
     /// # Errors
     /// [`LlmError::InvalidConfig`] for a bad base URL, model, header or TLS setup.
     pub fn new(provider: Provider) -> Result<Self, LlmError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(provider.timeouts.connect)
-            .user_agent(concat!("rojos-llm/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| LlmError::InvalidConfig {
-                detail: format!("cannot build the HTTP client: {e}"),
-            })?;
+        let http = default_http(&provider)?;
         Client::with_http_client(provider, http)
     }
 
@@ -71,12 +68,27 @@ impl Client {
     /// # Errors
     /// [`LlmError::InvalidConfig`] for a bad base URL, model or header.
     pub fn with_http_client(provider: Provider, http: reqwest::Client) -> Result<Self, LlmError> {
-        let url = chat_completions_url(&provider.base_url)?;
         if provider.model.trim().is_empty() {
             return Err(LlmError::InvalidConfig {
                 detail: format!("no model given for {}", display_url(&provider.base_url)),
             });
         }
+        Client::build(provider, http)
+    }
+
+    /// A client for a provider whose model is not chosen yet: it can
+    /// [`list_models`](Client::list_models), and a turn with it fails with
+    /// [`LlmError::InvalidRequest`] while `model` is empty.
+    ///
+    /// # Errors
+    /// [`LlmError::InvalidConfig`] for a bad base URL, header or TLS setup.
+    pub fn for_model_list(provider: Provider) -> Result<Self, LlmError> {
+        let http = default_http(&provider)?;
+        Client::build(provider, http)
+    }
+
+    fn build(provider: Provider, http: reqwest::Client) -> Result<Self, LlmError> {
+        let url = chat_completions_url(&provider.base_url)?;
         let label = crate::redact::endpoint_host(&url);
         let headers = build_headers(&provider)?;
         let secrets = Secrets::of(&provider);
@@ -109,13 +121,16 @@ impl Client {
     /// An invalid request (e.g. a bad tool name) comes out as the stream's only item.
     pub fn stream_turn(&self, request: &ChatRequest) -> TurnStream {
         let label = self.inner.label.clone();
-        let body = build_body(&self.inner.provider, request).and_then(|b| {
-            serde_json::to_vec(&b)
-                .map(Bytes::from)
-                .map_err(|e| LlmError::InvalidRequest {
-                    detail: format!("messages cannot be serialised: {e}"),
-                })
-        });
+        let body = self
+            .check_model()
+            .and_then(|()| build_body(&self.inner.provider, request))
+            .and_then(|b| {
+                serde_json::to_vec(&b)
+                    .map(Bytes::from)
+                    .map_err(|e| LlmError::InvalidRequest {
+                        detail: format!("messages cannot be serialised: {e}"),
+                    })
+            });
         let run = Run {
             inner: Arc::clone(&self.inner),
             body,
@@ -132,11 +147,35 @@ impl Client {
         TurnStream::new(label, events)
     }
 
+    /// A turn needs a model (a client made by [`Client::for_model_list`] may have none).
+    fn check_model(&self) -> Result<(), LlmError> {
+        if self.inner.provider.model.trim().is_empty() {
+            return Err(LlmError::InvalidRequest {
+                detail: format!(
+                    "no model chosen for {}",
+                    display_url(&self.inner.provider.base_url)
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// The assistant message to append to the history for `turn`, with this provider's
     /// choice of empty content (see [`crate::history::assistant_message`]).
     pub fn assistant_message(&self, turn: &Turn) -> Value {
         assistant_message(turn, self.inner.provider.empty_content)
     }
+}
+
+/// An HTTP client with its own connection pool and the provider's connect time-out.
+fn default_http(provider: &Provider) -> Result<reqwest::Client, LlmError> {
+    reqwest::Client::builder()
+        .connect_timeout(provider.timeouts.connect)
+        .user_agent(concat!("rojos-llm/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| LlmError::InvalidConfig {
+            detail: format!("cannot build the HTTP client: {e}"),
+        })
 }
 
 fn build_headers(provider: &Provider) -> Result<HeaderMap, LlmError> {

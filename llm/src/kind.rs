@@ -3,7 +3,7 @@
 //! and the request quirks the service needs, so a `[providers.NAME]` table can be as short as
 //! `kind = "openai"`.
 
-use crate::{history::EmptyContent, provider::Provider};
+use crate::{client::models::ModelListDialect, history::EmptyContent, provider::Provider};
 
 /// A service Rojos knows by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -208,6 +208,13 @@ impl ProviderKind {
         if self == ProviderKind::Gemini {
             provider.empty_content = EmptyContent::EmptyString;
         }
+        // How the model list differs from OpenAI's: see `ModelListDialect`.
+        provider.model_list = match self {
+            ProviderKind::Anthropic => ModelListDialect::Anthropic,
+            ProviderKind::Gemini => ModelListDialect::Gemini,
+            ProviderKind::Ollama => ModelListDialect::Ollama,
+            _ => ModelListDialect::OpenAi,
+        };
     }
 }
 

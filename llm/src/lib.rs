@@ -8,7 +8,8 @@
 //! - `provider` — [`Provider`]: URL, model, key, headers, time-outs, retry policy, limits.
 //! - `kind` — [`ProviderKind`]: the services known by name (URL, key variable, quirks).
 //! - `request` — [`ChatRequest`], the request body, tool sanitising, the endpoint URL.
-//! - `client` — [`Client::stream_turn`]: connect, retry before output, pick the decoder.
+//! - `client` — [`Client::stream_turn`]: connect, retry before output, pick the decoder;
+//!   `client/models.rs` — [`Client::list_models`], [`ModelList`] (the services' list quirks).
 //! - `stream` — [`TurnStream`] and [`decode_stream`]: a body under idle/turn time-outs.
 //! - `sse` — bytes → SSE events (`sse/framer.rs`: linear, capped) → chunk / `[DONE]` /
 //!   in-stream error.
@@ -71,6 +72,7 @@ mod stream;
 mod turn;
 mod wire;
 
+pub use client::models::{ModelList, ModelListDialect, LIST_MODELS_TIMEOUT};
 pub use client::Client;
 pub use error::{BoxError, LlmError, SizeLimit};
 pub use fault::{Fault, Reach};

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::client::models::ModelListDialect;
 use crate::history::EmptyContent;
 use crate::secret::Secret;
 
@@ -127,6 +128,9 @@ pub struct Provider {
     /// Ask for a usage chunk (`stream_options.include_usage`); off by default because some
     /// OpenAI-compatible servers reject unknown request fields.
     pub include_usage: bool,
+    /// How its model list differs from OpenAI's (set by
+    /// [`ProviderKind::apply_quirks`](crate::ProviderKind::apply_quirks)).
+    pub model_list: ModelListDialect,
     /// Extra top-level request fields (`temperature`, `max_tokens`, …); they never override
     /// `model`, `messages`, `stream`, `tools` or `tool_choice`.
     pub extra_body: Map<String, Value>,
@@ -145,6 +149,7 @@ impl Provider {
             limits: Limits::default(),
             empty_content: EmptyContent::Null,
             include_usage: false,
+            model_list: ModelListDialect::OpenAi,
             extra_body: Map::new(),
         }
     }
@@ -169,6 +174,7 @@ impl fmt::Debug for Provider {
             .field("limits", &self.limits)
             .field("empty_content", &self.empty_content)
             .field("include_usage", &self.include_usage)
+            .field("model_list", &self.model_list)
             .field("extra_body", &self.extra_body)
             .finish()
     }

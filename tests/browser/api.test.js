@@ -45,18 +45,36 @@ describe('the endpoints of the panel', () => {
     }
   });
 
-  test('GET /rojos lists each rojo with its model and enabled tools, for a valid token only', async (t) => {
+  test('GET /rojos lists each rojo with its provider, status and enabled tools, for a valid token only', async (t) => {
     const { host } = await hostWith(t);
     assert.equal((await fetch(`${host.url}/rojos`)).status, 401);
-    const response = await fetch(`${host.url}/rojos`, auth(DEMO_TOKEN));
-    assert.equal(response.status, 200);
-    assert.deepEqual(await response.json(), [
+    // The provider is `checking` until its first check (a model list answered 404) ends.
+    let rojos;
+    for (let i = 0; i < 100; i += 1) {
+      const response = await fetch(`${host.url}/rojos`, auth(DEMO_TOKEN));
+      assert.equal(response.status, 200);
+      rojos = await response.json();
+      if (rojos.every((r) => r.status === 'ready')) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const provider = { name: 'scripted', label: 'scripted', model: 'scripted-model' };
+    assert.deepEqual(rojos, [
       {
         name: 'default',
         model: 'scripted-model',
         tools: ['create_directory', 'get_text_content', 'list_files', 'read_path_meta', 'write_text_content'],
+        provider,
+        status: 'ready',
+        fix: null,
       },
-      { name: 'reader', model: 'scripted-model', tools: ['get_text_content', 'list_files', 'read_path_meta'] },
+      {
+        name: 'reader',
+        model: 'scripted-model',
+        tools: ['get_text_content', 'list_files', 'read_path_meta'],
+        provider,
+        status: 'ready',
+        fix: null,
+      },
     ]);
   });
 

@@ -17,8 +17,7 @@ use super::{auth::Caller, error::ApiError, ndjson};
 use crate::{
     agent::{RunLease, RunRequest},
     config::RojoConfig,
-    live::Settings,
-    providers::{advice, ProviderRef},
+    providers::{choice, ProviderRef},
     state::AppState,
     storage::ProjectId,
 };
@@ -44,13 +43,19 @@ pub(super) async fn chat(
         ProjectId::parse(&body.project_id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     caller.authorize(&project)?;
     let rojo_name = body.rojo.unwrap_or_else(|| "default".to_owned());
-    let (rojo, provider, client) = rojo_and_provider(&state, &rojo_name)?;
     if body.message.trim().is_empty() {
         return Err(ApiError::BadRequest("message must not be empty".to_owned()));
     }
+    // A malformed request is a 400 whether or not a provider is available.
+    let conversation_id = body
+        .conversation_id
+        .as_deref()
+        .map(ConversationId::parse)
+        .transpose()
+        .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let (rojo, provider, client) = rojo_and_provider(&state, &rojo_name).await?;
     let size = SizeCheck::new(&state, &body.message);
-    let opened =
-        open_conversation(&state, &project, &rojo_name, body.conversation_id, &size).await?;
+    let opened = open_conversation(&state, &project, &rojo_name, conversation_id, &size).await?;
     let events = state.agent.start(RunRequest {
         project,
         rojo_name,
@@ -87,8 +92,9 @@ fn read_body(
 
 /// The rojo named `rojo_name`, the provider it uses now and that provider's client, from one
 /// snapshot of the live settings (an edit of `rojos.toml` applies from the next message);
-/// `400` for an unknown rojo, `503` when none of its providers can be used.
-fn rojo_and_provider(
+/// `400` for an unknown rojo, `503` with the fix when none of its providers is available
+/// (see [`choice::for_chat`]), before any conversation is created.
+async fn rojo_and_provider(
     state: &AppState,
     rojo_name: &str,
 ) -> Result<(RojoConfig, ProviderRef, rojos_llm::Client), ApiError> {
@@ -96,27 +102,10 @@ fn rojo_and_provider(
     let rojo = settings
         .rojo(rojo_name)
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    let (provider, client) = settings
-        .provider_for(rojo)
-        .ok_or_else(|| ApiError::Unavailable(no_provider_message(&settings, rojo_name, rojo)))?;
-    Ok((rojo.clone(), provider, client.clone()))
-}
-
-/// Why none of `rojo`'s providers can be used, with the fix for its first one.
-fn no_provider_message(settings: &Settings, rojo_name: &str, rojo: &RojoConfig) -> String {
-    let first = rojo.providers.first().and_then(|name| {
-        Some(ProviderRef::new(
-            name,
-            &settings.providers.get(name)?.config,
-        ))
-    });
-    match first {
-        Some(first) if rojo.providers.len() == 1 => advice::missing_key(&first),
-        _ => format!(
-            "none of rojo {rojo_name}'s providers can be used now (tried: {})",
-            rojo.providers.join(", ")
-        ),
-    }
+    let chosen = choice::for_chat(&state.statuses, &settings, rojo_name, rojo)
+        .await
+        .map_err(ApiError::Unavailable)?;
+    Ok((rojo.clone(), chosen.provider, chosen.client))
 }
 
 /// The conversation a message continues (a new one without `conversation_id`), its history,
@@ -130,7 +119,7 @@ async fn open_conversation(
     state: &AppState,
     project: &ProjectId,
     rojo_name: &str,
-    conversation_id: Option<String>,
+    conversation_id: Option<ConversationId>,
     size: &SizeCheck,
 ) -> Result<Opened, ApiError> {
     let store = &state.agent.store;
@@ -156,7 +145,6 @@ async fn open_conversation(
             lease,
         });
     };
-    let id = ConversationId::parse(&id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let head = store
         .head(&id)
         .await

@@ -1,18 +1,37 @@
-//! `GET /rojos`: the configured rojos with their model and the loaded tools each enables, for
-//! the chat panel's picker. `[{"name":"default","model":"qwen2.5:7b","tools":["list_files"]}]`
+//! `GET /rojos`: the configured rojos with the provider each uses now, its status (and the fix
+//! when none of its providers is available), and the loaded tools each enables, for the chat
+//! panel's picker and banner (docs/api.md).
 
 use axum::{extract::State, Json};
 use serde::Serialize;
 
 use super::auth::Caller;
-use crate::state::AppState;
+use crate::{
+    providers::{choice, status::Status},
+    state::AppState,
+};
 
 /// One rojo as the panel shows it.
 #[derive(Debug, Serialize)]
 pub(super) struct RojoInfo {
     name: String,
+    /// The model of the provider in use, if any.
     model: Option<String>,
     tools: Vec<String>,
+    /// The provider in use, if any.
+    provider: Option<ProviderInfo>,
+    /// `ready`, `checking` or `unavailable`.
+    status: &'static str,
+    /// When `unavailable`: what is wrong and how to fix it.
+    fix: Option<String>,
+}
+
+/// The provider a rojo uses.
+#[derive(Debug, Serialize)]
+struct ProviderInfo {
+    name: String,
+    label: String,
+    model: String,
 }
 
 pub(super) async fn list(_caller: Caller, State(state): State<AppState>) -> Json<Vec<RojoInfo>> {
@@ -21,16 +40,31 @@ pub(super) async fn list(_caller: Caller, State(state): State<AppState>) -> Json
     let rojos = settings
         .rojos
         .iter()
-        .map(|(name, rojo)| RojoInfo {
-            name: name.clone(),
-            model: settings
-                .provider_for(rojo)
-                .map(|(provider, _)| provider.model),
-            tools: registry
-                .tools()
-                .map(|t| t.name().to_owned())
-                .filter(|t| rojo.tools.allows(t))
-                .collect(),
+        .map(|(name, rojo)| {
+            let selection = choice::select(&state.statuses, &settings, rojo);
+            let status = match &selection.chosen {
+                Some(chosen) if matches!(chosen.status, Status::Ready { .. }) => "ready",
+                None if selection.settled => "unavailable",
+                _ => "checking",
+            };
+            let fix = (status == "unavailable").then(|| selection.fix(name));
+            let provider = selection.chosen.map(|chosen| ProviderInfo {
+                label: chosen.provider.label().to_owned(),
+                name: chosen.provider.name,
+                model: chosen.provider.model,
+            });
+            RojoInfo {
+                name: name.clone(),
+                model: provider.as_ref().map(|p| p.model.clone()),
+                tools: registry
+                    .tools()
+                    .map(|t| t.name().to_owned())
+                    .filter(|t| rojo.tools.allows(t))
+                    .collect(),
+                provider,
+                status,
+                fix,
+            }
         })
         .collect();
     Json(rojos)

@@ -1,8 +1,14 @@
 //! The providers as the user knows them: [`ProviderRef`] names one (its name in
 //! `rojos.toml`, its kind, host and model), and [`advice`] turns a failure into one sentence
-//! saying what failed and what to do.
+//! saying what failed and what to do. [`check`] checks one provider cheaply (its model list),
+//! [`status`] keeps what the checks found, [`monitor`] runs them in the background, and
+//! [`choice`] picks the provider each rojo uses now.
 
 pub mod advice;
+pub mod check;
+pub mod choice;
+pub mod monitor;
+pub mod status;
 
 use rojos_llm::ProviderKind;
 

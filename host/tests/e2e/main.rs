@@ -19,6 +19,7 @@ mod metrics;
 mod model_turns;
 mod plugins;
 mod provider_errors;
+mod provider_status;
 mod providers;
 mod secrets;
 mod support;

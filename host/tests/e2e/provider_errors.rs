@@ -122,14 +122,26 @@ async fn a_401_says_the_key_in_its_variable_was_refused() {
         &table("openai", "openai", &upstream.base_url, "gpt-4.1-mini"),
         &OPENAI_KEY,
     );
-    served
+    let sentence = "OpenAI refused the API key in OPENAI_API_KEY: check the key, or set another \
+                    provider in rojos.toml";
+    let conversation = served
         .fails_with(
-            "OpenAI refused the API key in OPENAI_API_KEY: check the key, or set another \
-             provider in rojos.toml",
+            sentence,
             "openai",
             "answered HTTP 401: Incorrect API key provided",
         )
         .await;
+    // The stored history closes the turn with the same sentence.
+    let stored: Vec<serde_json::Value> = client()
+        .get(format!("{}/conversations/{conversation}", served.url))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("the history")
+        .json()
+        .await
+        .expect("a page of messages");
+    assert_eq!(stored[1]["content"], format!("(no answer: {sentence})"));
     served.still_serves(&upstream).await;
 }
 
@@ -210,7 +222,8 @@ async fn a_400_for_the_context_length_says_to_start_a_new_conversation() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_refused_connection_says_the_local_server_is_not_running_and_how_to_start_it() {
+async fn a_refused_connection_is_a_503_saying_the_local_server_is_not_running_and_how_to_start_it()
+{
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         listener.local_addr().expect("address").port()
@@ -229,22 +242,41 @@ async fn a_refused_connection_says_the_local_server_is_not_running_and_how_to_st
          model with tool support (`ollama pull qwen2.5:7b`), or set another provider in \
          rojos.toml"
     );
-    let conversation = served
-        .fails_with(&sentence, "ollama", "Connection refused")
-        .await;
-    // The stored history closes the turn with the same sentence.
-    let stored: Vec<serde_json::Value> = client()
-        .get(format!("{}/conversations/{conversation}", served.url))
+    // The background check finds it down first: the chat is refused before any conversation
+    // is made, with the sentence a failed turn would carry, and the log keeps the detail.
+    for _ in 0..2 {
+        let response = client()
+            .post(format!("{}/chat", served.url))
+            .bearer_auth(TOKEN)
+            .json(&json!({"projectId": "demo", "message": "hi"}))
+            .send()
+            .await
+            .expect("the chat reaches rojos");
+        assert_eq!(response.status(), 503);
+        let body: serde_json::Value = response.json().await.expect("a JSON error");
+        assert_eq!(body["error"], sentence.as_str());
+    }
+    let log = without_colours(&RunningBinary::wait_for(
+        &served.rojos.stderr,
+        "Connection refused",
+        "the technical detail",
+    ));
+    assert!(
+        log.lines()
+            .any(|line| line.contains("provider ollama is unavailable")
+                && line.contains("Connection refused")),
+        "the check's log line names the provider and holds the detail:\n{log}"
+    );
+    let listed: Vec<serde_json::Value> = client()
+        .get(format!("{}/conversations?projectId=demo", served.url))
         .bearer_auth(TOKEN)
         .send()
         .await
-        .expect("the history")
+        .expect("the list")
         .json()
         .await
-        .expect("a page of messages");
-    assert_eq!(stored[1]["content"], format!("(no answer: {sentence})"));
-    // The server goes on: the next message is told the same.
-    assert_eq!(served.chat("again").await.errors(), [sentence]);
+        .expect("a list");
+    assert!(listed.is_empty(), "no conversation was made: {listed:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

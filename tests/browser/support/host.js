@@ -26,7 +26,7 @@ function binary() {
   return bin;
 }
 
-function config(upstreamUrl) {
+function config(upstreamUrl, provider) {
   const libs = TOOLS.map((t) => {
     const lib = path.join(ROOT, 'target', 'debug', `librojos_tool_${t}.so`);
     if (!fs.existsSync(lib)) throw new Error(`${lib} is missing: run \`cargo build --workspace\` first`);
@@ -53,10 +53,10 @@ call_timeout_secs = 5
 max_conversation_page_bytes = 1024
 
 [providers.scripted]
-base_url = "${upstreamUrl}"
+${provider || `base_url = "${upstreamUrl}"
 model = "scripted-model"
 max_attempts = 1
-idle_timeout_secs = 10
+idle_timeout_secs = 10`}
 
 [rojos.default]
 provider = "scripted"
@@ -71,11 +71,14 @@ max_steps = 4
 `;
 }
 
-/** A running host: `url`, `dir` (config and storage), `projectRoot(id)`, `stop()`. */
-export async function startHost(upstream, name = 'host') {
+/**
+ * A running host: `url`, `dir` (config and storage), `projectRoot(id)`, `stop()`. `provider`,
+ * when given, replaces the body of `[providers.scripted]` (e.g. a `kind` and a `base_url`).
+ */
+export async function startHost(upstream, name = 'host', { provider } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rojos-browser-'));
   const configPath = path.join(dir, 'rojos.toml');
-  fs.writeFileSync(configPath, config(upstream.baseUrl));
+  fs.writeFileSync(configPath, config(upstream.baseUrl, provider));
   fs.mkdirSync(path.join(OUTPUT, 'logs'), { recursive: true });
   const log = fs.openSync(path.join(OUTPUT, 'logs', `${name.replace(/[^\w.-]+/g, '_')}.log`), 'w');
   const child = spawn(binary(), ['--config', configPath], {

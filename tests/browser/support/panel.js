@@ -21,12 +21,13 @@ export function seedTurns() {
 }
 
 /**
- * Starts an upstream with `turns`, a host on it and a browser context; all are stopped when
- * the test ends. Page errors and console errors (CSP violations among them) are collected.
+ * Starts an upstream with `turns`, a host on it (or on `provider`, the body of its provider's
+ * table) and a browser context; all are stopped when the test ends. Page errors and console
+ * errors (CSP violations among them) are collected.
  */
-export async function session(t, browser, turns, { viewport = DESKTOP } = {}) {
+export async function session(t, browser, turns, { viewport = DESKTOP, provider } = {}) {
   const upstream = await ScriptedUpstream.start(turns);
-  const host = await startHost(upstream, t.name);
+  const host = await startHost(upstream, t.name, { provider });
   const context = await browser.newContext({ viewport });
   const page = await context.newPage();
   const problems = [];

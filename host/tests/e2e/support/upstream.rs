@@ -2,7 +2,9 @@
 //! stands for the provider. It serves one scripted [`Turn`] per request from a queue (and
 //! fails loudly when the queue is empty), or by step for many concurrent conversations; speaks the providers' exact SSE wire format, can
 //! pause between chunks, cut the connection, answer an error status or stream a runaway
-//! `data:` line, and records every request it received.
+//! `data:` line, and records every request it received. `GET /v1/models` answers 404 (a
+//! server without the endpoint) unless a test sets a model list, in Ollama's shape, or a
+//! status ([`ScriptedUpstream::set_models`]).
 
 use std::{
     collections::VecDeque,
@@ -18,7 +20,7 @@ use axum::{
     extract::State,
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
-    routing::post,
+    routing::{get, post},
     Router,
 };
 use futures_util::{stream, StreamExt};
@@ -272,6 +274,19 @@ struct Script {
     dropped: AtomicUsize,
     /// Bytes of `Turn::huge_line` bodies handed to the connection.
     huge_sent: AtomicUsize,
+    /// What `GET /v1/models` answers (`None`: 404).
+    models: Mutex<Option<Models>>,
+    /// The headers of every `GET /v1/models`.
+    models_received: Mutex<Vec<HeaderMap>>,
+}
+
+/// What `GET /v1/models` answers.
+#[derive(Debug, Clone)]
+pub enum Models {
+    /// These ids, in Ollama's shape.
+    List(Vec<String>),
+    /// This status with a provider-style error body.
+    Status(u16),
 }
 
 /// A running scripted upstream.
@@ -294,6 +309,7 @@ impl ScriptedUpstream {
         let script = Arc::new(script);
         let app = Router::new()
             .route("/v1/chat/completions", post(serve_turn))
+            .route("/v1/models", get(serve_models))
             .with_state(Arc::clone(&script));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -314,6 +330,16 @@ impl ScriptedUpstream {
             ..Script::default()
         })
         .await
+    }
+
+    /// Sets what `GET /v1/models` answers from now on.
+    pub fn set_models(&self, models: Models) {
+        *self.script.models.lock().unwrap() = Some(models);
+    }
+
+    /// The headers of every `GET /v1/models` received so far.
+    pub fn models_received(&self) -> Vec<HeaderMap> {
+        self.script.models_received.lock().unwrap().clone()
     }
 
     /// Queues more turns.
@@ -359,6 +385,28 @@ impl ScriptedUpstream {
             left, 0,
             "the host made fewer model requests than scripted ({left} turns left)"
         );
+    }
+}
+
+/// `GET /v1/models`: the list as Ollama sends it, or the set status.
+async fn serve_models(State(script): State<Arc<Script>>, headers: HeaderMap) -> Response {
+    script.models_received.lock().unwrap().push(headers);
+    let models = script.models.lock().unwrap().clone();
+    match models {
+        None => StatusCode::NOT_FOUND.into_response(),
+        Some(Models::Status(code)) => (
+            StatusCode::from_u16(code).expect("valid status"),
+            json!({"error": {"message": "scripted models error", "type": "scripted_error"}})
+                .to_string(),
+        )
+            .into_response(),
+        Some(Models::List(ids)) => {
+            let data: Vec<Value> = ids
+                .iter()
+                .map(|id| json!({"id": id, "object": "model", "created": 1_756_212_345, "owned_by": "library"}))
+                .collect();
+            axum::Json(json!({"object": "list", "data": data})).into_response()
+        }
     }
 }
 

@@ -1,0 +1,280 @@
+//! [`StatusBoard`]: what the checks found about each provider (checking, ready with its model,
+//! or unavailable with the fix), kept per provider configuration so an edit of `rojos.toml`
+//! starts that provider over. It logs a provider's status when it is first known and when it
+//! changes, and each rojo's provider when that changes. Choosing a provider is `choice.rs`'s
+//! job; running the checks `monitor.rs`'s.
+
+use std::{
+    collections::BTreeMap,
+    hash::{Hash, Hasher},
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use rojos_llm::Client;
+use serde::Serialize;
+use tokio::sync::watch;
+
+use super::{advice, check::Checked, choice};
+use crate::live::{LiveProvider, Settings};
+
+/// A provider's status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum Status {
+    /// Not known yet: the first check is running.
+    Checking,
+    /// Reachable, its key accepted, its model offered.
+    Ready {
+        /// The model it is asked for.
+        model: String,
+    },
+    /// It cannot be used now.
+    Unavailable {
+        /// What is wrong and how to fix it, in one sentence.
+        fix: String,
+    },
+}
+
+/// How often a provider is checked again: ready ones every two minutes, others every fifteen
+/// seconds, so a server started later is picked up soon (docs/configuration.md).
+pub fn recheck_after(status: &Status) -> Duration {
+    match status {
+        Status::Ready { .. } => Duration::from_secs(120),
+        Status::Checking | Status::Unavailable { .. } => Duration::from_secs(15),
+    }
+}
+
+/// What the checks found, per provider name.
+#[derive(Debug)]
+pub struct StatusBoard {
+    state: Mutex<BoardState>,
+    /// Bumped at every recorded check, for those waiting for a status.
+    changed: watch::Sender<u64>,
+}
+
+#[derive(Debug, Default)]
+struct BoardState {
+    entries: BTreeMap<String, Entry>,
+    /// The last line logged for each rojo's choice.
+    rojo_lines: BTreeMap<String, String>,
+}
+
+/// One provider configuration's status.
+#[derive(Debug)]
+struct Entry {
+    fingerprint: u64,
+    status: Status,
+    /// The client for the model taken from the provider's list.
+    client: Option<Client>,
+    /// When the last check started or ended.
+    checked_at: Option<Instant>,
+    in_flight: bool,
+}
+
+impl Entry {
+    fn new(fingerprint: u64) -> Entry {
+        Entry {
+            fingerprint,
+            status: Status::Checking,
+            client: None,
+            checked_at: None,
+            in_flight: false,
+        }
+    }
+}
+
+/// A provider's status and the client to use it with, as the board has them now.
+#[derive(Debug, Clone)]
+pub struct Known {
+    /// Its status.
+    pub status: Status,
+    /// For a model taken from the provider's list, the client for that model.
+    pub client: Option<Client>,
+}
+
+impl Default for StatusBoard {
+    fn default() -> Self {
+        StatusBoard {
+            state: Mutex::default(),
+            changed: watch::channel(0).0,
+        }
+    }
+}
+
+impl StatusBoard {
+    /// What is known of provider `name` as configured now. A missing key is known without a
+    /// check.
+    pub fn known(&self, name: &str, provider: &LiveProvider) -> Known {
+        if provider.config.missing_key {
+            let reference = super::ProviderRef::new(name, &provider.config);
+            return Known {
+                status: Status::Unavailable {
+                    fix: advice::missing_key(&reference),
+                },
+                client: None,
+            };
+        }
+        let fingerprint = fingerprint(provider);
+        let state = self.lock();
+        match state.entries.get(name) {
+            Some(entry) if entry.fingerprint == fingerprint => Known {
+                status: entry.status.clone(),
+                client: entry.client.clone(),
+            },
+            _ => Known {
+                status: Status::Checking,
+                client: None,
+            },
+        }
+    }
+
+    /// When provider `name` is next due for a check; `None` while one is running.
+    pub fn due(&self, name: &str, provider: &LiveProvider) -> Option<Instant> {
+        let fingerprint = fingerprint(provider);
+        let state = self.lock();
+        match state.entries.get(name) {
+            Some(entry) if entry.fingerprint == fingerprint => {
+                if entry.in_flight {
+                    return None;
+                }
+                Some(
+                    entry
+                        .checked_at
+                        .map_or_else(Instant::now, |at| at + recheck_after(&entry.status)),
+                )
+            }
+            _ => Some(Instant::now()),
+        }
+    }
+
+    /// Claims a check of provider `name`: `false` while one is running or when the last one
+    /// was less than `min_gap` ago.
+    pub fn begin(&self, name: &str, provider: &LiveProvider, min_gap: Duration) -> bool {
+        let fingerprint = fingerprint(provider);
+        let mut state = self.lock();
+        let entry = state
+            .entries
+            .entry(name.to_owned())
+            .or_insert_with(|| Entry::new(fingerprint));
+        if entry.fingerprint != fingerprint {
+            *entry = Entry::new(fingerprint);
+        }
+        if entry.in_flight || entry.checked_at.is_some_and(|at| at.elapsed() < min_gap) {
+            return false;
+        }
+        entry.in_flight = true;
+        entry.checked_at = Some(Instant::now());
+        true
+    }
+
+    /// Records a check of provider `name` claimed with [`begin`](Self::begin) (dropped when
+    /// its configuration changed meanwhile), logs what changed, and wakes the waiters.
+    pub fn record(
+        &self,
+        settings: &Settings,
+        name: &str,
+        provider: &LiveProvider,
+        checked: Checked,
+    ) {
+        let fingerprint = fingerprint(provider);
+        {
+            let mut state = self.lock();
+            let Some(entry) = state.entries.get_mut(name) else {
+                return;
+            };
+            if entry.fingerprint != fingerprint {
+                return;
+            }
+            entry.in_flight = false;
+            entry.checked_at = Some(Instant::now());
+            if entry.status != checked.status {
+                log_provider(name, &checked);
+            }
+            entry.status = checked.status;
+            entry.client = checked.client;
+        }
+        self.changed.send_modify(|n| *n += 1);
+        self.log_rojos(settings);
+    }
+
+    /// A receiver told of every recorded check.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    /// Logs each rojo whose provider changed, once the choice is settled.
+    fn log_rojos(&self, settings: &Settings) {
+        for (name, rojo) in &settings.rojos {
+            let selection = choice::select(self, settings, rojo);
+            if !selection.settled {
+                continue;
+            }
+            let line = match &selection.chosen {
+                Some(chosen) => format!(
+                    "{} ({}, model {})",
+                    chosen.provider.name,
+                    chosen.provider.label(),
+                    chosen.provider.model
+                ),
+                None => selection.fix(name),
+            };
+            let mut state = self.lock();
+            if state.rojo_lines.get(name) == Some(&line) {
+                continue;
+            }
+            state.rojo_lines.insert(name.clone(), line.clone());
+            drop(state);
+            match &selection.chosen {
+                Some(_) => tracing::info!(rojo = %name, "rojo {name} uses provider {line}"),
+                None => {
+                    tracing::warn!(rojo = %name, "rojo {name} has no provider available: {line}")
+                }
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BoardState> {
+        // A panic while holding the lock leaves plain data behind: keep using it.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn log_provider(name: &str, checked: &Checked) {
+    let detail = checked.detail.as_deref().unwrap_or("");
+    match &checked.status {
+        Status::Ready { model } => {
+            tracing::info!(provider = %name, model = %model, "provider {name} is ready (model {model})")
+        }
+        Status::Unavailable { fix } => {
+            tracing::warn!(provider = %name, detail = %detail, "provider {name} is unavailable: {fix}")
+        }
+        Status::Checking => {}
+    }
+}
+
+/// What identifies a provider's configuration: any change (URL, model, key, headers,
+/// time-outs) makes it a new one, checked afresh. Never shown.
+fn fingerprint(provider: &LiveProvider) -> u64 {
+    let config = &provider.config;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    // `Debug` shows every setting but the secrets, which are added one by one.
+    format!("{:?}", config.provider).hash(&mut hasher);
+    config
+        .provider
+        .api_key
+        .as_ref()
+        .map(|key| key.expose())
+        .hash(&mut hasher);
+    config.provider.headers.hash(&mut hasher);
+    config.provider.base_url.hash(&mut hasher);
+    (
+        config.kind,
+        &config.key_env,
+        config.missing_key,
+        config.model_from_list,
+    )
+        .hash(&mut hasher);
+    provider.client.is_some().hash(&mut hasher);
+    hasher.finish()
+}
