@@ -1,7 +1,9 @@
 //! The harness: where the built plugin libraries are, and a host started on loopback.
 
+pub mod binary;
 pub mod host;
 pub mod ndjson;
+pub mod pty;
 pub mod seed;
 pub mod upstream;
 
