@@ -32,7 +32,8 @@ impl Verbosity {
     fn default_filter(self) -> &'static str {
         match self {
             Verbosity::Server => "rojos=info,tower_http=info",
-            Verbosity::Command => "rojos=warn,tower_http=warn",
+            // The provider client's retry warnings would repeat what `probe` reports.
+            Verbosity::Command => "rojos=warn,rojos_llm=error,tower_http=warn",
         }
     }
 }

@@ -62,15 +62,15 @@ fn kind_parser() -> impl TypedValueParser<Value = ProviderKind> {
 
 /// What the file is written for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Answers {
+struct Answers {
     /// The provider's kind.
-    pub(super) kind: ProviderKind,
+    kind: ProviderKind,
     /// The model, when not the kind's.
-    pub(super) model: Option<String>,
+    model: Option<String>,
     /// The base URL, when not the kind's.
-    pub(super) base_url: Option<String>,
+    base_url: Option<String>,
     /// The key's variable, when not the kind's.
-    pub(super) api_key_env: Option<String>,
+    api_key_env: Option<String>,
 }
 
 /// Why `rojos init` wrote nothing, or wrote a file that does not load.

@@ -128,6 +128,33 @@ async fn subcommands_print_their_output_and_no_start_up_lines() {
     assert!(runs[2].stdout.contains("the provider works with rojos"));
 }
 
+#[tokio::test]
+async fn a_failing_probe_reports_once_without_the_clients_retry_warnings() {
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::status(503, "overloaded"),
+        Turn::status(503, "overloaded"),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rojos.toml"),
+        HostConfig::builtins().upstream(&upstream).render(),
+    )
+    .unwrap();
+    let path = dir.path().to_owned();
+    let ran = tokio::task::spawn_blocking(move || rojos_in(&path, &["probe", "scripted"], &[]))
+        .await
+        .unwrap();
+    assert_eq!(ran.code, Some(2), "{ran}");
+    // Both attempts were made (max_attempts = 2), and only the report says so.
+    assert_eq!(upstream.received().len(), 2);
+    assert!(ran.stdout.contains("streaming      FAILED"), "{ran}");
+    assert_eq!(
+        ran.stderr, "rojos: provider \"scripted\" failed the probe\n",
+        "{ran}"
+    );
+}
+
 #[test]
 fn the_server_still_logs_its_start_up() {
     let dir = configured("");
