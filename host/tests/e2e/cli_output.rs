@@ -48,7 +48,7 @@ fn the_log_on_a_terminal_is_coloured_unless_no_color_is_set() {
     let dir = configured("");
     let config = dir.path().join("rojos.toml").display().to_string();
     let args = ["--config", config.as_str(), "check"];
-    let terminal = OnTerminal::start(&args, dir.path(), &[("RUST_LOG", "rojos=info")], &[]);
+    let terminal = OnTerminal::start(&args, dir.path(), &[("RUST_LOG", "rojos=info")], cleared());
     let (code, screen) = terminal.finish();
     assert_eq!(code, 0, "{screen}");
     assert!(screen.contains("plugin loaded"), "{screen}");
@@ -56,7 +56,7 @@ fn the_log_on_a_terminal_is_coloured_unless_no_color_is_set() {
     assert!(screen.contains("\u{1b}[32m INFO\u{1b}[0m"), "{screen:?}");
 
     let env = [("RUST_LOG", "rojos=info"), ("NO_COLOR", "1")];
-    let (code, screen) = OnTerminal::start(&args, dir.path(), &env, &[]).finish();
+    let (code, screen) = OnTerminal::start(&args, dir.path(), &env, cleared()).finish();
     assert_eq!(code, 0, "{screen}");
     assert!(
         screen.contains("plugin loaded") && !screen.contains('\u{1b}'),

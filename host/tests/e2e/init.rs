@@ -216,12 +216,7 @@ fn on_a_terminal_a_set_key_makes_its_kind_the_default() {
         &["init", "-o", &out, "--no-probe"],
         dir.path(),
         &[("MISTRAL_API_KEY", "mk-e2e")],
-        &[
-            "RUST_LOG",
-            "OPENAI_API_KEY",
-            "ANTHROPIC_API_KEY",
-            "GEMINI_API_KEY",
-        ],
+        cleared(),
     );
     let screen = terminal.wait_for("Provider [4]: ");
     assert!(

@@ -22,8 +22,8 @@ pub struct OnTerminal {
 }
 
 impl OnTerminal {
-    /// Starts `rojos ARGS` in `cwd`, with `env` set and `unset` removed from the test's own
-    /// environment.
+    /// Starts `rojos ARGS` in `cwd`, with `unset` removed from the test's own environment,
+    /// then `env` set.
     pub fn start(args: &[&str], cwd: &Path, env: &[(&str, &str)], unset: &[&str]) -> OnTerminal {
         let pair = native_pty_system()
             .openpty(PtySize {
@@ -36,11 +36,11 @@ impl OnTerminal {
         let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_rojos"));
         command.args(args);
         command.cwd(cwd);
-        for (name, value) in env {
-            command.env(name, value);
-        }
         for name in unset {
             command.env_remove(name);
+        }
+        for (name, value) in env {
+            command.env(name, value);
         }
         let child = pair.slave.spawn_command(command).expect("start rojos");
         drop(pair.slave);
