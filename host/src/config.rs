@@ -28,12 +28,12 @@ use raw::{RawConfig, RawLimits, RawNames, RawPlugins, RawProvider, RawRojo, RawS
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read config '{path}': {source}")]
+    #[error("cannot read config '{path}': {error}")]
     Read {
         /// The config file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why (in the message and not a `source`, so a printed cause chain says it once).
+        error: std::io::Error,
     },
     /// The file is not valid TOML or has an unknown key or a value of the wrong type.
     #[error("config '{path}': {message}")]
@@ -259,9 +259,9 @@ impl ConfigFile {
     ///
     /// [`ConfigError`] naming the file or the key at fault.
     pub fn load_with_env(path: &Path, env: EnvLookup<'_>) -> Result<ConfigFile, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
             path: path.to_owned(),
-            source,
+            error,
         })?;
         // Absolute, so paths in the config mean the same thing whatever the working folder.
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());

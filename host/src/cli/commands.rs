@@ -26,12 +26,12 @@ use super::CliError;
 /// key at fault.
 pub fn load_config(path: &Path) -> Result<ConfigFile, CliError> {
     ConfigFile::load(path).map_err(|e| match e {
-        ConfigError::Read { source, .. } if source.kind() == ErrorKind::NotFound => {
+        ConfigError::Read { error, .. } if error.kind() == ErrorKind::NotFound => {
             CliError::NoConfig { path: shown(path) }
         }
-        ConfigError::Read { source, .. } => CliError::UnreadableConfig {
+        ConfigError::Read { error, .. } => CliError::UnreadableConfig {
             path: shown(path),
-            error: source,
+            error,
         },
         other => CliError::Config(other),
     })
