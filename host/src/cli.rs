@@ -1,14 +1,35 @@
-//! The `rojos` command line: `--config` and the subcommands.
+//! The `rojos` command line: `--config`, `--log-format` and the subcommands, and [`run`],
+//! which carries out every subcommand but the server itself. The commands print their own
+//! output on stdout; errors come back as [`CliError`], one line for the user.
+//!
+//! Exit codes: 0 success; 1 `rojos init` wrote a file that loads but its provider failed the
+//! probe (the file is kept); 2 anything else that failed.
 
-use std::path::PathBuf;
+mod commands;
+mod error;
+pub mod init;
+
+use std::{
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
 
 use clap::{Parser, Subcommand};
+
+pub use commands::load_config;
+pub use error::CliError;
+pub use init::InitArgs;
+
+use crate::{
+    logging::{LogFormat, Verbosity},
+    state::AppState,
+};
 
 /// Rojos: a chat server whose assistants use tool plugins on your project files.
 #[derive(Debug, Parser)]
 #[command(name = "rojos", version)]
 pub struct Cli {
-    /// The configuration file.
+    /// The configuration file (`rojos init` writes one).
     #[arg(
         long,
         env = "ROJOS_CONFIG",
@@ -16,6 +37,17 @@ pub struct Cli {
         global = true
     )]
     pub config: PathBuf,
+
+    /// How log lines are written to stderr: `text` (coloured on a terminal) or `json` (one
+    /// object per line, for log pipelines). `RUST_LOG` sets what is logged.
+    #[arg(
+        long,
+        env = "ROJOS_LOG_FORMAT",
+        value_enum,
+        default_value_t = LogFormat::Text,
+        global = true
+    )]
+    pub log_format: LogFormat,
 
     /// What to do (default: serve).
     #[command(subcommand)]
@@ -41,4 +73,45 @@ pub enum Command {
         /// The provider's name in `[providers]`.
         provider: String,
     },
+    /// Write a commented `rojos.toml` for one provider kind, check it and probe the provider.
+    /// Without `--kind`, on a terminal, it asks.
+    Init(InitArgs),
+}
+
+impl Command {
+    /// How much this command logs when `RUST_LOG` is not set: the server its start-up and
+    /// requests, the other commands only their warnings.
+    pub fn verbosity(&self) -> Verbosity {
+        match self {
+            Command::Serve => Verbosity::Server,
+            _ => Verbosity::Command,
+        }
+    }
+}
+
+/// What the binary does once [`run`] returns.
+#[derive(Debug)]
+pub enum Next {
+    /// Serve with this state (the config loaded, plugins and storage opened).
+    Serve(AppState),
+    /// The command has printed its output: exit with this code.
+    Exit(ExitCode),
+}
+
+/// Carries out `command` against the config at `config`: a command other than
+/// [`Command::Serve`] prints its output on stdout; `serve` gets the server's state ready.
+///
+/// # Errors
+///
+/// [`CliError`]: the config is missing or invalid, a name is unknown, a plugin did not load,
+/// the probe failed, or `init` wrote nothing.
+pub fn run(command: Command, config: &Path) -> Result<Next, CliError> {
+    let code = match command {
+        Command::Serve => return Ok(Next::Serve(AppState::start(load_config(config)?)?)),
+        Command::Tools { rojo } => commands::tools(load_config(config)?, &rojo)?,
+        Command::Check => commands::check(load_config(config)?)?,
+        Command::Probe { provider } => commands::probe(&load_config(config)?.live, &provider)?,
+        Command::Init(args) => init::run(&args, config)?,
+    };
+    Ok(Next::Exit(code))
 }

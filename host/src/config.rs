@@ -28,12 +28,12 @@ use raw::{RawConfig, RawLimits, RawNames, RawPlugins, RawProvider, RawRojo, RawS
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read config '{path}': {source}")]
+    #[error("cannot read config '{path}': {error}")]
     Read {
         /// The config file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why (in the message and not a `source`, so a printed cause chain says it once).
+        error: std::io::Error,
     },
     /// The file is not valid TOML or has an unknown key or a value of the wrong type.
     #[error("config '{path}': {message}")]
@@ -259,9 +259,9 @@ impl ConfigFile {
     ///
     /// [`ConfigError`] naming the file or the key at fault.
     pub fn load_with_env(path: &Path, env: EnvLookup<'_>) -> Result<ConfigFile, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
             path: path.to_owned(),
-            source,
+            error,
         })?;
         // Absolute, so paths in the config mean the same thing whatever the working folder.
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
@@ -359,18 +359,22 @@ impl ConfigFile {
 }
 
 impl LiveConfig {
-    /// Checks that every tool a rojo names is provided by a loaded plugin.
+    /// Checks that every tool a rojo names is one of the `loaded` tools.
     ///
     /// # Errors
     ///
-    /// [`ConfigError::Invalid`] naming the rojo's `tools` key and the unknown tool.
-    pub fn check_tools(&self, known: &dyn Fn(&str) -> bool) -> Result<(), ConfigError> {
+    /// [`ConfigError::Invalid`] naming the rojo's `tools` key and the unknown tool, and listing
+    /// the loaded ones.
+    pub fn check_tools(&self, loaded: &[&str]) -> Result<(), ConfigError> {
         for (name, rojo) in &self.rojos {
             if let ToolSelection::Only(list) = &rojo.tools {
-                if let Some(unknown) = list.iter().find(|t| !known(t)) {
+                if let Some(unknown) = list.iter().find(|t| !loaded.contains(&t.as_str())) {
                     return Err(invalid(
                         format!("rojos.{name}.tools"),
-                        format!("no loaded plugin provides a tool named {unknown:?}"),
+                        format!(
+                            "no loaded plugin provides a tool named {unknown:?} (loaded: {})",
+                            crate::names::listed(loaded)
+                        ),
                     ));
                 }
             }
@@ -863,11 +867,14 @@ tools = ["list_files"]
         let star =
             parse_live(&GOOD.replace(r#"tools = ["list_files"]"#, r#"tools = "*""#)).unwrap();
         assert_eq!(star.rojos["default"].tools, ToolSelection::All);
-        assert!(c.check_tools(&|name| name == "list_files").is_ok());
-        let e = c.check_tools(&|_| false).unwrap_err().to_string();
+        assert!(c.check_tools(&["list_files"]).is_ok());
+        let e = c
+            .check_tools(&["delete_path", "move_path"])
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
-            r#"rojos.default.tools: no loaded plugin provides a tool named "list_files""#
+            r#"rojos.default.tools: no loaded plugin provides a tool named "list_files" (loaded: delete_path, move_path)"#
         );
     }
 

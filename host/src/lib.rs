@@ -2,13 +2,15 @@
 //!
 //! # Layout
 //!
-//! - [`cli`]: the `rojos` command line.
+//! - [`cli`]: the `rojos` command line and its subcommands (`check`, `tools`, `probe`,
+//!   `init`); [`logging`]: the log on stderr (text or JSON, colours only on a terminal).
 //! - [`config`]: `rojos.toml`, raw then validated.
 //! - [`secret`]: API keys and tokens that never show in logs.
 //! - [`storage`]: `<storage>/<projectId>/root/`, opened as capabilities; [`storage::ProjectId`].
 //! - [`watcher`]: one folder watcher (per-path quiet period, rescans, stop on drop), used by
 //!   the drop-in folder and the config file.
 //! - [`plugins`]: loading a tool plugin library, running one call of it, the drop-in folder.
+//! - [`names`]: the list of valid names an "unknown name" message shows.
 //! - [`registry`]: the loaded tools as an atomically swapped snapshot; the OpenAI `tools`
 //!   array. It sits above [`plugins`] and consumes its tools; `plugins` never names it.
 //! - [`probe`]: `rojos probe`, a provider's streaming and tool-call check.
@@ -31,7 +33,9 @@ pub mod cli;
 pub mod config;
 pub mod http;
 pub mod live;
+pub mod logging;
 pub mod metrics;
+pub mod names;
 pub mod plugins;
 pub mod probe;
 pub mod providers;

@@ -1,5 +1,5 @@
-//! The `rojos` binary: parse the command line, load the config and plugins, then serve (or
-//! print the tools, or check) — everything else lives in the library.
+//! The `rojos` binary: parse the command line, set up the log, then serve, or run a
+//! subcommand (`check`, `tools`, `probe`, `init`) — everything else lives in the library.
 
 #![forbid(unsafe_code)]
 
@@ -8,81 +8,26 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use rojos::{
-    cli::{Cli, Command},
-    config::{ConfigFile, LiveConfig},
+    cli::{Cli, Command, Next},
     state::AppState,
 };
-use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| EnvFilter::new("rojos=info,tower_http=info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    match run(Cli::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
+    let cli = Cli::parse();
+    let command = cli.command.unwrap_or(Command::Serve);
+    rojos::logging::init(cli.log_format, command.verbosity());
+    let outcome = rojos::cli::run(command, &cli.config)
+        .map_err(anyhow::Error::from)
+        .and_then(|next| match next {
+            Next::Serve(state) => serve(state).map(|()| ExitCode::SUCCESS),
+            Next::Exit(code) => Ok(code),
+        });
+    match outcome {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("rojos: {e:#}");
             ExitCode::from(2)
         }
-    }
-}
-
-fn run(cli: Cli) -> anyhow::Result<()> {
-    let file = ConfigFile::load(&cli.config)?;
-    let command = cli.command.unwrap_or(Command::Serve);
-    if let Command::Probe { provider } = &command {
-        return probe(&file.live, provider);
-    }
-    let state = AppState::start(file)?;
-    match command {
-        Command::Probe { .. } => unreachable!("handled above"),
-        Command::Serve => serve(state),
-        Command::Tools { rojo } => {
-            let settings = state.live.settings();
-            let selection = &settings.rojo(&rojo)?.tools;
-            let definitions = state.registry.snapshot().definitions(selection);
-            println!("{}", serde_json::to_string_pretty(&definitions)?);
-            Ok(())
-        }
-        Command::Check => {
-            let registry = state.registry.snapshot();
-            for tool in registry.tools() {
-                println!("{:<24} {}", tool.name(), tool.source.display());
-            }
-            println!(
-                "config ok: {} tools, {} rojos",
-                registry.tools().count(),
-                state.live.settings().rojos.len()
-            );
-            Ok(())
-        }
-    }
-}
-
-fn probe(config: &LiveConfig, name: &str) -> anyhow::Result<()> {
-    let provider = config
-        .providers
-        .get(name)
-        .with_context(|| format!("no provider named {name:?} in the config"))?;
-    let client = rojos_llm::Client::new(provider.provider.clone())?;
-    println!(
-        "probing {} (model {})",
-        rojos_llm::display_url(client.endpoint().as_str()),
-        provider.provider.model
-    );
-    let checks = tokio::runtime::Runtime::new()?.block_on(rojos::probe::run(&client));
-    for check in &checks {
-        println!("{check}");
-    }
-    if checks.len() == 3 && checks.iter().all(|c| c.ok) {
-        println!("the provider works with rojos");
-        Ok(())
-    } else {
-        anyhow::bail!("the provider failed the probe")
     }
 }
 

@@ -57,6 +57,11 @@ impl Registry {
         self.tools.values()
     }
 
+    /// The names of the loaded tools, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        self.tools.keys().map(String::as_str).collect()
+    }
+
     /// The OpenAI `tools` array for a rojo's selection, sorted by name.
     pub fn definitions(&self, selection: &ToolSelection) -> Vec<Value> {
         self.tools

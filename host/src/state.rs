@@ -110,7 +110,7 @@ impl AppState {
             watchers.push(watch_dropins(dir, &loader, builtins, &registry)?);
         }
         let tools = registry.snapshot();
-        live.check_tools(&|name| tools.get(name).is_some())?;
+        live.check_tools(&tools.names())?;
         let live = Arc::new(Live::new(Settings::from_config(&live)?));
         if config.path.is_file() {
             watchers.push(live.watch(config.path.clone(), Arc::clone(&registry)));

@@ -1,11 +1,77 @@
-//! `RunningBinary`: the real `rojos` binary serving a config folder as a child process, with
-//! its stdout and stderr (the log) read into shared text as they come, for tests that check
-//! what the log says. Killed when dropped.
+//! The real `rojos` binary as a child process with a known environment: none of the
+//! variables that change what it logs or which config and keys it reads are inherited from
+//! the test's own environment, so a developer's `RUST_LOG` or `OPENAI_API_KEY` cannot change
+//! an outcome. [`run`] runs one command to its end; [`RunningBinary`] serves a config folder,
+//! its stdout and stderr (the log) read into shared text as they come, killed when dropped.
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// Variables the binary reads that tests set themselves when they need them.
+const CLEARED: [&str; 11] = [
+    "RUST_LOG",
+    "NO_COLOR",
+    "ROJOS_CONFIG",
+    "ROJOS_LOG_FORMAT",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "MISTRAL_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GROQ_API_KEY",
+    "DEEPSEEK_API_KEY",
+];
+
+/// `rojos ARGS`, with [`CLEARED`] removed from its environment.
+pub fn rojos(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_rojos"));
+    command.args(args);
+    for name in CLEARED {
+        command.env_remove(name);
+    }
+    command
+}
+
+/// [`CLEARED`], for a pseudo-terminal's environment.
+pub fn cleared() -> &'static [&'static str] {
+    &CLEARED
+}
+
+/// What one run printed, and how it ended.
+#[derive(Debug)]
+pub struct Ran {
+    /// The exit code (`None`: killed by a signal).
+    pub code: Option<i32>,
+    /// Its standard output.
+    pub stdout: String,
+    /// Its standard error.
+    pub stderr: String,
+}
+
+impl std::fmt::Display for Ran {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {:?}\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Runs `command` to its end, stdin empty.
+pub fn run(mut command: Command) -> Ran {
+    let output = command
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run rojos");
+    Ran {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
 
 /// `rojos` serving the config in `dir`, its stdout and stderr read into shared text.
 pub struct RunningBinary {
@@ -19,9 +85,8 @@ pub struct RunningBinary {
 impl RunningBinary {
     /// Starts `rojos --config DIR/rojos.toml` with `RUST_LOG=log` and the `env` variables.
     pub fn start(dir: &std::path::Path, log: &str, env: &[(&str, &str)]) -> RunningBinary {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rojos"))
-            .arg("--config")
-            .arg(dir.join("rojos.toml"))
+        let config = dir.join("rojos.toml");
+        let mut child = rojos(&["--config", &config.to_string_lossy()])
             .env("RUST_LOG", log)
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
