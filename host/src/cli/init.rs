@@ -112,8 +112,8 @@ pub enum InitError {
     Check {
         /// The config file.
         path: PathBuf,
-        /// Why.
-        error: StartError,
+        /// Why (boxed: a start error is large, and this one is rare).
+        error: Box<StartError>,
     },
     /// The input ended before every question was answered.
     #[error("cancelled: the input ended before every question was answered (nothing written)")]
@@ -150,7 +150,7 @@ pub(super) fn run(args: &InitArgs, config: &Path) -> Result<ExitCode, CliError> 
     let live = file.live.clone();
     let state = AppState::start(file).map_err(|error| InitError::Check {
         path: path.clone(),
-        error,
+        error: Box::new(error),
     })?;
     println!("{}", commands::summary(&state));
     drop(state);
