@@ -64,12 +64,7 @@ async fn probe(
     turns: Vec<crate::support::upstream::Turn>,
 ) -> (std::process::Output, Vec<serde_json::Value>) {
     let upstream = crate::support::upstream::ScriptedUpstream::start(turns).await;
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("rojos.toml"),
-        HostConfig::builtins().upstream(&upstream).render(),
-    )
-    .unwrap();
+    let dir = HostConfig::builtins().upstream(&upstream).in_temp_folder();
     let path = dir.path().to_owned();
     let output = tokio::task::spawn_blocking(move || rojos(&path, &["probe", "scripted"]))
         .await

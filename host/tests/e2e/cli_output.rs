@@ -14,13 +14,7 @@ use crate::support::upstream::{ScriptedUpstream, Turn};
 
 /// A folder with a valid `rojos.toml` (the five built-in plugins, a `default` rojo).
 fn configured(extra: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("rojos.toml"),
-        HostConfig::builtins().with(extra).render(),
-    )
-    .unwrap();
-    dir
+    HostConfig::builtins().with(extra).in_temp_folder()
 }
 
 /// `rojos --config DIR/rojos.toml ARGS`, with `env` set.
@@ -103,12 +97,7 @@ async fn subcommands_print_their_output_and_no_start_up_lines() {
         Turn::text("It is 12:00 in UTC."),
     ])
     .await;
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("rojos.toml"),
-        HostConfig::builtins().upstream(&upstream).render(),
-    )
-    .unwrap();
+    let dir = HostConfig::builtins().upstream(&upstream).in_temp_folder();
     let path = dir.path().to_owned();
     let runs = tokio::task::spawn_blocking(move || {
         [
@@ -135,12 +124,7 @@ async fn a_failing_probe_reports_once_without_the_clients_retry_warnings() {
         Turn::status(503, "overloaded"),
     ])
     .await;
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("rojos.toml"),
-        HostConfig::builtins().upstream(&upstream).render(),
-    )
-    .unwrap();
+    let dir = HostConfig::builtins().upstream(&upstream).in_temp_folder();
     let path = dir.path().to_owned();
     let ran = tokio::task::spawn_blocking(move || rojos_in(&path, &["probe", "scripted"], &[]))
         .await

@@ -30,8 +30,7 @@ impl Served {
         let config = HostConfig::builtins().with(&format!(
             "{provider_table}\n[rojos.default]\nprovider = \"{name}\"\ntools = \"*\"\n"
         ));
-        let dir = tempfile::tempdir().expect("temp dir");
-        std::fs::write(dir.path().join("rojos.toml"), config.render()).expect("write config");
+        let dir = config.in_temp_folder();
         let rojos = RunningBinary::start(dir.path(), "info", env);
         let url = rojos.url();
         Served {

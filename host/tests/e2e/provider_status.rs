@@ -62,8 +62,7 @@ async fn until_status(url: &str, name: &str, status: &str) -> Value {
 /// environment only), once it listens: its URL, the process and the folder.
 async fn start_binary(config: HostConfig) -> (String, RunningBinary, tempfile::TempDir) {
     tokio::task::spawn_blocking(move || {
-        let dir = tempfile::tempdir().expect("temp dir");
-        std::fs::write(dir.path().join("rojos.toml"), config.render()).expect("write config");
+        let dir = config.in_temp_folder();
         let server = RunningBinary::start(
             dir.path(),
             "trace,notify=info",

@@ -83,6 +83,13 @@ impl HostConfig {
         self
     }
 
+    /// A new temporary folder holding this config as `rojos.toml` (for the real binary).
+    pub fn in_temp_folder(&self) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("rojos.toml"), self.render()).expect("write config");
+        dir
+    }
+
     /// The config text, with the storage in `dir`.
     pub fn render(&self) -> String {
         let load: Vec<String> = self
