@@ -37,14 +37,25 @@ pub struct Selection {
     pub settled: bool,
     /// The fix of the first candidate known to be unavailable.
     pub first_fix: Option<String>,
+    /// The key variables of the other unavailable candidates that only lack their key: setting
+    /// any one of them is another way out.
+    pub other_missing_keys: Vec<String>,
 }
 
 impl Selection {
-    /// What to tell the user when nothing was chosen.
+    /// What to tell the user when nothing was chosen: the first candidate's fix, and the other
+    /// candidates' key variables when setting one would do.
     pub fn fix(&self, rojo_name: &str) -> String {
-        self.first_fix
-            .clone()
-            .unwrap_or_else(|| super::advice::still_checking(rojo_name))
+        let Some(first) = &self.first_fix else {
+            return super::advice::still_checking(rojo_name);
+        };
+        if self.other_missing_keys.is_empty() {
+            return first.clone();
+        }
+        format!(
+            "{first}; or export one of {} and restart the server",
+            self.other_missing_keys.join(", ")
+        )
     }
 }
 
@@ -52,15 +63,20 @@ impl Selection {
 pub fn select(board: &StatusBoard, settings: &Settings, rojo: &RojoConfig) -> Selection {
     let mut settled = true;
     let mut first_fix = None;
+    let mut other_missing_keys = Vec::new();
     for name in &rojo.providers {
         let Some(provider) = settings.providers.get(name) else {
             continue; // the config check makes every candidate a configured provider
         };
         let known = board.known(name, provider);
         match &known.status {
-            Status::Unavailable { fix } => {
-                first_fix.get_or_insert_with(|| fix.clone());
-            }
+            Status::Unavailable { fix } => match (&first_fix, &provider.config.key_env) {
+                (None, _) => first_fix = Some(fix.clone()),
+                (Some(_), Some(var)) if provider.config.missing_key => {
+                    other_missing_keys.push(var.clone());
+                }
+                (Some(_), _) => {}
+            },
             Status::Ready { model } => {
                 let client = known.client.clone().or_else(|| provider.client.clone());
                 if let Some(client) = client {
@@ -75,6 +91,7 @@ pub fn select(board: &StatusBoard, settings: &Settings, rojo: &RojoConfig) -> Se
                         }),
                         settled,
                         first_fix,
+                        other_missing_keys,
                     };
                 }
             }
@@ -89,6 +106,7 @@ pub fn select(board: &StatusBoard, settings: &Settings, rojo: &RojoConfig) -> Se
                         }),
                         settled,
                         first_fix,
+                        other_missing_keys,
                     };
                 }
             }
@@ -98,6 +116,7 @@ pub fn select(board: &StatusBoard, settings: &Settings, rojo: &RojoConfig) -> Se
         chosen: None,
         settled,
         first_fix,
+        other_missing_keys,
     }
 }
 
@@ -258,5 +277,41 @@ provider = ["nokey", "local", "hosted"]
         assert_eq!(chosen.provider.model, "qwen2.5:7b");
         assert_eq!(chosen.client.provider().model, "qwen2.5:7b");
         assert!(selection.settled);
+    }
+
+    #[test]
+    fn with_nothing_available_the_fix_also_names_the_other_keys_that_would_do() {
+        let text = r#"
+[providers.local]
+kind = "ollama"
+[providers.a]
+kind = "openai"
+[providers.b]
+kind = "groq"
+[rojos.default]
+provider = ["local", "a", "b"]
+"#;
+        let env = |_: &str| None;
+        let path = std::path::Path::new("/x/rojos.toml");
+        let file = ConfigFile::parse(text, path, std::path::Path::new("/x"), &env).unwrap();
+        let settings = Settings::from_config(&file.live).unwrap();
+        let board = StatusBoard::default();
+        for name in ["local", "a", "b"] {
+            let provider = &settings.providers[name];
+            assert!(board.begin(name, provider, Duration::ZERO));
+            let fix = format!("{name} is out");
+            let checked = check::Checked {
+                status: Status::Unavailable { fix },
+                client: None,
+                detail: None,
+            };
+            board.record(&settings, name, provider, checked);
+        }
+        let selection = select(&board, &settings, settings.rojo("default").unwrap());
+        assert!(selection.chosen.is_none());
+        assert_eq!(
+            selection.fix("default"),
+            "local is out; or export one of OPENAI_API_KEY, GROQ_API_KEY and restart the server"
+        );
     }
 }

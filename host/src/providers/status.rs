@@ -241,15 +241,17 @@ impl StatusBoard {
 }
 
 fn log_provider(name: &str, checked: &Checked) {
-    let detail = checked.detail.as_deref().unwrap_or("");
-    match &checked.status {
-        Status::Ready { model } => {
+    match (&checked.status, &checked.detail) {
+        (Status::Ready { model }, _) => {
             tracing::info!(provider = %name, model = %model, "provider {name} is ready (model {model})")
         }
-        Status::Unavailable { fix } => {
+        (Status::Unavailable { fix }, Some(detail)) => {
             tracing::warn!(provider = %name, detail = %detail, "provider {name} is unavailable: {fix}")
         }
-        Status::Checking => {}
+        (Status::Unavailable { fix }, None) => {
+            tracing::warn!(provider = %name, "provider {name} is unavailable: {fix}")
+        }
+        (Status::Checking, _) => {}
     }
 }
 

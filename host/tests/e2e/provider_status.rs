@@ -199,7 +199,8 @@ tools = "*"
     let (url, server, _dir) = start_binary(config).await;
     let fix = format!(
         "Ollama is not running at {host_port}: start it with `ollama serve` and pull a model \
-         with tool support (`ollama pull qwen2.5:7b`), or set another provider in rojos.toml"
+         with tool support (`ollama pull qwen2.5:7b`), or set another provider in rojos.toml; \
+         or export one of E2E_KEY_NOBODY_SETS and restart the server"
     );
     let stderr = std::sync::Arc::clone(&server.stderr);
     let needle = format!("rojo default has no provider available: {fix}");
