@@ -412,3 +412,82 @@ fn tool_calls_count_toward_the_turn_limit() {
         .collect();
     assert!(run_turn_limited(&empty, 64 * 1024).1);
 }
+
+#[test]
+fn the_turn_limit_counts_text_ids_names_arguments_and_extra_content_exactly() {
+    let extra = json!({"google": {"thought_signature": "sig"}});
+    let chunk = json!({"choices": [{"index": 0, "delta": {
+        "content": "hello",
+        "tool_calls": [{"index": 0, "id": "call_1", "extra_content": extra,
+            "function": {"name": "list_files", "arguments": "{\"path\":\".\"}"}}]
+    }}]});
+    let size = "hello".len()
+        + CALL_OVERHEAD_BYTES
+        + "call_1".len()
+        + "list_files".len()
+        + "{\"path\":\".\"}".len()
+        + extra.to_string().len();
+    assert!(!run_turn_limited(std::slice::from_ref(&chunk), size).1);
+    assert!(run_turn_limited(&[chunk], size - 1).1);
+}
+
+#[test]
+fn usage_with_only_completion_tokens_is_kept() {
+    let (_, turn) = run(&[
+        json!({"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}),
+        json!({"choices": [], "usage": {"completion_tokens": 7}}),
+    ])
+    .unwrap();
+    let usage = turn.usage.expect("usage kept");
+    assert_eq!((usage.prompt_tokens, usage.completion_tokens), (0, 7));
+    assert_eq!(usage.total_tokens, 7);
+}
+
+#[test]
+fn an_empty_answer_says_what_came_for_each_ending() {
+    let push = |chunks: &[Value]| {
+        let mut a = Assembler::new(1 << 20, 1 << 30);
+        for c in chunks {
+            a.push(serde_json::from_value(c.clone()).expect("test chunk"))
+                .expect("no error");
+        }
+        a
+    };
+    let no_choices = push(&[json!({"choices": []})]);
+    assert_eq!(
+        no_choices.received(Ending::Json),
+        "a JSON answer with no choices"
+    );
+    let role_only = push(&[json!({"choices": [{"index": 0, "delta": {"role": "assistant"}}]})]);
+    assert_eq!(
+        role_only.received(Ending::Json),
+        "a JSON answer with no text or tool call"
+    );
+    assert_eq!(
+        role_only.received(Ending::Done),
+        "1 chunk with no text or tool call, then [DONE]"
+    );
+    // A second choice (ignored: one is asked for) is neither text nor a missing choice.
+    let other_choice = push(&[json!({"choices": [
+        {"index": 0, "delta": {}},
+        {"index": 1, "delta": {"content": "ignored"}}
+    ]})]);
+    assert_eq!(
+        other_choice.received(Ending::Eof),
+        "1 chunk with no text or tool call, then the end of the stream"
+    );
+}
+
+#[test]
+fn a_call_fragment_with_no_name_is_nothing_usable() {
+    let mut a = Assembler::new(1 << 20, 1 << 30);
+    let chunk = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0}]}}]});
+    a.push(serde_json::from_value(chunk).expect("test chunk"))
+        .expect("no error");
+    match a.finish_checked(Ending::Done) {
+        Err(NoOutput::Empty { received }) => {
+            assert_eq!(received, "1 chunk with nothing usable, then [DONE]");
+        }
+        other => panic!("expected an empty turn: {other:?}"),
+    }
+}
