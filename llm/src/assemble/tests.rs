@@ -491,3 +491,38 @@ fn a_call_fragment_with_no_name_is_nothing_usable() {
         other => panic!("expected an empty turn: {other:?}"),
     }
 }
+
+#[test]
+fn a_new_id_with_a_name_on_a_reused_index_starts_a_call_even_before_its_arguments() {
+    // Ollama-style parallel calls on `index: 0`, the second call's arguments in a later
+    // fragment: the new id alone must open the new call.
+    let (_, t) = run(&[
+        call(
+            Some(0),
+            Some("call_a"),
+            Some("create_directory"),
+            "{\"path\":\"a\"}",
+        ),
+        call(Some(0), Some("call_b"), Some("create_directory"), ""),
+        call(Some(0), None, None, "{\"path\":\"b\"}"),
+        finish("tool_calls"),
+    ])
+    .unwrap();
+    assert_eq!(t.tool_calls.len(), 2, "{:?}", t.tool_calls);
+    assert_eq!(args(&t, 0), json!({"path": "a"}));
+    assert_eq!(args(&t, 1), json!({"path": "b"}));
+}
+
+#[test]
+fn an_index_less_named_fragment_without_id_starts_a_call_even_before_its_arguments() {
+    let (_, t) = run(&[
+        call(None, None, Some("create_directory"), "{\"path\":\"a\"}"),
+        call(None, None, Some("list_files"), ""),
+        call(None, None, None, "{\"path\":\"b\"}"),
+        finish("tool_calls"),
+    ])
+    .unwrap();
+    let names: Vec<_> = t.tool_calls.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["create_directory", "list_files"]);
+    assert_eq!(args(&t, 1), json!({"path": "b"}));
+}
