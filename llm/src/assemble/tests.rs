@@ -526,3 +526,20 @@ fn an_index_less_named_fragment_without_id_starts_a_call_even_before_its_argumen
     assert_eq!(names, ["create_directory", "list_files"]);
     assert_eq!(args(&t, 1), json!({"path": "b"}));
 }
+
+#[test]
+fn a_proxy_repeating_id_and_name_on_every_delta_gives_one_call() {
+    let (_, t) = run(&[
+        call(Some(0), Some("call_1"), Some("create_directory"), "{\"pa"),
+        call(
+            Some(0),
+            Some("call_1"),
+            Some("create_directory"),
+            "th\":\"a\"}",
+        ),
+        finish("tool_calls"),
+    ])
+    .unwrap();
+    assert_eq!(t.tool_calls.len(), 1, "{:?}", t.tool_calls);
+    assert_eq!(args(&t, 0), json!({"path": "a"}));
+}
