@@ -54,8 +54,8 @@ pub enum CliError {
         /// What to tell the user (`providers::advice::missing_key`).
         advice: String,
     },
-    /// The provider names no model, and its list gave none to use.
-    #[error("providers.{name}: no `model` is set and none could be taken from its list: {fix}")]
+    /// The provider names no model, and its list gave none to use (the fix says why).
+    #[error("providers.{name}: {fix}")]
     NoModel {
         /// The provider's name in the config.
         name: String,
