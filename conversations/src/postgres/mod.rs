@@ -113,21 +113,6 @@ impl PostgresStore {
         &self.database
     }
 
-    /// Checks that the database answers a trivial query (for a readiness probe).
-    ///
-    /// # Errors
-    ///
-    /// [`StoreError::Unavailable`] when it cannot be reached.
-    pub async fn ping(&self) -> Result<(), StoreError> {
-        let action = || "reach the database".to_owned();
-        let client = self.client(action()).await?;
-        client
-            .simple_query("SELECT 1")
-            .await
-            .map_err(|e| query_failed(action(), e))?;
-        Ok(())
-    }
-
     async fn client(&self, action: String) -> Result<Object, StoreError> {
         self.pool.get().await.map_err(|e| pool_failed(action, e))
     }
@@ -215,5 +200,15 @@ impl ConversationStore for PostgresStore {
         rows.iter()
             .map(|row| queries::summary(row, project_id))
             .collect()
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        let action = || "reach the database".to_owned();
+        let client = self.client(action()).await?;
+        client
+            .simple_query("SELECT 1")
+            .await
+            .map_err(|e| query_failed(action(), e))?;
+        Ok(())
     }
 }
