@@ -56,8 +56,8 @@ pub enum ClusterError {
 /// Options of [`PgCluster::start_with`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ClusterOptions {
-    /// Serve TLS too, with a self-signed certificate for `127.0.0.1` (see
-    /// [`PgCluster::ca_file`]); plain connections are still accepted.
+    /// Serve TLS only (`hostssl` logins), with a certificate for `127.0.0.1` signed by a
+    /// test CA (see [`PgCluster::ca_file`]); plain connections are refused.
     pub tls: bool,
 }
 
@@ -144,9 +144,9 @@ impl PgCluster {
         password_for(self.port)
     }
 
-    /// The self-signed certificate of a TLS cluster, usable as a CA file.
+    /// The CA certificate that signed a TLS cluster's server certificate.
     pub fn ca_file(&self) -> PathBuf {
-        self.dir.join("server.crt")
+        self.dir.join("ca.crt")
     }
 
     /// A URL for `database` without the password, as `rojos.toml` takes it.
@@ -270,7 +270,10 @@ ssl = $ssl
 ssl_cert_file = '$dir/server.crt'
 ssl_key_file = '$dir/server.key'
 EOF
-chmod 600 "$dir/server.key" 2>/dev/null || true
+if [ "$ssl" = on ]; then
+    chmod 600 "$dir/server.key"
+    sed -i 's/^host /hostssl /' "$dir/data/pg_hba.conf"
+fi
 "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null \
     || { cat "$dir/server.log" >&2; exit 1; }
 echo ready
@@ -354,25 +357,58 @@ fn password_for(port: u16) -> String {
     format!("test-password-{port}")
 }
 
-/// A self-signed certificate for `127.0.0.1`, as `server.crt` and `server.key`.
+/// A test CA (`ca.crt`) and a server certificate it signed for `127.0.0.1` (`server.crt`,
+/// `server.key`).
 fn make_certificate(dir: &Path) -> Result<(), ClusterError> {
-    let mut openssl = Command::new("openssl");
-    openssl
+    const EC: [&str; 4] = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"];
+    write_file(
+        &dir.join("server.ext"),
+        "subjectAltName = IP:127.0.0.1\nbasicConstraints = CA:FALSE\n\
+         keyUsage = digitalSignature\nextendedKeyUsage = serverAuth\n",
+    )?;
+    let mut ca = Command::new("openssl");
+    ca.current_dir(dir)
         .args([
             "req",
             "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=rojos test CA",
         ])
-        .args(["-nodes", "-days", "2", "-subj", "/CN=127.0.0.1"])
-        .args(["-addext", "subjectAltName=IP:127.0.0.1"])
-        .arg("-keyout")
-        .arg(dir.join("server.key"))
-        .arg("-out")
-        .arg(dir.join("server.crt"));
-    run("openssl req", &mut openssl).map(drop)
+        .args(EC)
+        .args(["-keyout", "ca.key", "-out", "ca.crt"]);
+    run("openssl req (CA)", &mut ca)?;
+    let mut request = Command::new("openssl");
+    request
+        .current_dir(dir)
+        .args(["req", "-nodes", "-subj", "/CN=127.0.0.1"])
+        .args(EC)
+        .args(["-keyout", "server.key", "-out", "server.csr"]);
+    run("openssl req (server)", &mut request)?;
+    let mut sign = Command::new("openssl");
+    sign.current_dir(dir)
+        .args([
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+        ])
+        .args([
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.crt",
+        ]);
+    run("openssl x509 (sign)", &mut sign).map(drop)
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), ClusterError> {

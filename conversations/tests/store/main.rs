@@ -15,3 +15,4 @@ mod persistence;
 mod roundtrip;
 mod size;
 mod support;
+mod tls;
