@@ -1,7 +1,7 @@
 //! `StoreError`, the one error type of the conversation store.
 //! Variants say what the caller can do (bad input, unknown conversation, a
-//! database to upgrade or repair); the backend's own error stays in the source
-//! chain, so a server-backed store can reuse the same variants.
+//! database to upgrade or repair, a database server to wait for); the backend's own
+//! error stays in the source chain.
 
 use std::error::Error;
 use std::path::PathBuf;
@@ -56,6 +56,30 @@ pub enum StoreError {
         supported: i64,
     },
 
+    /// The PostgreSQL database was migrated by a newer Rojos; this build must not touch it.
+    #[error(
+        "conversation database {database} has schema version {found}, newer than version {supported} that this build knows"
+    )]
+    DatabaseSchemaTooNew {
+        /// The database, as `postgres://user@host:port/database`.
+        database: String,
+        /// The version recorded in the database.
+        found: i64,
+        /// The newest version this build can migrate to.
+        supported: i64,
+    },
+
+    /// The database server cannot be reached now (down, restarting, or cut off); the same
+    /// call may work once it is back.
+    #[error("conversation store could not {action}: the database is unreachable")]
+    Unavailable {
+        /// What was being done, e.g. `append to conversation 'abc'`.
+        action: String,
+        /// The connection failure.
+        #[source]
+        source: BoxError,
+    },
+
     /// A stored row cannot be read back (bad JSON, impossible timestamp).
     #[error("conversation database holds a corrupt row: {what}")]
     Corrupt {
@@ -82,6 +106,14 @@ impl StoreError {
     /// Wraps a backend failure, naming the action that failed.
     pub(crate) fn backend(action: impl Into<String>, source: impl Into<BoxError>) -> Self {
         Self::Backend {
+            action: action.into(),
+            source: source.into(),
+        }
+    }
+
+    /// Wraps a failure to reach the database, naming the action that failed.
+    pub(crate) fn unavailable(action: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Self::Unavailable {
             action: action.into(),
             source: source.into(),
         }

@@ -1,6 +1,7 @@
 //! The conversation store: where Rojos keeps each chat's OpenAI-format messages.
 //! Callers talk to the async [`ConversationStore`] trait; [`SqliteStore`] is the
-//! embedded implementation, one SQLite file per host. Knows nothing about HTTP,
+//! embedded implementation, one SQLite file per host, and [`PostgresStore`] keeps them in
+//! a PostgreSQL database that several hosts share. Knows nothing about HTTP,
 //! projects' files or models: the host checks who may read what.
 //!
 //! # Layout
@@ -13,6 +14,10 @@
 //!   [`LocalRunLeases`].
 //! - `sqlite`: [`SqliteStore`]: connections (`pool`), schema and migrations
 //!   (`schema`) and the blocking queries (`queries`).
+//! - `postgres`: [`PostgresStore`]: options and pool (`connect`), TLS (`tls`), schema and
+//!   migrations under an advisory lock (`schema`), the SQL (`queries`), and which failures
+//!   mean an unreachable database (`failure`).
+//! - `test_cluster` (feature `test-cluster`): a throwaway PostgreSQL server for tests.
 //!
 //! # Example
 //!
@@ -34,13 +39,19 @@
 mod error;
 mod id;
 mod lease;
+mod postgres;
 mod sqlite;
 mod store;
+#[cfg(feature = "test-cluster")]
+pub mod test_cluster;
 mod title;
 
 pub use error::StoreError;
 pub use id::ConversationId;
 pub use lease::{LeaseHolder, LocalRunLeases, RunLeases};
+pub use postgres::{
+    Migration, PostgresOptions, PostgresStore, PostgresTls, UrlError, POSTGRES_SCHEMA_VERSION,
+};
 pub use sqlite::{SqliteOptions, SqliteStore, SCHEMA_VERSION};
 pub use store::{
     Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,

@@ -142,4 +142,14 @@ pub trait ConversationStore: Send + Sync {
         project_id: &str,
         limit: usize,
     ) -> Result<Vec<ConversationSummary>, StoreError>;
+
+    /// Checks that the store can serve calls now, for a readiness probe: a server-backed
+    /// store runs a trivial query. The embedded store is always ready.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] when the database cannot be reached.
+    async fn ping(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }

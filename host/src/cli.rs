@@ -76,6 +76,9 @@ pub enum Command {
     /// Write a commented `rojos.toml` for one provider kind, check it and probe the provider.
     /// Without `--kind`, on a terminal, it asks.
     Init(InitArgs),
+    /// Bring the conversation store's schema to this build's version, then exit (the server
+    /// also does this at start; several hosts may do it at once).
+    Migrate,
 }
 
 impl Command {
@@ -112,6 +115,7 @@ pub fn run(command: Command, config: &Path) -> Result<Next, CliError> {
         Command::Check => commands::check(load_config(config)?)?,
         Command::Probe { provider } => commands::probe(&load_config(config)?.live, &provider)?,
         Command::Init(args) => init::run(&args, config)?,
+        Command::Migrate => commands::migrate(load_config(config)?)?,
     };
     Ok(Next::Exit(code))
 }

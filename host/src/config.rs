@@ -19,8 +19,10 @@ use crate::{secret::Secret, storage::ProjectId};
 mod parse_error;
 mod provider;
 mod raw;
+mod store;
 
 pub use provider::ProviderConfig;
+pub use store::StoreConfig;
 
 use raw::{RawConfig, RawLimits, RawNames, RawPlugins, RawProvider, RawRojo, RawServer, RawToken};
 
@@ -70,6 +72,8 @@ pub struct Config {
     pub bind: SocketAddr,
     /// Folder holding `<projectId>/root/` for every project.
     pub storage: PathBuf,
+    /// Where conversations are kept (`[store]`).
+    pub store: StoreConfig,
     /// Who may call the API, and on which projects. Empty: the server makes one token at start.
     pub tokens: Vec<TokenConfig>,
     /// Which plugins to load and how to run them.
@@ -295,6 +299,7 @@ impl ConfigFile {
 
         let bind = parse_bind(server.bind.as_deref())?;
         let storage = resolve(server.storage.as_deref().unwrap_or(Path::new("storage")));
+        let store = store::parse_store(&raw.store, &storage, env, &resolve)?;
 
         let tokens = parse_tokens(&raw.auth.tokens, env)?;
         let plugins = parse_plugins(&raw.plugins, &resolve)?;
@@ -339,6 +344,7 @@ impl ConfigFile {
             path: path.to_owned(),
             bind,
             storage,
+            store,
             tokens,
             plugins,
             limits,

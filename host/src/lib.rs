@@ -3,7 +3,7 @@
 //! # Layout
 //!
 //! - [`cli`]: the `rojos` command line and its subcommands (`check`, `tools`, `probe`,
-//!   `init`); [`logging`]: the log on stderr (text or JSON, colours only on a terminal).
+//!   `init`, `migrate`); [`logging`]: the log on stderr (text or JSON, colours only on a terminal).
 //! - [`config`]: `rojos.toml`, raw then validated.
 //! - [`secret`]: API keys and tokens that never show in logs.
 //! - [`storage`]: `<storage>/<projectId>/root/`, opened as capabilities; [`storage::ProjectId`].
@@ -18,6 +18,7 @@
 //! - [`providers`]: the providers as the user knows them; their background checks, status
 //!   and the choice of each rojo's provider; one-sentence advice for each failure.
 //! - [`state`]: [`state::AppState`], built once at start.
+//! - [`store`]: opening (and migrating) the conversation store `[store]` chooses.
 //! - [`agent`]: the agent loop: model turns, tool calls, events, stored history.
 //! - [`http`]: the routes, authentication, API errors and the NDJSON body; the accept loop
 //!   with its limits on slow and idle connections.
@@ -43,6 +44,7 @@ pub mod registry;
 pub mod secret;
 pub mod state;
 pub mod storage;
+pub mod store;
 pub mod watcher;
 
 use std::future::Future;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use rojos_conversations::{LocalRunLeases, SqliteStore, StoreError};
+use rojos_conversations::{LocalRunLeases, StoreError};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
@@ -180,17 +180,17 @@ fn watch_dropins(
     Ok(dropin.spawn())
 }
 
-/// The agent that runs chats: the conversation store opened, leases in this process.
+/// The agent that runs chats: the conversation store `[store]` chooses opened (and
+/// migrated), leases in this process.
 fn agent(
     config: &Config,
     registry: &Arc<RegistryHandle>,
     storage: &Arc<Storage>,
     metrics: &Arc<Metrics>,
 ) -> Result<Agent, StartError> {
-    let store = SqliteStore::open(config.storage.join("rojos.db"))?;
     Ok(Agent {
         registry: Arc::clone(registry),
-        store: Arc::new(store),
+        store: crate::store::open(&config.store)?,
         leases: Arc::new(LocalRunLeases::new()),
         storage: Arc::clone(storage),
         limits: config.limits,

@@ -1,25 +1,18 @@
 //! A step is stored all or nothing: a failure partway through an append leaves
 //! no message of that step behind, and the conversation carries on after it.
 
-use rojos_conversations::{ConversationStore, StoreError};
+use rojos_conversations::StoreError;
 use serde_json::json;
 
-use crate::support::{assistant, chain, db_path, open_temp, raw, user};
+use crate::support::{assistant, chain, on_both_backends, user, Backend};
 
-#[tokio::test]
-async fn a_step_failing_on_its_third_message_stores_none_of_it() {
-    let (dir, store) = open_temp();
+async fn a_step_failing_on_its_third_message_stores_none_of_it(backend: Backend) {
+    let (fx, store) = backend.open().await;
     let id = store.create("demo", "default").await.unwrap();
     store.append(&id, vec![user("list docs")]).await.unwrap();
     // A trigger makes the database itself refuse one row mid-transaction, after
     // the step's first two rows were inserted.
-    raw(&db_path(&dir))
-        .execute_batch(
-            "CREATE TRIGGER refuse_boom BEFORE INSERT ON messages
-             WHEN NEW.json LIKE '%boom%'
-             BEGIN SELECT RAISE(ABORT, 'boom refused'); END;",
-        )
-        .unwrap();
+    fx.refuse_boom();
     let step = vec![
         json!({"role": "assistant", "content": null, "tool_calls": [
             {"id": "call_1", "type": "function", "function": {"name": "list_files", "arguments": "{}"}},
@@ -42,26 +35,17 @@ async fn a_step_failing_on_its_third_message_stores_none_of_it() {
     assert!(text.contains("boom refused"), "{text}");
     let conversation = store.get(&id).await.unwrap().unwrap();
     assert_eq!(conversation.messages, vec![user("list docs")]);
-    let rows: i64 = raw(&db_path(&dir))
-        .query_row("SELECT count(*) FROM messages", [], |row| row.get(0))
-        .unwrap();
+    let rows = fx.query_i64("SELECT count(*) FROM messages");
     assert_eq!(rows, 1);
     let summary = &store.list("demo", 10).await.unwrap()[0];
     assert_eq!(summary.message_count, 1);
 }
 
-#[tokio::test]
-async fn the_conversation_continues_in_order_after_a_failed_step() {
-    let (dir, store) = open_temp();
+async fn the_conversation_continues_in_order_after_a_failed_step(backend: Backend) {
+    let (fx, store) = backend.open().await;
     let id = store.create("demo", "default").await.unwrap();
     store.append(&id, vec![user("one")]).await.unwrap();
-    raw(&db_path(&dir))
-        .execute_batch(
-            "CREATE TRIGGER refuse_boom BEFORE INSERT ON messages
-             WHEN NEW.json LIKE '%boom%'
-             BEGIN SELECT RAISE(ABORT, 'boom refused'); END;",
-        )
-        .unwrap();
+    fx.refuse_boom();
     store
         .append(&id, vec![assistant("two"), assistant("boom")])
         .await
@@ -76,9 +60,8 @@ async fn the_conversation_continues_in_order_after_a_failed_step() {
     assert_eq!(messages, vec![user("one"), assistant("two"), user("three")]);
 }
 
-#[tokio::test]
-async fn a_step_with_a_message_that_is_not_an_object_is_refused_whole() {
-    let (_dir, store) = open_temp();
+async fn a_step_with_a_message_that_is_not_an_object_is_refused_whole(backend: Backend) {
+    let (_fx, store) = backend.open().await;
     let id = store.create("demo", "default").await.unwrap();
 
     let err = store
@@ -96,9 +79,8 @@ async fn a_step_with_a_message_that_is_not_an_object_is_refused_whole() {
     assert!(store.get(&id).await.unwrap().unwrap().messages.is_empty());
 }
 
-#[tokio::test]
-async fn a_step_with_a_message_without_a_role_is_refused_whole() {
-    let (_dir, store) = open_temp();
+async fn a_step_with_a_message_without_a_role_is_refused_whole(backend: Backend) {
+    let (_fx, store) = backend.open().await;
     let id = store.create("demo", "default").await.unwrap();
 
     let err = store
@@ -109,3 +91,10 @@ async fn a_step_with_a_message_without_a_role_is_refused_whole() {
     assert!(matches!(err, StoreError::InvalidMessage { index: 1, .. }));
     assert!(store.get(&id).await.unwrap().unwrap().messages.is_empty());
 }
+
+on_both_backends!(
+    a_step_failing_on_its_third_message_stores_none_of_it,
+    the_conversation_continues_in_order_after_a_failed_step,
+    a_step_with_a_message_that_is_not_an_object_is_refused_whole,
+    a_step_with_a_message_without_a_role_is_refused_whole,
+);

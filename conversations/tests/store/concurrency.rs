@@ -8,7 +8,7 @@ use rojos_conversations::{ConversationId, ConversationStore};
 use serde_json::Value;
 use tokio::task::JoinSet;
 
-use crate::support::{assistant, open_temp, user};
+use crate::support::{assistant, on_both_backends, user, Backend};
 
 const TASKS: usize = 200;
 const STEPS: usize = 3;
@@ -19,11 +19,8 @@ fn step_messages(task: usize, step: usize) -> Vec<Value> {
     vec![user(&tag), assistant(&format!("{tag} reply"))]
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_hundred_concurrent_tasks_all_land_with_order_kept() {
-    let (_dir, store) = open_temp();
-    // Shared the way the host shares it: behind the trait.
-    let store: Arc<dyn ConversationStore> = Arc::new(store);
+async fn two_hundred_concurrent_tasks_all_land_with_order_kept(backend: Backend) {
+    let (_fx, store) = backend.open().await;
     let shared = store.create("demo", "default").await.unwrap();
     let mut own = Vec::new();
     for _ in 0..TASKS / 2 {
@@ -90,3 +87,5 @@ fn parse_tag(tag: &str) -> (usize, usize) {
         step.trim_start_matches('s').parse().unwrap(),
     )
 }
+
+on_both_backends!(two_hundred_concurrent_tasks_all_land_with_order_kept,);

@@ -1,14 +1,13 @@
 //! A project's conversation list: newest activity first, with titles taken from
 //! the first user message, message counts, a limit, and no other project's rows.
 
-use rojos_conversations::{ConversationStore, TITLE_MAX_CHARS};
+use rojos_conversations::TITLE_MAX_CHARS;
 use serde_json::json;
 
-use crate::support::{assistant, open_temp, user};
+use crate::support::{assistant, on_both_backends, user, Backend};
 
-#[tokio::test]
-async fn the_most_recently_updated_conversation_is_listed_first() {
-    let (_dir, store) = open_temp();
+async fn the_most_recently_updated_conversation_is_listed_first(backend: Backend) {
+    let (_fx, store) = backend.open().await;
     let a = store.create("demo", "default").await.unwrap();
     let b = store.create("demo", "default").await.unwrap();
     let c = store.create("demo", "default").await.unwrap();
@@ -25,9 +24,8 @@ async fn the_most_recently_updated_conversation_is_listed_first() {
     assert_eq!(ids, [a, c, b]);
 }
 
-#[tokio::test]
-async fn titles_come_from_the_first_user_message_and_are_cut_to_80_characters() {
-    let (_dir, store) = open_temp();
+async fn titles_come_from_the_first_user_message_and_are_cut_to_80_characters(backend: Backend) {
+    let (_fx, store) = backend.open().await;
     let short = store.create("demo", "default").await.unwrap();
     store
         .append(&short, vec![user("  make a\ndocs  folder ")])
@@ -63,9 +61,8 @@ async fn titles_come_from_the_first_user_message_and_are_cut_to_80_characters() 
     assert_eq!(empty.rojo, "other");
 }
 
-#[tokio::test]
-async fn the_list_stops_at_the_limit() {
-    let (_dir, store) = open_temp();
+async fn the_list_stops_at_the_limit(backend: Backend) {
+    let (_fx, store) = backend.open().await;
     let mut ids = Vec::new();
     for _ in 0..5 {
         ids.push(store.create("demo", "default").await.unwrap());
@@ -84,9 +81,8 @@ async fn the_list_stops_at_the_limit() {
     assert_eq!(store.list("demo", usize::MAX).await.unwrap().len(), 5);
 }
 
-#[tokio::test]
-async fn a_project_lists_only_its_own_conversations() {
-    let (_dir, store) = open_temp();
+async fn a_project_lists_only_its_own_conversations(backend: Backend) {
+    let (_fx, store) = backend.open().await;
     let mine = store.create("alpha", "default").await.unwrap();
     store.create("beta", "default").await.unwrap();
 
@@ -97,9 +93,8 @@ async fn a_project_lists_only_its_own_conversations() {
     assert!(store.list("gamma", 10).await.unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn a_summary_serializes_with_camel_case_keys() {
-    let (_dir, store) = open_temp();
+async fn a_summary_serializes_with_camel_case_keys(backend: Backend) {
+    let (_fx, store) = backend.open().await;
     let id = store.create("demo", "default").await.unwrap();
     store.append(&id, vec![user("hi")]).await.unwrap();
 
@@ -110,3 +105,11 @@ async fn a_summary_serializes_with_camel_case_keys() {
     assert_eq!(json["messageCount"], 1);
     assert!(json["updatedAt"].is_string());
 }
+
+on_both_backends!(
+    the_most_recently_updated_conversation_is_listed_first,
+    titles_come_from_the_first_user_message_and_are_cut_to_80_characters,
+    the_list_stops_at_the_limit,
+    a_project_lists_only_its_own_conversations,
+    a_summary_serializes_with_camel_case_keys,
+);

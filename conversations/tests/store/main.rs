@@ -1,13 +1,18 @@
 //! Integration tests of the conversation store, one binary, one module per
-//! capability. Each test opens a `SqliteStore` in its own temp dir and checks it
-//! through the public `ConversationStore` API, plus raw SQLite where the file
-//! itself is the point (WAL, schema version, a forced mid-step failure).
+//! capability. Each behaviour test runs on both backends (`on_sqlite::…` and
+//! `on_postgres::…`, see `support::on_both_backends`): a `SqliteStore` in its own temp dir,
+//! a `PostgresStore` on its own database of a throwaway PostgreSQL server. They check the
+//! public `ConversationStore` API, plus raw SQL where the data itself is the point (a
+//! forced mid-step failure, a corrupt row). `persistence` is about the SQLite file,
+//! `migration` about the PostgreSQL schema.
 
 mod atomicity;
 mod concurrency;
 mod listing;
+mod migration;
 mod paging;
 mod persistence;
 mod roundtrip;
 mod size;
 mod support;
+mod tls;

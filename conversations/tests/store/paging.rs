@@ -5,11 +5,11 @@
 use rojos_conversations::{ConversationId, ConversationStore, StoreError};
 use serde_json::Value;
 
-use crate::support::{assistant, db_path, open_temp, raw, user};
+use crate::support::{assistant, on_both_backends, user, Backend};
 
 /// A conversation of `texts`, alternating user and assistant, one step each.
 async fn conversation(
-    store: &impl ConversationStore,
+    store: &dyn ConversationStore,
     texts: &[String],
 ) -> (ConversationId, Vec<Value>) {
     let id = store.create("demo", "default").await.unwrap();
@@ -36,10 +36,9 @@ fn texts() -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn pages_return_every_message_once_in_order_within_the_budget() {
-    let (_dir, store) = open_temp();
-    let (id, all) = conversation(&store, &texts()).await;
+async fn pages_return_every_message_once_in_order_within_the_budget(backend: Backend) {
+    let (_fx, store) = backend.open().await;
+    let (id, all) = conversation(store.as_ref(), &texts()).await;
     let budget = 1024;
 
     let mut read = Vec::new();
@@ -76,11 +75,10 @@ async fn pages_return_every_message_once_in_order_within_the_budget() {
     );
 }
 
-#[tokio::test]
-async fn a_message_larger_than_the_budget_is_alone_on_its_page() {
-    let (_dir, store) = open_temp();
+async fn a_message_larger_than_the_budget_is_alone_on_its_page(backend: Backend) {
+    let (_fx, store) = backend.open().await;
     let big = "x".repeat(5000);
-    let (id, all) = conversation(&store, &["a".to_owned(), big, "b".to_owned()]).await;
+    let (id, all) = conversation(store.as_ref(), &["a".to_owned(), big, "b".to_owned()]).await;
 
     let first = store.page(&id, 0, 1024).await.unwrap().unwrap();
     assert_eq!(first.messages, all[..1]);
@@ -92,10 +90,9 @@ async fn a_message_larger_than_the_budget_is_alone_on_its_page() {
     assert_eq!((last.messages.as_slice(), last.next), (&all[2..], None));
 }
 
-#[tokio::test]
-async fn a_budget_that_fits_everything_gives_one_page() {
-    let (_dir, store) = open_temp();
-    let (id, all) = conversation(&store, &texts()).await;
+async fn a_budget_that_fits_everything_gives_one_page(backend: Backend) {
+    let (_fx, store) = backend.open().await;
+    let (id, all) = conversation(store.as_ref(), &texts()).await;
     let exact = serde_json::to_string(&all).unwrap().len();
 
     let page = store.page(&id, 0, exact).await.unwrap().unwrap();
@@ -109,10 +106,9 @@ async fn a_budget_that_fits_everything_gives_one_page() {
     assert_eq!(short.next, Some(all.len() as u64 - 1));
 }
 
-#[tokio::test]
-async fn a_page_past_the_end_is_empty_and_an_unknown_id_is_none() {
-    let (_dir, store) = open_temp();
-    let (id, all) = conversation(&store, &["a".to_owned(), "b".to_owned()]).await;
+async fn a_page_past_the_end_is_empty_and_an_unknown_id_is_none(backend: Backend) {
+    let (_fx, store) = backend.open().await;
+    let (id, all) = conversation(store.as_ref(), &["a".to_owned(), "b".to_owned()]).await;
     for from in [all.len() as u64, 1000, u64::MAX] {
         let page = store.page(&id, from, 1024).await.unwrap().unwrap();
         assert_eq!((page.messages.len(), page.next), (0, None), "from {from}");
@@ -129,15 +125,12 @@ async fn a_page_past_the_end_is_empty_and_an_unknown_id_is_none() {
     );
 }
 
-#[tokio::test]
-async fn a_page_reads_only_its_own_rows() {
-    let (dir, store) = open_temp();
+async fn a_page_reads_only_its_own_rows(backend: Backend) {
+    let (fx, store) = backend.open().await;
     let texts: Vec<String> = (0..6).map(|i| format!("message {i}")).collect();
-    let (id, all) = conversation(&store, &texts).await;
+    let (id, all) = conversation(store.as_ref(), &texts).await;
     // A row after the first page that is not JSON: reading it would fail.
-    raw(&db_path(&dir))
-        .execute("UPDATE messages SET json = 'not json' WHERE seq = 4", [])
-        .unwrap();
+    fx.execute("UPDATE messages SET json = 'not json' WHERE seq = 4");
     let budget = serde_json::to_string(&all[..2]).unwrap().len();
 
     let page = store.page(&id, 0, budget).await.unwrap().unwrap();
@@ -150,3 +143,11 @@ async fn a_page_reads_only_its_own_rows() {
         format!("conversation database holds a corrupt row: conversation '{id}' message 4 is not valid JSON")
     );
 }
+
+on_both_backends!(
+    pages_return_every_message_once_in_order_within_the_budget,
+    a_message_larger_than_the_budget_is_alone_on_its_page,
+    a_budget_that_fits_everything_gives_one_page,
+    a_page_past_the_end_is_empty_and_an_unknown_id_is_none,
+    a_page_reads_only_its_own_rows,
+);

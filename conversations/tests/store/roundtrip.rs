@@ -1,10 +1,10 @@
 //! Create, append and get: the stored history comes back exactly as appended,
 //! in order, with its project, rojo and timestamps.
 
-use rojos_conversations::{ConversationId, ConversationStore, StoreError};
+use rojos_conversations::{ConversationId, StoreError};
 use serde_json::{json, Value};
 
-use crate::support::{assistant, open_temp, user};
+use crate::support::{assistant, on_both_backends, user, Backend};
 
 /// One chat turn with a tool call, as the agent loop would append it.
 fn tool_turn() -> Vec<Vec<Value>> {
@@ -39,9 +39,8 @@ fn tool_turn() -> Vec<Vec<Value>> {
     ]
 }
 
-#[tokio::test]
-async fn appended_steps_come_back_exactly_and_in_order() {
-    let (_dir, store) = open_temp();
+async fn appended_steps_come_back_exactly_and_in_order(backend: Backend) {
+    let (_fx, store) = backend.open().await;
     let id = store.create("demo", "default").await.unwrap();
     let steps = tool_turn();
     for step in &steps {
@@ -56,9 +55,8 @@ async fn appended_steps_come_back_exactly_and_in_order() {
     assert_eq!(conversation.rojo, "default");
 }
 
-#[tokio::test]
-async fn a_new_conversation_is_empty_and_gets_a_22_character_base62_id() {
-    let (_dir, store) = open_temp();
+async fn a_new_conversation_is_empty_and_gets_a_22_character_base62_id(backend: Backend) {
+    let (_fx, store) = backend.open().await;
     let id = store.create("demo", "writer").await.unwrap();
 
     assert_eq!(id.as_str().len(), 22);
@@ -69,9 +67,8 @@ async fn a_new_conversation_is_empty_and_gets_a_22_character_base62_id() {
     assert_eq!(conversation.created_at, conversation.updated_at);
 }
 
-#[tokio::test]
-async fn appending_moves_updated_at_forward_but_not_created_at() {
-    let (_dir, store) = open_temp();
+async fn appending_moves_updated_at_forward_but_not_created_at(backend: Backend) {
+    let (_fx, store) = backend.open().await;
     let id = store.create("demo", "default").await.unwrap();
     let before = store.get(&id).await.unwrap().unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
@@ -83,9 +80,8 @@ async fn appending_moves_updated_at_forward_but_not_created_at() {
     assert!(after.updated_at > before.updated_at);
 }
 
-#[tokio::test]
-async fn a_conversation_is_returned_with_the_project_it_was_created_in() {
-    let (_dir, store) = open_temp();
+async fn a_conversation_is_returned_with_the_project_it_was_created_in(backend: Backend) {
+    let (_fx, store) = backend.open().await;
     let alpha = store.create("alpha", "default").await.unwrap();
     let beta = store.create("beta", "default").await.unwrap();
 
@@ -96,18 +92,16 @@ async fn a_conversation_is_returned_with_the_project_it_was_created_in() {
     assert_eq!(store.get(&beta).await.unwrap().unwrap().project_id, "beta");
 }
 
-#[tokio::test]
-async fn getting_an_unknown_id_returns_none() {
-    let (_dir, store) = open_temp();
+async fn getting_an_unknown_id_returns_none(backend: Backend) {
+    let (_fx, store) = backend.open().await;
     store.create("demo", "default").await.unwrap();
     let unknown = ConversationId::parse("no-such-conversation").unwrap();
 
     assert_eq!(store.get(&unknown).await.unwrap(), None);
 }
 
-#[tokio::test]
-async fn appending_to_an_unknown_id_is_not_found() {
-    let (_dir, store) = open_temp();
+async fn appending_to_an_unknown_id_is_not_found(backend: Backend) {
+    let (_fx, store) = backend.open().await;
     let unknown = ConversationId::parse("no-such-conversation").unwrap();
 
     let err = store.append(&unknown, vec![user("hi")]).await.unwrap_err();
@@ -131,9 +125,8 @@ fn ids_of_unsafe_shapes_are_rejected_before_reaching_the_store() {
     assert!("Abc-123_x".parse::<ConversationId>().is_ok());
 }
 
-#[tokio::test]
-async fn a_conversation_serializes_with_camel_case_keys_and_rfc3339_times() {
-    let (_dir, store) = open_temp();
+async fn a_conversation_serializes_with_camel_case_keys_and_rfc3339_times(backend: Backend) {
+    let (_fx, store) = backend.open().await;
     let id = store.create("demo", "default").await.unwrap();
     store
         .append(&id, vec![user("hi"), assistant("hello")])
@@ -149,3 +142,13 @@ async fn a_conversation_serializes_with_camel_case_keys_and_rfc3339_times() {
     let created = json["createdAt"].as_str().unwrap();
     assert!(created.ends_with('Z') && created.contains('T'), "{created}");
 }
+
+on_both_backends!(
+    appended_steps_come_back_exactly_and_in_order,
+    a_new_conversation_is_empty_and_gets_a_22_character_base62_id,
+    appending_moves_updated_at_forward_but_not_created_at,
+    a_conversation_is_returned_with_the_project_it_was_created_in,
+    getting_an_unknown_id_returns_none,
+    appending_to_an_unknown_id_is_not_found,
+    a_conversation_serializes_with_camel_case_keys_and_rfc3339_times,
+);

@@ -5,16 +5,15 @@
 use rojos_conversations::{ConversationStore, SqliteStore, SCHEMA_VERSION};
 use serde_json::{json, Value};
 
-use crate::support::{assistant, open_temp, raw, user};
+use crate::support::{assistant, on_both_backends, open_temp, raw, user, Backend};
 
 /// The bytes a message takes in the store: its compact JSON text.
 fn bytes(messages: &[Value]) -> u64 {
     messages.iter().map(|m| m.to_string().len() as u64).sum()
 }
 
-#[tokio::test]
-async fn each_step_adds_the_bytes_of_its_messages_json() {
-    let (_dir, store) = open_temp();
+async fn each_step_adds_the_bytes_of_its_messages_json(backend: Backend) {
+    let (_fx, store) = backend.open().await;
     let id = store.create("demo", "default").await.unwrap();
     assert_eq!(store.head(&id).await.unwrap().unwrap().stored_bytes, 0);
     // Multi-byte characters count as their UTF-8 bytes, not as characters.
@@ -50,9 +49,8 @@ async fn each_step_adds_the_bytes_of_its_messages_json() {
     assert_eq!(conversation["storedBytes"], json!(expected));
 }
 
-#[tokio::test]
-async fn a_refused_step_adds_nothing() {
-    let (_dir, store) = open_temp();
+async fn a_refused_step_adds_nothing(backend: Backend) {
+    let (_fx, store) = backend.open().await;
     let id = store.create("demo", "default").await.unwrap();
     store.append(&id, vec![user("one")]).await.unwrap();
     let before = store.head(&id).await.unwrap().unwrap().stored_bytes;
@@ -65,9 +63,10 @@ async fn a_refused_step_adds_nothing() {
     assert_eq!(store.head(&id).await.unwrap().unwrap().stored_bytes, before);
 }
 
-#[tokio::test]
-async fn head_reads_a_conversation_without_its_messages_and_none_for_an_unknown_id() {
-    let (_dir, store) = open_temp();
+async fn head_reads_a_conversation_without_its_messages_and_none_for_an_unknown_id(
+    backend: Backend,
+) {
+    let (_fx, store) = backend.open().await;
     let id = store.create("demo", "reader").await.unwrap();
     store.append(&id, vec![user("hi")]).await.unwrap();
 
@@ -170,3 +169,9 @@ async fn migrating_a_version_1_file_computes_the_stored_size_of_existing_convers
         bytes(&messages) + bytes(&[user("more")])
     );
 }
+
+on_both_backends!(
+    each_step_adds_the_bytes_of_its_messages_json,
+    a_refused_step_adds_nothing,
+    head_reads_a_conversation_without_its_messages_and_none_for_an_unknown_id,
+);

@@ -1,4 +1,4 @@
-//! `rojos tools`, `rojos check` and `rojos probe`, and loading the config file with a message
+//! `rojos tools`, `rojos check`, `rojos probe` and `rojos migrate`, and loading the config file with a message
 //! that says how to get one when it is missing. `init` reuses the check and the probe.
 
 use std::{
@@ -12,7 +12,7 @@ use crate::{
     live::ProviderError,
     names,
     providers::{advice, ProviderRef},
-    state::AppState,
+    state::{AppState, StartError},
 };
 
 use super::CliError;
@@ -59,6 +59,13 @@ pub(super) fn check(file: ConfigFile) -> Result<ExitCode, CliError> {
         println!("{:<24} {}", tool.name(), tool.source.display());
     }
     println!("{}", summary(&state));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `rojos migrate`: migrates the configured conversation store and says to which version.
+pub(super) fn migrate(file: ConfigFile) -> Result<ExitCode, CliError> {
+    let report = crate::store::migrate(&file.config.store).map_err(StartError::from)?;
+    println!("{report}");
     Ok(ExitCode::SUCCESS)
 }
 

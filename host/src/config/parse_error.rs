@@ -5,7 +5,8 @@
 //!
 //! The rule (docs/configuration.md, "Secrets in error messages"):
 //! - a key is secret when its name, lowercased, contains `token`, `secret`, `pass`, `key`,
-//!   `auth`, `bearer`, `credential` or `cookie` (except the number `max_chats_per_token`);
+//!   `auth`, `bearer`, `credential` or `cookie` (except the number `max_chats_per_token`),
+//!   or is `url` (`[store]`'s database url);
 //! - a line assigning a secret key (`token = ...`, also inside an inline table or as a dotted
 //!   or quoted key) is shown up to that `=`, then `<redacted>`;
 //! - a value that goes on past its line (a multi-line string, an array or inline table left
@@ -34,6 +35,10 @@ const SECRET_WORDS: &[&str] = &[
 
 /// Keys of `rojos.toml` that contain a secret word but hold no secret.
 const NOT_SECRET: &[&str] = &["max_chats_per_token"];
+
+/// Keys secret by their whole name: `[store]`'s database `url`, which a user may have written
+/// with a password (refused once parsed, but a parse error shows the text as written).
+const SECRET_KEYS: &[&str] = &["url"];
 
 /// Fragments shorter than this are not searched for in messages: no secret is this short
 /// (tokens need 8 characters), and scrubbing `*` or `a` would garble the message.
@@ -171,7 +176,9 @@ fn first_secret_assignment(line: &str) -> Option<usize> {
 /// Whether a key, as written (maybe dotted or quoted), names a secret.
 fn is_secret_key(key: &str) -> bool {
     let key = key.trim().trim_matches(['"', '\'']).to_lowercase();
-    !NOT_SECRET.contains(&key.as_str()) && SECRET_WORDS.iter().any(|word| key.contains(word))
+    SECRET_KEYS.contains(&key.as_str())
+        || (!NOT_SECRET.contains(&key.as_str())
+            && SECRET_WORDS.iter().any(|word| key.contains(word)))
 }
 
 /// Reads the part of a secret value on one line: collects its strings and words into

@@ -20,6 +20,21 @@ pub(super) struct RawConfig {
     pub(super) providers: BTreeMap<String, RawProvider>,
     #[serde(default)]
     pub(super) rojos: BTreeMap<String, RawRojo>,
+    #[serde(default)]
+    pub(super) store: RawStore,
+}
+
+/// `[store]`, see `super::store`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawStore {
+    pub(super) backend: Option<String>,
+    pub(super) url: Option<String>,
+    pub(super) password_env: Option<String>,
+    pub(super) pool_size: Option<usize>,
+    pub(super) connect_timeout_secs: Option<f64>,
+    pub(super) tls: Option<String>,
+    pub(super) ca_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -238,6 +238,16 @@ fn json_error(rejection: JsonRejection, limit: usize) -> ApiError {
     }
 }
 
+/// A store failure as the answer: `503` while the database cannot be reached (logged with
+/// its cause), `500` for anything else.
 pub(super) fn internal(e: StoreError) -> ApiError {
+    if matches!(e, StoreError::Unavailable { .. }) {
+        tracing::warn!(error = %crate::agent::error_chain(&e), "conversation store unavailable");
+        return ApiError::Unavailable(STORE_UNAVAILABLE.to_owned());
+    }
     ApiError::internal("the conversation store failed", e)
 }
+
+/// The `503` body's text while the conversation database cannot be reached.
+pub(super) const STORE_UNAVAILABLE: &str =
+    "the conversation database cannot be reached right now; try again in a moment";

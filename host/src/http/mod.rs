@@ -29,6 +29,7 @@ use crate::state::AppState;
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .route("/tools", get(tools::list))
         .route("/chat", post(chat::chat))
         .route("/metrics", get(metrics::get))
@@ -51,4 +52,21 @@ pub fn router(state: AppState) -> Router {
 
 async fn healthz() -> &'static str {
     "ok\n"
+}
+
+/// How long `/readyz` waits for the conversation store's answer.
+const READY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `GET /readyz`: `200 ready` when the conversation store answers a trivial query within
+/// [`READY_WAIT`], `503` with the reason otherwise. Unauthenticated, like `/healthz` (which
+/// stays a liveness probe: the process answers).
+async fn readyz(
+    axum::extract::State(state): axum::extract::State<AppState>,
+) -> Result<&'static str, error::ApiError> {
+    let unavailable = || error::ApiError::Unavailable(chat::STORE_UNAVAILABLE.to_owned());
+    match tokio::time::timeout(READY_WAIT, state.agent.store.ping()).await {
+        Ok(Ok(())) => Ok("ready\n"),
+        Ok(Err(e)) => Err(chat::internal(e)),
+        Err(_elapsed) => Err(unavailable()),
+    }
 }

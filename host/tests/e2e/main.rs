@@ -20,6 +20,7 @@ mod load;
 mod metrics;
 mod model_turns;
 mod plugins;
+mod postgres;
 mod provider_errors;
 mod provider_status;
 mod providers;

@@ -189,6 +189,7 @@ fn the_rule_names_secret_keys_and_spares_the_others() {
         "Authorization",
         "\"my token\"",
         "auth.tokens",
+        "url",
     ] {
         assert!(is_secret_key(key), "{key}");
     }

@@ -1,0 +1,69 @@
+//! Which PostgreSQL failures mean "the database cannot be reached right now" (the server
+//! is down, restarting or cut off: [`StoreError::Unavailable`], which the host answers with
+//! `503`) and which are anything else ([`StoreError::Backend`]).
+
+use std::error::Error;
+use std::io::ErrorKind;
+
+use deadpool_postgres::PoolError;
+
+use crate::error::StoreError;
+
+/// SQLSTATEs of a server that is going away or not yet there: `57P01` admin_shutdown,
+/// `57P02` crash_shutdown, `57P03` cannot_connect_now (starting up, shutting down).
+const GOING_AWAY: [&str; 3] = ["57P01", "57P02", "57P03"];
+
+/// A failed query (or connection) as a store error naming `action`.
+pub(crate) fn query_failed(action: String, error: tokio_postgres::Error) -> StoreError {
+    if is_unreachable(&error) {
+        StoreError::unavailable(action, error)
+    } else {
+        StoreError::backend(action, error)
+    }
+}
+
+/// A failure to get a pooled connection as a store error naming `action`.
+pub(crate) fn pool_failed(action: String, error: PoolError) -> StoreError {
+    match error {
+        PoolError::Backend(error) => query_failed(action, error),
+        PoolError::Timeout(_) => StoreError::unavailable(action, error),
+        other => StoreError::backend(action, other),
+    }
+}
+
+/// Whether `error` says the server is down, restarting or unreachable.
+fn is_unreachable(error: &tokio_postgres::Error) -> bool {
+    if error.is_closed() {
+        return true;
+    }
+    if let Some(code) = error.code() {
+        let code = code.code();
+        return code.starts_with("08") || GOING_AWAY.contains(&code);
+    }
+    let mut source: Option<&(dyn Error + 'static)> = error.source();
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return is_network(io.kind());
+        }
+        source = cause.source();
+    }
+    false
+}
+
+/// I/O failures of a connection that is refused, cut or silent. A TLS handshake that fails
+/// on a certificate is `InvalidData`, so it stays a configuration error.
+fn is_network(kind: ErrorKind) -> bool {
+    matches!(
+        kind,
+        ErrorKind::ConnectionRefused
+            | ErrorKind::ConnectionReset
+            | ErrorKind::ConnectionAborted
+            | ErrorKind::NotConnected
+            | ErrorKind::BrokenPipe
+            | ErrorKind::TimedOut
+            | ErrorKind::UnexpectedEof
+            | ErrorKind::AddrNotAvailable
+            | ErrorKind::HostUnreachable
+            | ErrorKind::NetworkUnreachable
+    )
+}

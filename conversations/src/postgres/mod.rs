@@ -1,0 +1,214 @@
+//! `PostgresStore`: the `ConversationStore` in a PostgreSQL database, which several hosts
+//! can share. Calls borrow a connection from an async pool (`connect`: deadpool-postgres
+//! over tokio-postgres, TLS in `tls`) and run one statement each (`queries`); the schema is
+//! versioned and migrated under an advisory lock (`schema`); `failure` tells an unreachable
+//! database from other errors.
+
+mod connect;
+mod failure;
+mod queries;
+mod schema;
+mod tls;
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Object, Pool};
+use serde_json::Value;
+
+pub use connect::{PostgresOptions, PostgresTls, UrlError};
+pub use schema::{Migration, POSTGRES_SCHEMA_VERSION};
+
+use crate::error::StoreError;
+use crate::id::ConversationId;
+use crate::store::{
+    Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
+};
+use crate::title::{check_messages, title_of};
+use failure::{pool_failed, query_failed};
+use schema::Migrated;
+
+/// How many fresh ids `create` tries before giving up; a clash of 131-bit
+/// random ids is not expected even once.
+const CREATE_ATTEMPTS: usize = 3;
+
+/// The conversation store in PostgreSQL: the same behaviour as [`SqliteStore`](crate::SqliteStore),
+/// with the data on a database server, so any number of hosts can serve the same
+/// conversations.
+///
+/// Connections are opened when first needed, up to the pool size, and shared by all calls;
+/// one the server closed is replaced on its next use, so the store recovers by itself when
+/// the database comes back. While it cannot be reached, calls fail with
+/// [`StoreError::Unavailable`]. Cheap to clone.
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: Pool,
+    database: Arc<str>,
+}
+
+impl fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("database", &self.database)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresStore {
+    /// Migrates the database to [`POSTGRES_SCHEMA_VERSION`], then opens the store.
+    ///
+    /// # Errors
+    ///
+    /// As [`PostgresStore::migrate`] and [`PostgresStore::open`].
+    pub async fn connect(options: &PostgresOptions) -> Result<Self, StoreError> {
+        Self::migrate(options).await?;
+        Self::open(options)
+    }
+
+    /// The store, without connecting yet (the first call does) and without migrating: use
+    /// it after [`PostgresStore::migrate`]. Needs no async runtime to be called, only to be
+    /// used.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Backend`] when the TLS configuration cannot be made (an unreadable CA
+    /// file).
+    pub fn open(options: &PostgresOptions) -> Result<Self, StoreError> {
+        Ok(Self {
+            pool: connect::pool(options)?,
+            database: options.database().into(),
+        })
+    }
+
+    /// Brings the database's schema to [`POSTGRES_SCHEMA_VERSION`] over a connection of its
+    /// own, safely when several hosts do it at once (one migrates, the others wait, then
+    /// find it done).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::DatabaseSchemaTooNew`] if a newer Rojos migrated it;
+    /// [`StoreError::Unavailable`] if the server cannot be reached; [`StoreError::Backend`]
+    /// for any other failure (a refused login, a TLS certificate that does not verify).
+    pub async fn migrate(options: &PostgresOptions) -> Result<Migration, StoreError> {
+        let database = options.database();
+        let action = || format!("migrate {database}");
+        let pool = connect::pool(options)?;
+        let mut client = pool.get().await.map_err(|e| pool_failed(action(), e))?;
+        let migrated = schema::migrate(&mut client)
+            .await
+            .map_err(|e| query_failed(action(), e))?;
+        match migrated {
+            Migrated::Done(migration) => Ok(migration),
+            Migrated::TooNew { found } => Err(StoreError::DatabaseSchemaTooNew {
+                database,
+                found,
+                supported: POSTGRES_SCHEMA_VERSION,
+            }),
+        }
+    }
+
+    /// The database, as messages name it: `postgres://user@host:port/database`.
+    pub fn database(&self) -> &str {
+        &self.database
+    }
+
+    async fn client(&self, action: String) -> Result<Object, StoreError> {
+        self.pool.get().await.map_err(|e| pool_failed(action, e))
+    }
+}
+
+#[async_trait]
+impl ConversationStore for PostgresStore {
+    async fn create(&self, project_id: &str, rojo: &str) -> Result<ConversationId, StoreError> {
+        let action = || format!("create a conversation in project '{project_id}'");
+        let client = self.client(action()).await?;
+        for _ in 0..CREATE_ATTEMPTS {
+            let id = ConversationId::generate();
+            let inserted = queries::insert_conversation(&client, &id, project_id, rojo)
+                .await
+                .map_err(|e| query_failed(action(), e))?;
+            if inserted {
+                return Ok(id);
+            }
+        }
+        Err(StoreError::backend(
+            action(),
+            "every generated id was already taken",
+        ))
+    }
+
+    async fn get(&self, id: &ConversationId) -> Result<Option<Conversation>, StoreError> {
+        let action = || format!("read conversation '{id}'");
+        let client = self.client(action()).await?;
+        let row = queries::select_conversation(&client, id)
+            .await
+            .map_err(|e| query_failed(action(), e))?;
+        row.map(|row| queries::conversation(&row, id)).transpose()
+    }
+
+    async fn head(&self, id: &ConversationId) -> Result<Option<ConversationHead>, StoreError> {
+        let action = || format!("read conversation '{id}'");
+        let client = self.client(action()).await?;
+        queries::select_head(&client, id)
+            .await
+            .map_err(|e| query_failed(action(), e))
+    }
+
+    async fn page(
+        &self,
+        id: &ConversationId,
+        from: u64,
+        max_bytes: usize,
+    ) -> Result<Option<ConversationPage>, StoreError> {
+        let action = || format!("read a page of conversation '{id}'");
+        let client = self.client(action()).await?;
+        let row = queries::select_page(&client, id, from, max_bytes)
+            .await
+            .map_err(|e| query_failed(action(), e))?;
+        row.map(|row| queries::page(&row, id, from)).transpose()
+    }
+
+    async fn append(&self, id: &ConversationId, messages: Vec<Value>) -> Result<(), StoreError> {
+        check_messages(&messages)?;
+        let title = title_of(&messages);
+        let rows = messages.iter().map(Value::to_string).collect::<Vec<_>>();
+        let action = || format!("append to conversation '{id}'");
+        let client = self.client(action()).await?;
+        // One statement: once sent, the server stores or refuses the step whole even if
+        // this task is cancelled while waiting for the answer.
+        match queries::insert_step(&client, id, &rows, title.as_deref()).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(StoreError::NotFound { id: id.clone() }),
+            Err(e) => Err(query_failed(action(), e)),
+        }
+    }
+
+    async fn list(
+        &self,
+        project_id: &str,
+        limit: usize,
+    ) -> Result<Vec<ConversationSummary>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let action = || format!("list the conversations of project '{project_id}'");
+        let client = self.client(action()).await?;
+        let rows = queries::select_summaries(&client, project_id, limit)
+            .await
+            .map_err(|e| query_failed(action(), e))?;
+        rows.iter()
+            .map(|row| queries::summary(row, project_id))
+            .collect()
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        let action = || "reach the database".to_owned();
+        let client = self.client(action()).await?;
+        client
+            .simple_query("SELECT 1")
+            .await
+            .map_err(|e| query_failed(action(), e))?;
+        Ok(())
+    }
+}

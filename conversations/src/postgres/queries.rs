@@ -1,0 +1,246 @@
+//! The SQL behind each PostgreSQL store operation. Each is one statement, so it sees one
+//! snapshot and commits (or fails) as a whole without a client-side transaction: `append`
+//! locks the conversation's row with its `UPDATE`, so concurrent steps of one conversation
+//! are numbered one after the other. Rows are turned back into records here.
+
+use deadpool_postgres::Object;
+use serde_json::Value;
+use time::OffsetDateTime;
+use tokio_postgres::Row;
+
+use crate::error::StoreError;
+use crate::id::ConversationId;
+use crate::store::{Conversation, ConversationHead, ConversationPage, ConversationSummary};
+
+/// Inserts an empty conversation; `false` if `id` is already taken.
+pub(crate) async fn insert_conversation(
+    client: &Object,
+    id: &ConversationId,
+    project_id: &str,
+    rojo: &str,
+) -> Result<bool, tokio_postgres::Error> {
+    let insert = client
+        .prepare_cached(
+            "INSERT INTO conversations (id, project_id, rojo, created_at, updated_at, activity)
+             SELECT $1, $2, $3, now.ms, now.ms, nextval('conversation_activity')
+             FROM (SELECT rojos_now_ms() AS ms) now
+             ON CONFLICT (id) DO NOTHING",
+        )
+        .await?;
+    let inserted = client
+        .execute(&insert, &[&id.as_str(), &project_id, &rojo])
+        .await?;
+    Ok(inserted == 1)
+}
+
+/// Stores one step's messages after the conversation's last one, in one statement;
+/// `false` (and nothing stored) if the conversation does not exist.
+pub(crate) async fn insert_step(
+    client: &Object,
+    id: &ConversationId,
+    messages: &[String],
+    title: Option<&str>,
+) -> Result<bool, tokio_postgres::Error> {
+    if messages.is_empty() {
+        let exists = client
+            .prepare_cached("SELECT 1 FROM conversations WHERE id = $1")
+            .await?;
+        return Ok(client.query_opt(&exists, &[&id.as_str()]).await?.is_some());
+    }
+    // The UPDATE takes the row lock; a concurrent step waits for it, then sees the counts
+    // this one left, so `seq` and `step` never clash.
+    let insert = client
+        .prepare_cached(
+            "WITH conversation AS (
+                UPDATE conversations
+                SET message_count = message_count + $2, step_count = step_count + 1,
+                    updated_at = rojos_now_ms(), activity = nextval('conversation_activity'),
+                    title = coalesce(title, $3), stored_bytes = stored_bytes + $4
+                WHERE id = $1
+                RETURNING message_count - $2 AS first_seq, step_count - 1 AS step
+             ), inserted AS (
+                INSERT INTO messages (conversation_id, seq, step, json)
+                SELECT $1, conversation.first_seq + step_message.ord - 1, conversation.step,
+                       step_message.json
+                FROM conversation, unnest($5::text[]) WITH ORDINALITY AS step_message (json, ord)
+             )
+             SELECT count(*) FROM conversation",
+        )
+        .await?;
+    let count = i64::try_from(messages.len()).unwrap_or(i64::MAX);
+    let bytes: usize = messages.iter().map(String::len).sum();
+    let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
+    let found: i64 = client
+        .query_one(&insert, &[&id.as_str(), &count, &title, &bytes, &messages])
+        .await?
+        .get(0);
+    Ok(found == 1)
+}
+
+/// The conversation without its messages.
+pub(crate) async fn select_head(
+    client: &Object,
+    id: &ConversationId,
+) -> Result<Option<ConversationHead>, tokio_postgres::Error> {
+    let select = client
+        .prepare_cached(
+            "SELECT project_id, rojo, message_count, stored_bytes FROM conversations
+             WHERE id = $1",
+        )
+        .await?;
+    let row = client.query_opt(&select, &[&id.as_str()]).await?;
+    Ok(row.map(|row| head(&row, id)))
+}
+
+/// The conversation and all its messages, in one snapshot.
+pub(crate) async fn select_conversation(
+    client: &Object,
+    id: &ConversationId,
+) -> Result<Option<Row>, tokio_postgres::Error> {
+    let select = client
+        .prepare_cached(
+            "SELECT project_id, rojo, message_count, stored_bytes, created_at, updated_at,
+                    ARRAY(SELECT json FROM messages WHERE conversation_id = c.id ORDER BY seq)
+             FROM conversations c WHERE id = $1",
+        )
+        .await?;
+    client.query_opt(&select, &[&id.as_str()]).await
+}
+
+/// The messages from index `from` that fit in `max_bytes` (at least one), in one
+/// snapshot: a running total of their sizes (`[`, then each message and its `,` or `]`)
+/// picks the page, and only the page's JSON text is sent back.
+pub(crate) async fn select_page(
+    client: &Object,
+    id: &ConversationId,
+    from: u64,
+    max_bytes: usize,
+) -> Result<Option<Row>, tokio_postgres::Error> {
+    let select = client
+        .prepare_cached(
+            "SELECT project_id, rojo, message_count, stored_bytes,
+                    ARRAY(SELECT json FROM (
+                        SELECT seq, json, row_number() OVER running AS n,
+                               sum(octet_length(json) + 1) OVER running AS used
+                        FROM messages WHERE conversation_id = c.id AND seq >= $2
+                        WINDOW running AS (ORDER BY seq)
+                    ) page WHERE n = 1 OR 1 + used <= $3 ORDER BY seq)
+             FROM conversations c WHERE id = $1",
+        )
+        .await?;
+    let from = i64::try_from(from).unwrap_or(i64::MAX);
+    let budget = i64::try_from(max_bytes).unwrap_or(i64::MAX);
+    client
+        .query_opt(&select, &[&id.as_str(), &from, &budget])
+        .await
+}
+
+/// Up to `limit` conversations of `project_id`, most recent activity first.
+pub(crate) async fn select_summaries(
+    client: &Object,
+    project_id: &str,
+    limit: usize,
+) -> Result<Vec<Row>, tokio_postgres::Error> {
+    let select = client
+        .prepare_cached(
+            "SELECT id, rojo, title, updated_at, message_count, stored_bytes FROM conversations
+             WHERE project_id = $1 ORDER BY activity DESC LIMIT $2",
+        )
+        .await?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    client.query(&select, &[&project_id, &limit]).await
+}
+
+/// The head from the first four columns of a conversation row.
+fn head(row: &Row, id: &ConversationId) -> ConversationHead {
+    ConversationHead {
+        id: id.clone(),
+        project_id: row.get(0),
+        rojo: row.get(1),
+        message_count: unsigned(row.get(2)),
+        stored_bytes: unsigned(row.get(3)),
+    }
+}
+
+/// A [`select_conversation`] row as a record.
+pub(crate) fn conversation(row: &Row, id: &ConversationId) -> Result<Conversation, StoreError> {
+    let head = head(row, id);
+    Ok(Conversation {
+        created_at: from_millis(row.get(4), id, "created_at")?,
+        updated_at: from_millis(row.get(5), id, "updated_at")?,
+        messages: parse_messages(row.get(6), id, 0)?,
+        id: head.id,
+        project_id: head.project_id,
+        rojo: head.rojo,
+        stored_bytes: head.stored_bytes,
+    })
+}
+
+/// A [`select_page`] row as a page starting at `from`.
+pub(crate) fn page(
+    row: &Row,
+    id: &ConversationId,
+    from: u64,
+) -> Result<ConversationPage, StoreError> {
+    let head = head(row, id);
+    let messages = parse_messages(row.get(4), id, from)?;
+    let end = from.saturating_add(messages.len() as u64);
+    Ok(ConversationPage {
+        next: (end < head.message_count).then_some(end),
+        head,
+        messages,
+    })
+}
+
+/// A [`select_summaries`] row as a summary.
+pub(crate) fn summary(row: &Row, project_id: &str) -> Result<ConversationSummary, StoreError> {
+    let id = ConversationId::parse(row.get(0)).map_err(|e| {
+        StoreError::corrupt(
+            format!("a conversation of project '{project_id}' has an invalid id"),
+            e,
+        )
+    })?;
+    let updated_at = from_millis(row.get(3), &id, "updated_at")?;
+    Ok(ConversationSummary {
+        rojo: row.get(1),
+        title: row.get(2),
+        updated_at,
+        message_count: unsigned(row.get(4)),
+        stored_bytes: unsigned(row.get(5)),
+        id,
+    })
+}
+
+/// Stored texts back to messages; a text that is not JSON is reported by its index.
+fn parse_messages(
+    texts: Vec<String>,
+    id: &ConversationId,
+    first: u64,
+) -> Result<Vec<Value>, StoreError> {
+    (0u64..)
+        .zip(texts)
+        .map(|(index, json)| {
+            let seq = first.saturating_add(index);
+            serde_json::from_str(&json).map_err(|e| {
+                StoreError::corrupt(
+                    format!("conversation '{id}' message {seq} is not valid JSON"),
+                    e,
+                )
+            })
+        })
+        .collect()
+}
+
+/// Counts are never negative; a negative one (a hand-edited row) reads as 0.
+fn unsigned(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+fn from_millis(ms: i64, id: &ConversationId, field: &str) -> Result<OffsetDateTime, StoreError> {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).map_err(|e| {
+        StoreError::corrupt(
+            format!("conversation '{id}' has an impossible {field} {ms}"),
+            e,
+        )
+    })
+}

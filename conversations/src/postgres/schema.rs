@@ -1,0 +1,106 @@
+//! The PostgreSQL schema, its version (rows of `rojos_schema_versions`) and the migrations
+//! that bring any older database up to it. Migrating holds a transaction-scoped advisory
+//! lock, so when several hosts start at once one migrates and the others wait, then find
+//! nothing left to do. DDL is transactional in PostgreSQL: a failed step leaves no trace.
+//! To evolve the schema, append a step to `MIGRATIONS`; never edit a shipped one.
+
+use tokio_postgres::Client;
+
+/// Migration steps: `MIGRATIONS[n]` takes a database from version `n` to `n + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 1: conversations and their messages, as in the SQLite store (its versions 1 and 2).
+    //
+    // Times are Unix milliseconds (UTC) from the database's clock, so hosts' clocks need
+    // not agree. `activity` orders a project's conversations by last change: each create
+    // or append takes the next value of one sequence. `message_count` is also the `seq` of
+    // the next message; all messages of one `append` share its `step`. Messages are kept
+    // as the JSON text the host wrote (`text`, not `jsonb`, which would reorder keys), so
+    // they come back byte for byte and `stored_bytes` counts the same bytes as SQLite.
+    "CREATE FUNCTION rojos_now_ms() RETURNS bigint LANGUAGE sql VOLATILE
+        AS $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;
+    CREATE SEQUENCE conversation_activity;
+    CREATE TABLE conversations (
+        id            text PRIMARY KEY,
+        project_id    text NOT NULL,
+        rojo          text NOT NULL,
+        title         text,
+        created_at    bigint NOT NULL,
+        updated_at    bigint NOT NULL,
+        activity      bigint NOT NULL,
+        message_count bigint NOT NULL DEFAULT 0,
+        step_count    bigint NOT NULL DEFAULT 0,
+        stored_bytes  bigint NOT NULL DEFAULT 0
+    );
+    CREATE INDEX conversations_by_project_activity ON conversations (project_id, activity);
+    CREATE TABLE messages (
+        conversation_id text NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+        seq             bigint NOT NULL,
+        step            bigint NOT NULL,
+        json            text NOT NULL,
+        PRIMARY KEY (conversation_id, seq)
+    );",
+];
+
+/// The schema version this build creates and understands.
+pub const POSTGRES_SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The advisory lock key that serializes migrations: "rojos" in ASCII, then 1.
+const MIGRATION_LOCK: i64 = 0x726f_6a6f_7300_0001;
+
+/// What a migration did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Migration {
+    /// The version the database had.
+    pub from: i64,
+    /// The version it has now ([`POSTGRES_SCHEMA_VERSION`]).
+    pub to: i64,
+}
+
+/// What [`migrate`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Migrated {
+    /// The database is now at [`POSTGRES_SCHEMA_VERSION`].
+    Done(Migration),
+    /// The database has a newer version than this build knows; it was left alone.
+    TooNew { found: i64 },
+}
+
+/// Brings the database up to [`POSTGRES_SCHEMA_VERSION`] in one transaction under the
+/// migration lock.
+pub(crate) async fn migrate(client: &mut Client) -> Result<Migrated, tokio_postgres::Error> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS rojos_schema_versions (
+            version    bigint PRIMARY KEY,
+            applied_at timestamptz NOT NULL DEFAULT now()
+        )",
+    )
+    .await?;
+    let from: i64 = tx
+        .query_one(
+            "SELECT coalesce(max(version), 0)::bigint FROM rojos_schema_versions",
+            &[],
+        )
+        .await?
+        .get(0);
+    if from > POSTGRES_SCHEMA_VERSION {
+        return Ok(Migrated::TooNew { found: from });
+    }
+    // `from` is within 0..=POSTGRES_SCHEMA_VERSION here, so it indexes MIGRATIONS.
+    let start = usize::try_from(from).unwrap_or(0);
+    for (step, version) in MIGRATIONS[start..].iter().zip(from + 1..) {
+        tx.batch_execute(step).await?;
+        tx.execute(
+            "INSERT INTO rojos_schema_versions (version) VALUES ($1)",
+            &[&version],
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(Migrated::Done(Migration {
+        from,
+        to: POSTGRES_SCHEMA_VERSION,
+    }))
+}

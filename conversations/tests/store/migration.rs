@@ -1,0 +1,156 @@
+//! The PostgreSQL schema's migration: recorded by version, idempotent, safe when several
+//! hosts migrate at once, and refused (leaving the database alone) when a newer build
+//! migrated it. The SQLite file's own migration is in `persistence`.
+
+use std::sync::Arc;
+
+use rojos_conversations::{
+    ConversationStore, Migration, PostgresStore, StoreError, POSTGRES_SCHEMA_VERSION,
+};
+
+use crate::support::{chain, cluster, pg_options, user};
+
+fn versions(database: &str) -> String {
+    cluster()
+        .psql(
+            database,
+            "SELECT string_agg(version::text, ',' ORDER BY version) FROM rojos_schema_versions",
+        )
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn migrating_twice_migrates_once_and_keeps_the_data() {
+    let database = cluster().create_database().unwrap();
+    let options = pg_options(&database);
+
+    let first = PostgresStore::migrate(&options).await.unwrap();
+    let store = PostgresStore::open(&options).unwrap();
+    let id = store.create("demo", "default").await.unwrap();
+    store.append(&id, vec![user("kept")]).await.unwrap();
+    let second = PostgresStore::migrate(&options).await.unwrap();
+
+    assert_eq!(
+        first,
+        Migration {
+            from: 0,
+            to: POSTGRES_SCHEMA_VERSION
+        }
+    );
+    assert_eq!(
+        second,
+        Migration {
+            from: POSTGRES_SCHEMA_VERSION,
+            to: POSTGRES_SCHEMA_VERSION
+        }
+    );
+    assert_eq!(versions(&database), "1");
+    let messages = store.get(&id).await.unwrap().unwrap().messages;
+    assert_eq!(messages, vec![user("kept")]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_migrating_at_once_all_succeed_and_one_of_them_migrates() {
+    let database = cluster().create_database().unwrap();
+    let options = Arc::new(pg_options(&database));
+
+    let mut hosts = tokio::task::JoinSet::new();
+    for _ in 0..4 {
+        let options = Arc::clone(&options);
+        hosts.spawn(async move { PostgresStore::connect(&options).await });
+    }
+    let mut stores = Vec::new();
+    while let Some(started) = hosts.join_next().await {
+        stores.push(started.unwrap().unwrap());
+    }
+
+    assert_eq!(stores.len(), 4);
+    assert_eq!(versions(&database), "1", "each version recorded once");
+    let id = stores[0].create("demo", "default").await.unwrap();
+    stores[3]
+        .append(&id, vec![user("seen by all")])
+        .await
+        .unwrap();
+    assert_eq!(
+        stores[1].get(&id).await.unwrap().unwrap().messages,
+        vec![user("seen by all")]
+    );
+}
+
+#[tokio::test]
+async fn a_database_from_a_newer_build_is_refused_and_left_alone() {
+    let database = cluster().create_database().unwrap();
+    let options = pg_options(&database);
+    PostgresStore::migrate(&options).await.unwrap();
+    let newer = POSTGRES_SCHEMA_VERSION + 1;
+    cluster()
+        .psql(
+            &database,
+            &format!("INSERT INTO rojos_schema_versions (version) VALUES ({newer})"),
+        )
+        .unwrap();
+
+    let err = PostgresStore::connect(&options).await.unwrap_err();
+
+    assert!(
+        matches!(err, StoreError::DatabaseSchemaTooNew { .. }),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "conversation database {} has schema version {newer}, newer than version {} that this build knows",
+            options.database(),
+            POSTGRES_SCHEMA_VERSION
+        )
+    );
+    assert_eq!(versions(&database), format!("1,{newer}"));
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_refused_without_showing_either_password() {
+    let database = cluster().create_database().unwrap();
+    let options = pg_options(&database).with_password("not-the-password");
+
+    let err = PostgresStore::connect(&options).await.unwrap_err();
+
+    let text = chain(&err);
+    assert!(matches!(err, StoreError::Backend { .. }), "{text}");
+    assert!(
+        text.starts_with(&format!(
+            "conversation store could not migrate {}",
+            options.database()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("password authentication failed"), "{text}");
+    assert!(
+        !text.contains("not-the-password") && !text.contains(&cluster().password()),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_is_not_there_is_unavailable() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let options = rojos_conversations::PostgresOptions::from_url(&format!(
+        "postgres://rojos@127.0.0.1:{port}/nothing"
+    ))
+    .unwrap();
+
+    let err = PostgresStore::connect(&options).await.unwrap_err();
+
+    assert!(
+        matches!(err, StoreError::Unavailable { .. }),
+        "{}",
+        chain(&err)
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("conversation store could not migrate postgres://rojos@127.0.0.1:{port}/nothing: the database is unreachable")
+    );
+}

@@ -1,0 +1,209 @@
+//! `[store]`: where conversations are kept. The embedded SQLite file under the storage
+//! folder (the default), or a PostgreSQL database shared by several hosts, reached with a
+//! URL that must hold no password (it comes from the environment variable `password_env`
+//! names), a pool size, a connect time-out and TLS options.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rojos_conversations::{PostgresOptions, PostgresTls, UrlError};
+
+use super::{invalid, raw::RawStore, seconds_key, ConfigError, EnvLookup};
+
+/// The conversation store a host opens.
+#[derive(Debug, Clone)]
+pub enum StoreConfig {
+    /// One SQLite file, `<storage>/rojos.db`.
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// A PostgreSQL database (the password, if any, already read from the environment).
+    Postgres(Box<PostgresOptions>),
+}
+
+/// `[store]` validated; `storage` is the resolved storage folder, `resolve` makes a
+/// path from the file absolute.
+pub(super) fn parse_store(
+    raw: &RawStore,
+    storage: &Path,
+    env: EnvLookup<'_>,
+    resolve: &dyn Fn(&Path) -> PathBuf,
+) -> Result<StoreConfig, ConfigError> {
+    match raw.backend.as_deref().unwrap_or("sqlite") {
+        "sqlite" => {
+            if let Some(key) = postgres_only_key(raw) {
+                return Err(invalid(
+                    format!("store.{key}"),
+                    "only used with backend = \"postgres\"",
+                ));
+            }
+            Ok(StoreConfig::Sqlite {
+                path: storage.join("rojos.db"),
+            })
+        }
+        "postgres" => Ok(StoreConfig::Postgres(Box::new(parse_postgres(
+            raw, env, resolve,
+        )?))),
+        other => Err(invalid(
+            "store.backend",
+            format!("unknown backend \"{other}\": expected \"sqlite\" or \"postgres\""),
+        )),
+    }
+}
+
+fn postgres_only_key(raw: &RawStore) -> Option<&'static str> {
+    [
+        ("url", raw.url.is_some()),
+        ("password_env", raw.password_env.is_some()),
+        ("pool_size", raw.pool_size.is_some()),
+        ("connect_timeout_secs", raw.connect_timeout_secs.is_some()),
+        ("tls", raw.tls.is_some()),
+        ("ca_file", raw.ca_file.is_some()),
+    ]
+    .into_iter()
+    .find_map(|(key, set)| set.then_some(key))
+}
+
+fn parse_postgres(
+    raw: &RawStore,
+    env: EnvLookup<'_>,
+    resolve: &dyn Fn(&Path) -> PathBuf,
+) -> Result<PostgresOptions, ConfigError> {
+    let Some(url) = raw.url.as_deref() else {
+        return Err(invalid(
+            "store.url",
+            "required with backend = \"postgres\" (postgres://user@host:port/database)",
+        ));
+    };
+    let mut options = PostgresOptions::from_url(url).map_err(|e| match e {
+        UrlError::HasPassword => invalid(
+            "store.url",
+            "a password inside the url is refused: put it in an environment variable and name \
+             that variable in store.password_env",
+        ),
+        other => invalid("store.url", other.to_string()),
+    })?;
+    if let Some(var) = &raw.password_env {
+        let password = env(var).ok_or_else(|| {
+            invalid(
+                "store.password_env",
+                format!("environment variable {var} is not set"),
+            )
+        })?;
+        options = options.with_password(&password);
+    }
+    options.pool_size = match raw.pool_size {
+        Some(0) => return Err(invalid("store.pool_size", "must be at least 1")),
+        Some(size) => size,
+        None => options.pool_size,
+    };
+    options.connect_timeout = seconds_key(
+        "store.connect_timeout_secs",
+        raw.connect_timeout_secs,
+        Duration::from_secs(5),
+        600.0,
+    )?;
+    options.tls = parse_tls(raw, resolve)?;
+    Ok(options)
+}
+
+fn parse_tls(
+    raw: &RawStore,
+    resolve: &dyn Fn(&Path) -> PathBuf,
+) -> Result<PostgresTls, ConfigError> {
+    let ca_file = raw.ca_file.as_deref().map(resolve);
+    match (raw.tls.as_deref().unwrap_or("disable"), ca_file) {
+        ("verify-full", ca_file) => Ok(PostgresTls::VerifyFull { ca_file }),
+        (_, Some(_)) => Err(invalid(
+            "store.ca_file",
+            "only used with tls = \"verify-full\"",
+        )),
+        ("disable", None) => Ok(PostgresTls::Disable),
+        ("require", None) => Ok(PostgresTls::Require),
+        (other, None) => Err(invalid(
+            "store.tls",
+            format!(
+                "unknown mode \"{other}\": expected \"disable\", \"require\" or \"verify-full\""
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(toml_text: &str, env: EnvLookup<'_>) -> Result<StoreConfig, ConfigError> {
+        let raw: RawStore = toml::from_str(toml_text).unwrap();
+        parse_store(&raw, Path::new("/srv/storage"), env, &|p| {
+            Path::new("/etc/rojos").join(p)
+        })
+    }
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn the_default_is_the_sqlite_file_under_storage() {
+        let StoreConfig::Sqlite { path } = parse("", &no_env).unwrap() else {
+            panic!("expected sqlite");
+        };
+        assert_eq!(path, Path::new("/srv/storage/rojos.db"));
+    }
+
+    #[test]
+    fn postgres_takes_its_password_from_the_environment_and_never_shows_it() {
+        let env = |name: &str| (name == "PG_PASSWORD").then(|| "hunter22-secret".to_owned());
+        let text = "backend = \"postgres\"\nurl = \"postgres://rojos@db:5432/chats\"\n\
+                    password_env = \"PG_PASSWORD\"\npool_size = 4\nconnect_timeout_secs = 2\n\
+                    tls = \"verify-full\"\nca_file = \"ca.pem\"";
+        let StoreConfig::Postgres(options) = parse(text, &env).unwrap() else {
+            panic!("expected postgres");
+        };
+        assert_eq!(options.database(), "postgres://rojos@db:5432/chats");
+        assert_eq!(
+            (options.pool_size, options.connect_timeout),
+            (4, Duration::from_secs(2))
+        );
+        assert_eq!(
+            options.tls,
+            PostgresTls::VerifyFull {
+                ca_file: Some(PathBuf::from("/etc/rojos/ca.pem"))
+            }
+        );
+        assert!(!format!("{options:?}").contains("hunter22"));
+    }
+
+    #[test]
+    fn a_password_in_the_url_is_refused_without_repeating_it() {
+        let text = "backend = \"postgres\"\nurl = \"postgres://rojos:hunter22@db/chats\"";
+        let err = parse(text, &no_env).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "store.url: a password inside the url is refused: put it in an environment variable \
+             and name that variable in store.password_env"
+        );
+    }
+
+    #[test]
+    fn wrong_store_settings_name_their_key() {
+        let cases = [
+            ("backend = \"mysql\"", "store.backend: unknown backend \"mysql\": expected \"sqlite\" or \"postgres\""),
+            ("url = \"postgres://rojos@db/chats\"", "store.url: only used with backend = \"postgres\""),
+            ("backend = \"postgres\"", "store.url: required with backend = \"postgres\" (postgres://user@host:port/database)"),
+            ("backend = \"postgres\"\nurl = \"postgres://rojos@db/c\"\npassword_env = \"NOPE\"", "store.password_env: environment variable NOPE is not set"),
+            ("backend = \"postgres\"\nurl = \"postgres://rojos@db/c\"\ntls = \"on\"", "store.tls: unknown mode \"on\": expected \"disable\", \"require\" or \"verify-full\""),
+            ("backend = \"postgres\"\nurl = \"postgres://rojos@db/c\"\nca_file = \"x.pem\"", "store.ca_file: only used with tls = \"verify-full\""),
+            ("backend = \"postgres\"\nurl = \"postgres://rojos@db/c\"\npool_size = 0", "store.pool_size: must be at least 1"),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(
+                parse(text, &no_env).unwrap_err().to_string(),
+                expected,
+                "{text}"
+            );
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Opening the conversation store `[store]` chooses, and `rojos migrate`. PostgreSQL is
+//! migrated before the store is used, over a connection of its own made on a short-lived
+//! thread and runtime, so this works from synchronous start-up code and from inside a
+//! runtime alike; the store's pool connects later, on the server's runtime.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use rojos_conversations::{ConversationStore, PostgresStore, SqliteStore, StoreError};
+
+use crate::config::StoreConfig;
+
+/// The configured store, migrated to this build's schema.
+///
+/// # Errors
+///
+/// [`StoreError`] naming the file or database: unreachable, refused login, a schema newer
+/// than this build's.
+pub fn open(config: &StoreConfig) -> Result<Arc<dyn ConversationStore>, StoreError> {
+    match config {
+        StoreConfig::Sqlite { path } => Ok(Arc::new(SqliteStore::open(path)?)),
+        StoreConfig::Postgres(options) => {
+            on_own_runtime(PostgresStore::migrate(options))?;
+            Ok(Arc::new(PostgresStore::open(options)?))
+        }
+    }
+}
+
+/// `rojos migrate`: brings the store's schema to this build's version; the line to print.
+///
+/// # Errors
+///
+/// As [`open`].
+pub fn migrate(config: &StoreConfig) -> Result<String, StoreError> {
+    match config {
+        StoreConfig::Sqlite { path } => {
+            SqliteStore::open(path)?;
+            Ok(format!(
+                "conversation database {} is at schema version {}",
+                path.display(),
+                rojos_conversations::SCHEMA_VERSION
+            ))
+        }
+        StoreConfig::Postgres(options) => {
+            let migration = on_own_runtime(PostgresStore::migrate(options))?;
+            let database = options.database();
+            Ok(if migration.from == migration.to {
+                format!(
+                    "conversation database {database} is already at schema version {}",
+                    migration.to
+                )
+            } else {
+                format!(
+                    "conversation database {database} migrated from schema version {} to {}",
+                    migration.from, migration.to
+                )
+            })
+        }
+    }
+}
+
+/// Runs `work` to completion on a new thread with a runtime of its own.
+fn on_own_runtime<T: Send>(
+    work: impl Future<Output = Result<T, StoreError>> + Send,
+) -> Result<T, StoreError> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| StoreError::Backend {
+                        action: "start a runtime to migrate".to_owned(),
+                        source: Box::new(e),
+                    })?;
+                runtime.block_on(work)
+            })
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
