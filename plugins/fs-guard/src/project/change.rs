@@ -302,7 +302,7 @@ impl ProjectDir {
     }
 
     /// Opens a folder for reading (not `O_PATH`, so it can be synced), beneath the root.
-    fn open_folder(&self, path: &str) -> std::io::Result<Dir> {
+    pub(super) fn open_folder(&self, path: &str) -> std::io::Result<Dir> {
         let mut options = OpenOptions::new();
         options
             .read(true)

@@ -245,6 +245,8 @@ fn a_move_never_replaces_a_file_a_folder_or_a_link() {
         ("hello.txt", "dangling-in", "'dangling-in' already exists; moving never replaces anything: delete it first or choose another name"),
         ("hello.txt", "hello.txt", "'hello.txt' already exists; moving never replaces anything: delete it first or choose another name"),
         ("hello.txt", ".", "'.' already exists and is a folder; moving never replaces anything: to move into that folder, give the full new path, such as 'hello.txt'"),
+        ("hello.txt", "sub/..", "'sub/..' already exists and is a folder; moving never replaces anything: to move into that folder, give the full new path, such as 'hello.txt'"),
+        ("hello.txt", "sub/deeper/..", "'sub/deeper/..' does not end in a name: give the path of the file or folder itself, without '.' or '..' at the end"),
     ];
     for (from, to, expected) in cases {
         let message = refused(&fx, to, dir.rename(from, to), &REFUSED);
@@ -255,6 +257,21 @@ fn a_move_never_replaces_a_file_a_folder_or_a_link() {
     assert!(
         !fx.exists("missing.txt"),
         "the dangling link was written through"
+    );
+}
+
+#[test]
+fn only_a_folder_opens_as_a_folder() {
+    let fx = Fixture::new();
+    let dir = fx.project_dir();
+    assert!(dir.open_folder("sub").is_ok());
+    let error = dir
+        .open_folder("hello.txt")
+        .err()
+        .expect("a file is not a folder");
+    assert_eq!(
+        error.raw_os_error(),
+        Some(rustix::io::Errno::NOTDIR.raw_os_error())
     );
 }
 

@@ -145,11 +145,6 @@ impl ProjectDir {
         let dir = Dir::from_std_file(std::fs::File::from(owned));
         Ok(ProjectDir::new(dir, ctx.limits))
     }
-
-    /// The limits this project applies.
-    pub fn limits(&self) -> &Limits {
-        &self.limits
-    }
 }
 
 /// File or folder, else `None`.

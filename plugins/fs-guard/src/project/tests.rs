@@ -113,6 +113,22 @@ fn list_reports_in_root_links_with_their_target_type_and_omits_the_rest() {
 }
 
 #[test]
+fn a_write_through_a_dangling_link_on_the_way_says_the_way_is_not_a_folder() {
+    let fx = Fixture::new();
+    fx.plant_links();
+    let message = refused(
+        &fx,
+        "dangling-in/new.txt",
+        fx.project_dir().write_text("dangling-in/new.txt", "x"),
+        REFUSED,
+    );
+    assert_eq!(
+        message,
+        "'dangling-in/new.txt' is not a folder, or one of the folders on the way is a file"
+    );
+}
+
+#[test]
 fn write_text_never_creates_or_changes_anything_outside() {
     let fx = Fixture::new();
     fx.plant_links();
