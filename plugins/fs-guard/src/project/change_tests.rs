@@ -265,10 +265,9 @@ fn only_a_folder_opens_as_a_folder() {
     let fx = Fixture::new();
     let dir = fx.project_dir();
     assert!(dir.open_folder("sub").is_ok());
-    let error = dir
-        .open_folder("hello.txt")
-        .err()
-        .expect("a file is not a folder");
+    let Err(error) = dir.open_folder("hello.txt") else {
+        panic!("a file opened as a folder");
+    };
     assert_eq!(
         error.raw_os_error(),
         Some(rustix::io::Errno::NOTDIR.raw_os_error())
