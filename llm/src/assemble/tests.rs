@@ -543,3 +543,20 @@ fn a_proxy_repeating_id_and_name_on_every_delta_gives_one_call() {
     assert_eq!(t.tool_calls.len(), 1, "{:?}", t.tool_calls);
     assert_eq!(args(&t, 0), json!({"path": "a"}));
 }
+
+#[test]
+fn arguments_past_the_cap_are_cut_at_a_character_boundary_and_nothing_is_added_after() {
+    // "ab€": the cap of 4 falls inside the 3-byte `€`, so 2 bytes are kept; a later
+    // fragment that would fit in the room left is not appended to a cut call.
+    let (_, t) = run_capped(
+        &[
+            call(Some(0), Some("call_1"), Some("write_text_content"), "ab€"),
+            call(Some(0), None, None, "cd"),
+            finish("tool_calls"),
+        ],
+        4,
+    )
+    .unwrap();
+    assert_eq!(t.tool_calls[0].raw_arguments, "ab");
+    assert!(t.tool_calls[0].arguments.is_err());
+}
