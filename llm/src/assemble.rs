@@ -178,7 +178,7 @@ impl Assembler {
             self.tally.without_choices += 1;
         }
         let had_choices = !choices.is_empty();
-        let mut fragments = 0;
+        let mut had_fragments = false;
         let mut added = String::new();
         for choice in choices {
             // We ask for one choice; if a server sends several, keep the first.
@@ -193,7 +193,7 @@ impl Assembler {
                     added.push_str(&refusal);
                 }
                 for fragment in delta.tool_calls.unwrap_or_default() {
-                    fragments += 1;
+                    had_fragments = true;
                     let kept = self.add_fragment(fragment);
                     self.count(kept)?;
                 }
@@ -219,7 +219,7 @@ impl Assembler {
         }
         self.count(added.len())?;
         if added.is_empty() {
-            if had_choices && fragments == 0 {
+            if had_choices && !had_fragments {
                 self.tally.without_content += 1;
             }
             return Ok(None);
