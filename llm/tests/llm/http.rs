@@ -64,6 +64,8 @@ async fn request_streams_the_model_with_sanitised_tools_and_bearer_key() {
     assert_eq!(r.headers["authorization"], "Bearer sk-test-key");
     assert_eq!(r.headers["content-type"], "application/json");
     assert_eq!(r.headers["accept"], "text/event-stream");
+    let agent = r.headers["user-agent"].to_str().unwrap();
+    assert!(agent.starts_with("rojos-llm/"), "{agent}");
     assert_eq!(
         r.body,
         json!({
@@ -536,4 +538,24 @@ async fn the_assistant_message_round_trips_the_gemini_signature() {
         "{\"path\":\"docs/intro\"}"
     );
     assert!(msg["tool_calls"][0]["extra_content"]["google"]["thought_signature"].is_string());
+}
+
+#[tokio::test]
+async fn a_client_for_the_model_list_sends_no_turn_without_a_model() {
+    let up = ScriptedUpstream::start(vec![]).await;
+    let mut p = provider(&up);
+    p.model = String::new();
+    let client = Client::for_model_list(p).unwrap();
+    let debug = format!("{client:?}");
+    assert!(
+        debug.starts_with("Client {") && !debug.contains("sk-test-key"),
+        "{debug}"
+    );
+    let got = drain(client.stream_turn(&request())).await;
+    let error = got.result.unwrap_err();
+    assert!(
+        matches!(&error, LlmError::InvalidRequest { detail } if detail.starts_with("no model chosen for")),
+        "{error}"
+    );
+    assert!(up.requests().is_empty(), "nothing was sent");
 }
