@@ -25,6 +25,7 @@ mod provider_errors;
 mod provider_status;
 mod providers;
 mod secrets;
+mod several_hosts;
 mod support;
 mod tools_api;
 mod trust;

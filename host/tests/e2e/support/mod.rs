@@ -3,6 +3,7 @@
 pub mod binary;
 pub mod host;
 pub mod ndjson;
+pub mod nginx;
 pub mod pty;
 pub mod seed;
 pub mod upstream;

@@ -38,6 +38,8 @@ pub struct Turn {
     cut_after: Option<usize>,
     /// Pause before the first byte (e.g. time to first token).
     first_delay: Duration,
+    /// Send nothing until the test calls [`ScriptedUpstream::release`].
+    held: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -74,6 +76,7 @@ impl Turn {
             delay: Duration::ZERO,
             cut_after: None,
             first_delay: Duration::ZERO,
+            held: false,
         }
     }
 
@@ -212,6 +215,13 @@ impl Turn {
         self
     }
 
+    /// Sends nothing, not even the status, until the test calls [`ScriptedUpstream::release`]:
+    /// what the client has seen by then came before this turn, however slow the machine.
+    pub fn held(mut self) -> Turn {
+        self.held = true;
+        self
+    }
+
     /// Closes the connection after `bytes` bytes of the body.
     pub fn cut_after(mut self, bytes: usize) -> Turn {
         self.cut_after = Some(bytes);
@@ -276,8 +286,20 @@ struct Script {
     huge_sent: AtomicUsize,
     /// What `GET /v1/models` answers (`None`: 404).
     models: Mutex<Option<Models>>,
+    /// Opened by [`ScriptedUpstream::release`] for the [`Turn::held`] turns.
+    release: Release,
     /// The headers of every `GET /v1/models`.
     models_received: Mutex<Vec<HeaderMap>>,
+}
+
+/// The gate of the [`Turn::held`] turns: no permits until [`ScriptedUpstream::release`].
+#[derive(Debug)]
+struct Release(tokio::sync::Semaphore);
+
+impl Default for Release {
+    fn default() -> Self {
+        Release(tokio::sync::Semaphore::new(0))
+    }
 }
 
 /// What `GET /v1/models` answers.
@@ -378,6 +400,14 @@ impl ScriptedUpstream {
         self.script.huge_sent.load(Ordering::SeqCst)
     }
 
+    /// Lets every [`Turn::held`] turn, waiting or still to come, be sent.
+    pub fn release(&self) {
+        self.script
+            .release
+            .0
+            .add_permits(tokio::sync::Semaphore::MAX_PERMITS / 2);
+    }
+
     /// Panics if turns are left that the host never asked for.
     pub fn assert_consumed(&self) {
         let left = self.script.turns.lock().unwrap().len();
@@ -456,6 +486,9 @@ async fn serve_turn(
         )
             .into_response();
     };
+    if turn.held {
+        let _open = script.release.0.acquire().await.expect("never closed");
+    }
     match &turn.kind {
         TurnKind::HugeLine(bytes) => huge_line(script, *bytes),
         TurnKind::Status {
