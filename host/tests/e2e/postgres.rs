@@ -22,7 +22,7 @@ const UNAVAILABLE: &str =
     "the conversation database cannot be reached right now; try again in a moment";
 
 /// The environment variable the tests' `[store]` names for the password.
-const PASSWORD_VAR: &str = "ROJOS_E2E_PG_PASSWORD";
+pub(super) const PASSWORD_VAR: &str = "ROJOS_E2E_PG_PASSWORD";
 
 /// A PostgreSQL server of its own, for a test that stops and starts it.
 fn own_cluster() -> PgCluster {
@@ -30,7 +30,7 @@ fn own_cluster() -> PgCluster {
 }
 
 /// The PostgreSQL server of the tests that never stop it, stopped when the binary exits.
-fn cluster() -> &'static PgCluster {
+pub(super) fn cluster() -> &'static PgCluster {
     static CLUSTER: OnceLock<PgCluster> = OnceLock::new();
     CLUSTER.get_or_init(|| {
         PgCluster::start()
@@ -53,14 +53,14 @@ fn config_dir(cluster: &PgCluster, upstream: &ScriptedUpstream) -> tempfile::Tem
 }
 
 /// `rojos` serving `dir`, with `cluster`'s password in its environment.
-fn serve(cluster: &PgCluster, dir: &tempfile::TempDir) -> (RunningBinary, String) {
+pub(super) fn serve(cluster: &PgCluster, dir: &tempfile::TempDir) -> (RunningBinary, String) {
     let password = cluster.password();
     let rojos = RunningBinary::start(dir.path(), "info", &[(PASSWORD_VAR, &password)]);
     let url = rojos.url();
     (rojos, url)
 }
 
-async fn chat(url: &str, text: &str, conversation: Option<&str>) -> reqwest::Response {
+pub(super) async fn chat(url: &str, text: &str, conversation: Option<&str>) -> reqwest::Response {
     let mut body = json!({"projectId": "demo", "message": text});
     if let Some(id) = conversation {
         body["conversationId"] = json!(id);
@@ -201,12 +201,12 @@ fn rojos_migrate_migrates_once_then_says_the_schema_is_current() {
     assert_eq!(first.code, Some(0), "{first}");
     assert_eq!(
         first.stdout,
-        format!("conversation database {shown} migrated from schema version 0 to 1\n")
+        format!("conversation database {shown} migrated from schema version 0 to 2\n")
     );
     assert_eq!(second.code, Some(0), "{second}");
     assert_eq!(
         second.stdout,
-        format!("conversation database {shown} is already at schema version 1\n")
+        format!("conversation database {shown} is already at schema version 2\n")
     );
 }
 
