@@ -28,6 +28,7 @@ pub struct RunLease {
     leases: Arc<dyn RunLeases>,
     conversation: ConversationId,
     holder: LeaseHolder,
+    ttl: Duration,
     stop: CancellationToken,
     renewer: JoinHandle<()>,
     released: bool,
@@ -74,6 +75,7 @@ impl RunLease {
             leases: Arc::clone(leases),
             conversation: conversation.clone(),
             holder,
+            ttl,
             stop,
             renewer,
             released: false,
@@ -87,11 +89,43 @@ impl RunLease {
     }
 
     /// Stops renewing and gives the lease up; the next message may start a run at once.
+    /// When the backend cannot be reached (the outage that may have ended the run), the
+    /// release is retried in the background, so the conversation is free soon after the
+    /// database is back rather than only when the lease expires.
     pub async fn release(mut self) {
         self.renewer.abort();
         self.released = true;
-        if let Err(e) = self.leases.release(&self.conversation, self.holder).await {
-            tracing::warn!(error = %e, "run lease not released; it expires on its own");
+        let Err(e) = self.leases.release(&self.conversation, self.holder).await else {
+            return;
+        };
+        tracing::warn!(conversation_id = %self.conversation, error = %e, "run lease not released; retrying until it expires");
+        tokio::spawn(retry_release(
+            Arc::clone(&self.leases),
+            self.conversation.clone(),
+            self.holder,
+            self.ttl,
+        ));
+    }
+}
+
+/// How many times per time-to-live a release that failed is tried again.
+const RELEASE_RETRIES_PER_TTL: u32 = 10;
+
+/// Tries to release the lease every tenth of `ttl` until it works, or until a whole `ttl`
+/// has passed (by then it has expired: it was last renewed before this began).
+async fn retry_release(
+    leases: Arc<dyn RunLeases>,
+    conversation: ConversationId,
+    holder: LeaseHolder,
+    ttl: Duration,
+) {
+    let expired = Instant::now() + ttl;
+    let every = ttl / RELEASE_RETRIES_PER_TTL;
+    while Instant::now() + every < expired {
+        tokio::time::sleep(every).await;
+        if leases.release(&conversation, holder).await.is_ok() {
+            tracing::info!(conversation_id = %conversation, "run lease released after a retry");
+            return;
         }
     }
 }
@@ -177,12 +211,27 @@ mod tests {
 
     const LEASE_TTL: Duration = Duration::from_secs(30);
 
-    /// Leases in a map whose next `failing` renewals fail as with a database that cannot be
-    /// reached.
+    /// Leases in a map whose next `failing` renewals and `failing_releases` releases fail
+    /// as with a database that cannot be reached.
     #[derive(Debug, Default)]
     struct Unreachable {
         inner: LocalRunLeases,
         failing: AtomicUsize,
+        failing_releases: AtomicUsize,
+    }
+
+    /// Counts one failure down; `Err` while any was left.
+    fn fail_once(left: &AtomicUsize) -> Result<(), StoreError> {
+        match left.load(Ordering::SeqCst) {
+            0 => Ok(()),
+            n => {
+                left.store(n - 1, Ordering::SeqCst);
+                Err(StoreError::Unavailable {
+                    action: "renew or release".to_owned(),
+                    source: "connection refused".into(),
+                })
+            }
+        }
     }
 
     #[async_trait]
@@ -201,15 +250,8 @@ mod tests {
             holder: LeaseHolder,
             ttl: Duration,
         ) -> Result<bool, StoreError> {
-            let failing = self.failing.load(Ordering::SeqCst);
-            if failing == 0 {
-                return self.inner.renew(conversation, holder, ttl).await;
-            }
-            self.failing.store(failing - 1, Ordering::SeqCst);
-            Err(StoreError::Unavailable {
-                action: "renew".to_owned(),
-                source: "connection refused".into(),
-            })
+            fail_once(&self.failing)?;
+            self.inner.renew(conversation, holder, ttl).await
         }
 
         async fn release(
@@ -217,6 +259,7 @@ mod tests {
             conversation: &ConversationId,
             holder: LeaseHolder,
         ) -> Result<(), StoreError> {
+            fail_once(&self.failing_releases)?;
             self.inner.release(conversation, holder).await
         }
     }
@@ -248,6 +291,29 @@ mod tests {
         assert!(
             stopped_after < LEASE_TTL,
             "stopped before the lease could expire ({stopped_after:?})"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_release_that_fails_is_retried_until_it_works() {
+        let leases: Arc<dyn RunLeases> = Arc::new(Unreachable {
+            failing_releases: AtomicUsize::new(2),
+            ..Unreachable::default()
+        });
+        let id = ConversationId::generate();
+        let lease = RunLease::acquire(&leases, &id, LEASE_TTL, CancellationToken::new())
+            .await
+            .unwrap()
+            .unwrap();
+        lease.release().await;
+        assert!(
+            leases.acquire(&id, LEASE_TTL).await.unwrap().is_none(),
+            "not released yet"
+        );
+        tokio::time::sleep(LEASE_TTL / 2).await;
+        assert!(
+            leases.acquire(&id, LEASE_TTL).await.unwrap().is_some(),
+            "released by a retry, before the lease expired"
         );
     }
 

@@ -7,11 +7,11 @@
 //! (`[store] run_lease_secs`, short here), then the other host takes it and closes the
 //! interrupted history, which stays one a provider accepts.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::postgres::{chat, cluster, serve};
+use crate::postgres::{chat, chat_once_free, cluster, serve};
 use crate::support::{
     binary::RunningBinary,
     host::{client, HostConfig, TOKEN},
@@ -239,14 +239,7 @@ async fn a_host_killed_mid_run_frees_the_conversation_after_its_lease_and_leaves
     let held = chat(&hosts.b_url, "too soon", Some(&conversation)).await;
     assert_eq!(held.status(), 409, "the dead host's lease still holds");
 
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let next = loop {
-        let response = chat(&hosts.b_url, "go on", Some(&conversation)).await;
-        if response.status() != 409 || Instant::now() > deadline {
-            break response;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let next = chat_once_free(&hosts.b_url, "go on", &conversation).await;
     assert_eq!(next.status(), 200, "free once the lease expired");
     let next = Stream::read(next).await;
     assert_eq!(next.text(), "answered by B");
