@@ -15,8 +15,8 @@
 //! - `sqlite`: [`SqliteStore`]: connections (`pool`), schema and migrations
 //!   (`schema`) and the blocking queries (`queries`).
 //! - `postgres`: [`PostgresStore`]: options and pool (`connect`), TLS (`tls`), schema and
-//!   migrations under an advisory lock (`schema`), the SQL (`queries`), and which failures
-//!   mean an unreachable database (`failure`).
+//!   migrations under an advisory lock (`schema`), the SQL (`queries`), which failures
+//!   mean an unreachable database (`failure`), and [`PostgresRunLeases`] (`lease`).
 //! - `test_cluster` (feature `test-cluster`): a throwaway PostgreSQL server for tests.
 //!
 //! # Example
@@ -50,7 +50,8 @@ pub use error::StoreError;
 pub use id::ConversationId;
 pub use lease::{LeaseHolder, LocalRunLeases, RunLeases};
 pub use postgres::{
-    Migration, PostgresOptions, PostgresStore, PostgresTls, UrlError, POSTGRES_SCHEMA_VERSION,
+    Migration, PostgresOptions, PostgresRunLeases, PostgresStore, PostgresTls, UrlError,
+    POSTGRES_SCHEMA_VERSION,
 };
 pub use sqlite::{SqliteOptions, SqliteStore, SCHEMA_VERSION};
 pub use store::{

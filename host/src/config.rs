@@ -74,6 +74,9 @@ pub struct Config {
     pub storage: PathBuf,
     /// Where conversations are kept (`[store]`).
     pub store: StoreConfig,
+    /// How long a run's lease on its conversation lasts unless renewed (`[store]
+    /// run_lease_secs`): how long a conversation stays locked after its host died mid-run.
+    pub run_lease: Duration,
     /// Who may call the API, and on which projects. Empty: the server makes one token at start.
     pub tokens: Vec<TokenConfig>,
     /// Which plugins to load and how to run them.
@@ -300,6 +303,7 @@ impl ConfigFile {
         let bind = parse_bind(server.bind.as_deref())?;
         let storage = resolve(server.storage.as_deref().unwrap_or(Path::new("storage")));
         let store = store::parse_store(&raw.store, &storage, env, &resolve)?;
+        let run_lease = store::parse_run_lease(&raw.store)?;
 
         let tokens = parse_tokens(&raw.auth.tokens, env)?;
         let plugins = parse_plugins(&raw.plugins, &resolve)?;
@@ -345,6 +349,7 @@ impl ConfigFile {
             bind,
             storage,
             store,
+            run_lease,
             tokens,
             plugins,
             limits,

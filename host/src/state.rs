@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use rojos_conversations::{LocalRunLeases, StoreError};
+use rojos_conversations::StoreError;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
@@ -181,17 +181,19 @@ fn watch_dropins(
 }
 
 /// The agent that runs chats: the conversation store `[store]` chooses opened (and
-/// migrated), leases in this process.
+/// migrated), with its run leases.
 fn agent(
     config: &Config,
     registry: &Arc<RegistryHandle>,
     storage: &Arc<Storage>,
     metrics: &Arc<Metrics>,
 ) -> Result<Agent, StartError> {
+    let opened = crate::store::open(&config.store)?;
     Ok(Agent {
         registry: Arc::clone(registry),
-        store: crate::store::open(&config.store)?,
-        leases: Arc::new(LocalRunLeases::new()),
+        store: opened.store,
+        leases: opened.leases,
+        run_lease: config.run_lease,
         storage: Arc::clone(storage),
         limits: config.limits,
         call_timeout: config.plugins.call_timeout,

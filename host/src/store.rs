@@ -1,4 +1,6 @@
-//! Opening the conversation store `[store]` chooses, and `rojos migrate`. PostgreSQL is
+//! Opening the conversation store `[store]` chooses, with the run leases that go with it
+//! (in this process for SQLite, one process per file; in the database for PostgreSQL,
+//! shared by every host), and `rojos migrate`. PostgreSQL is
 //! migrated before the store is used, over a connection of its own made on a short-lived
 //! thread and runtime, so this works from synchronous start-up code and from inside a
 //! runtime alike; the store's pool connects later, on the server's runtime.
@@ -6,22 +8,47 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use rojos_conversations::{ConversationStore, PostgresStore, SqliteStore, StoreError};
+use rojos_conversations::{
+    ConversationStore, LocalRunLeases, PostgresStore, RunLeases, SqliteStore, StoreError,
+};
 
 use crate::config::StoreConfig;
 
-/// The configured store, migrated to this build's schema.
+/// A conversation store and the run leases of its conversations.
+pub struct OpenedStore {
+    /// The conversations.
+    pub store: Arc<dyn ConversationStore>,
+    /// Who may run in which conversation.
+    pub leases: Arc<dyn RunLeases>,
+}
+
+impl std::fmt::Debug for OpenedStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenedStore")
+            .field("leases", &self.leases)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The configured store, migrated to this build's schema, and its run leases.
 ///
 /// # Errors
 ///
 /// [`StoreError`] naming the file or database: unreachable, refused login, a schema newer
 /// than this build's.
-pub fn open(config: &StoreConfig) -> Result<Arc<dyn ConversationStore>, StoreError> {
+pub fn open(config: &StoreConfig) -> Result<OpenedStore, StoreError> {
     match config {
-        StoreConfig::Sqlite { path } => Ok(Arc::new(SqliteStore::open(path)?)),
+        StoreConfig::Sqlite { path } => Ok(OpenedStore {
+            store: Arc::new(SqliteStore::open(path)?),
+            leases: Arc::new(LocalRunLeases::new()),
+        }),
         StoreConfig::Postgres(options) => {
             on_own_runtime(PostgresStore::migrate(options))?;
-            Ok(Arc::new(PostgresStore::open(options)?))
+            let store = PostgresStore::open(options)?;
+            Ok(OpenedStore {
+                leases: Arc::new(store.run_leases()),
+                store: Arc::new(store),
+            })
         }
     }
 }

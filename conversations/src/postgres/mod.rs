@@ -2,10 +2,11 @@
 //! can share. Calls borrow a connection from an async pool (`connect`: deadpool-postgres
 //! over tokio-postgres, TLS in `tls`) and run one statement each (`queries`); the schema is
 //! versioned and migrated under an advisory lock (`schema`); `failure` tells an unreachable
-//! database from other errors.
+//! database from other errors; `lease` keeps the hosts' run leases in the same database.
 
 mod connect;
 mod failure;
+mod lease;
 mod queries;
 mod schema;
 mod tls;
@@ -18,6 +19,7 @@ use deadpool_postgres::{Object, Pool};
 use serde_json::Value;
 
 pub use connect::{PostgresOptions, PostgresTls, UrlError};
+pub use lease::PostgresRunLeases;
 pub use schema::{Migration, POSTGRES_SCHEMA_VERSION};
 
 use crate::error::StoreError;
@@ -106,6 +108,12 @@ impl PostgresStore {
                 supported: POSTGRES_SCHEMA_VERSION,
             }),
         }
+    }
+
+    /// The run leases kept in this store's database, over the same connection pool: what
+    /// every host sharing the database uses so one run at a time writes to a conversation.
+    pub fn run_leases(&self) -> PostgresRunLeases {
+        PostgresRunLeases::new(self.pool.clone())
     }
 
     /// The database, as messages name it: `postgres://user@host:port/database`.

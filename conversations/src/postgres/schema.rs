@@ -39,6 +39,14 @@ const MIGRATIONS: &[&str] = &[
         json            text NOT NULL,
         PRIMARY KEY (conversation_id, seq)
     );",
+    // 2: run leases, one row per conversation with a run (or a crashed run's leftover),
+    // shared by every host (see `crate::lease` and `super::lease`). Times are the
+    // database's clock.
+    "CREATE TABLE run_leases (
+        conversation_id text PRIMARY KEY REFERENCES conversations (id) ON DELETE CASCADE,
+        holder          uuid NOT NULL,
+        expires_at      timestamptz NOT NULL
+    );",
 ];
 
 /// The schema version this build creates and understands.

@@ -4,10 +4,12 @@
 //! a `PostgresStore` on its own database of a throwaway PostgreSQL server. They check the
 //! public `ConversationStore` API, plus raw SQL where the data itself is the point (a
 //! forced mid-step failure, a corrupt row). `persistence` is about the SQLite file,
-//! `migration` about the PostgreSQL schema.
+//! `migration` about the PostgreSQL schema. `leases` runs the run-lease tests on both
+//! lease implementations.
 
 mod atomicity;
 mod concurrency;
+mod leases;
 mod listing;
 mod migration;
 mod paging;

@@ -45,6 +45,8 @@ pub struct Agent {
     pub store: Arc<dyn ConversationStore>,
     /// Which conversations have a run in progress (one at a time each).
     pub leases: Arc<dyn RunLeases>,
+    /// How long a run's lease lasts unless renewed (it is renewed three times as often).
+    pub run_lease: Duration,
     /// Project folders.
     pub storage: Arc<Storage>,
     /// Limits for file tools.
@@ -110,7 +112,13 @@ impl Agent {
         &self,
         conversation: &ConversationId,
     ) -> Result<Option<RunLease>, StoreError> {
-        RunLease::acquire(&self.leases, conversation, self.shutdown.child_token()).await
+        RunLease::acquire(
+            &self.leases,
+            conversation,
+            self.run_lease,
+            self.shutdown.child_token(),
+        )
+        .await
     }
 
     /// Spawns a run; the receiver yields its events and ends after `DONE`. Dropping the

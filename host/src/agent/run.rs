@@ -23,6 +23,10 @@ use crate::{
     registry::Registry,
 };
 
+/// The closing message stored before a new user message when the run before it ended
+/// without closing the history.
+pub(super) const INTERRUPTED: &str = "(no answer: the run was interrupted)";
+
 /// Runs one user message to its end and sends `DONE`.
 pub(super) async fn run(agent: Arc<Agent>, request: RunRequest, tx: mpsc::Sender<Event>) {
     let span = tracing::info_span!(
@@ -116,8 +120,15 @@ struct Run<'a> {
 
 impl Run<'_> {
     async fn steps(&mut self) -> Result<StopReason, StoreError> {
-        self.store(vec![user_message(&self.request.message)])
-            .await?;
+        let mut first = Vec::with_capacity(2);
+        // A run that could not close the history (its host was killed mid-run, or the
+        // database went away) left it on a user or tool message: closed here, in the same
+        // step as the new message, so it stays one every provider accepts.
+        if history::needs_closing(&self.history) {
+            first.push(assistant_text_message(INTERRUPTED));
+        }
+        first.push(user_message(&self.request.message));
+        self.store(first).await?;
         let rojo = &self.request.rojo;
         let client = &self.request.client;
         let root = match self.agent.storage.project_root(&self.request.project) {

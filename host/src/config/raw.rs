@@ -35,6 +35,7 @@ pub(super) struct RawStore {
     pub(super) connect_timeout_secs: Option<f64>,
     pub(super) tls: Option<String>,
     pub(super) ca_file: Option<PathBuf>,
+    pub(super) run_lease_secs: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -1,7 +1,8 @@
 //! `[store]`: where conversations are kept. The embedded SQLite file under the storage
 //! folder (the default), or a PostgreSQL database shared by several hosts, reached with a
 //! URL that must hold no password (it comes from the environment variable `password_env`
-//! names), a pool size, a connect time-out and TLS options.
+//! names), a pool size, a connect time-out and TLS options. Also how long a run's lease on
+//! its conversation lasts unless renewed (`run_lease_secs`, either backend).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -50,6 +51,17 @@ pub(super) fn parse_store(
             format!("unknown backend \"{other}\": expected \"sqlite\" or \"postgres\""),
         )),
     }
+}
+
+/// `store.run_lease_secs`: how long a run lease lasts unless renewed, so how long a
+/// conversation stays locked after its host died mid-run (default 30 s).
+pub(super) fn parse_run_lease(raw: &RawStore) -> Result<Duration, ConfigError> {
+    seconds_key(
+        "store.run_lease_secs",
+        raw.run_lease_secs,
+        Duration::from_secs(30),
+        3600.0,
+    )
 }
 
 fn postgres_only_key(raw: &RawStore) -> Option<&'static str> {
@@ -174,6 +186,22 @@ mod tests {
             }
         );
         assert!(!format!("{options:?}").contains("hunter22"));
+    }
+
+    #[test]
+    fn the_run_lease_lasts_30_seconds_unless_set_within_an_hour() {
+        let lease = |text: &str| parse_run_lease(&toml::from_str(text).unwrap());
+        assert_eq!(lease("").unwrap(), Duration::from_secs(30));
+        assert_eq!(
+            lease("run_lease_secs = 2.5").unwrap(),
+            Duration::from_millis(2500)
+        );
+        for wrong in ["run_lease_secs = 0", "run_lease_secs = 3601"] {
+            assert_eq!(
+                lease(wrong).unwrap_err().to_string(),
+                "store.run_lease_secs: must be between 0 and 3600 seconds"
+            );
+        }
     }
 
     #[test]

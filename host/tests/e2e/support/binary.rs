@@ -115,6 +115,12 @@ impl RunningBinary {
         }
     }
 
+    /// Kills the process with SIGKILL (no shutdown, nothing flushed) and waits for it.
+    pub fn kill(&mut self) {
+        self.child.kill().expect("kill rojos");
+        let _ = self.child.wait();
+    }
+
     /// The address from `rojos listening on http://ADDR/`.
     pub fn url(&self) -> String {
         let out = Self::wait_for(&self.stdout, "rojos listening on ", "the listening line");

@@ -1,0 +1,145 @@
+//! [`PostgresRunLeases`]: the run leases of every host sharing one PostgreSQL database, as
+//! rows of `run_leases` (schema version 2). Each operation is one statement, so taking a
+//! lease, checking it and giving it up are atomic across hosts; expiry uses the database's
+//! clock only (`now()`), so the hosts' clocks need not agree. The statements are the ones
+//! `crate::lease` describes.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Object, Pool};
+use tokio_postgres::error::SqlState;
+
+use super::failure::{pool_failed, query_failed};
+use crate::error::StoreError;
+use crate::id::ConversationId;
+use crate::lease::{LeaseHolder, RunLeases};
+
+/// Takes the lease when it is free or expired: a row comes back only then.
+const ACQUIRE: &str = "INSERT INTO run_leases (conversation_id, holder, expires_at)
+     VALUES ($1, $2::text::uuid, now() + $3::bigint * interval '1 millisecond')
+     ON CONFLICT (conversation_id) DO UPDATE
+         SET holder = excluded.holder, expires_at = excluded.expires_at
+         WHERE run_leases.expires_at <= now()
+     RETURNING holder";
+
+/// Extends the lease while its holder still has it (not expired, not taken over).
+const RENEW: &str = "UPDATE run_leases
+     SET expires_at = now() + $3::bigint * interval '1 millisecond'
+     WHERE conversation_id = $1 AND holder = $2::text::uuid AND expires_at > now()";
+
+/// Gives the lease up if the holder still has it.
+const RELEASE: &str =
+    "DELETE FROM run_leases WHERE conversation_id = $1 AND holder = $2::text::uuid";
+
+/// Run leases in the PostgreSQL database of a [`PostgresStore`](crate::PostgresStore),
+/// through its connection pool (see [`PostgresStore::run_leases`](crate::PostgresStore::run_leases)).
+///
+/// While the database cannot be reached, calls fail with [`StoreError::Unavailable`].
+#[derive(Clone)]
+pub struct PostgresRunLeases {
+    pool: Pool,
+}
+
+impl std::fmt::Debug for PostgresRunLeases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresRunLeases").finish_non_exhaustive()
+    }
+}
+
+impl PostgresRunLeases {
+    pub(super) fn new(pool: Pool) -> Self {
+        Self { pool }
+    }
+
+    async fn client(&self, action: &(dyn Fn() -> String + Sync)) -> Result<Object, StoreError> {
+        self.pool.get().await.map_err(|e| pool_failed(action(), e))
+    }
+}
+
+#[async_trait]
+impl RunLeases for PostgresRunLeases {
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`] when the conversation does not exist (the lease row
+    /// references it).
+    async fn acquire(
+        &self,
+        conversation: &ConversationId,
+        ttl: Duration,
+    ) -> Result<Option<LeaseHolder>, StoreError> {
+        let action = || format!("take the run lease of conversation '{conversation}'");
+        let client = self.client(&action).await?;
+        let holder = LeaseHolder::generate();
+        let statement = client
+            .prepare_cached(ACQUIRE)
+            .await
+            .map_err(|e| query_failed(action(), e))?;
+        let taken = client
+            .query_opt(
+                &statement,
+                &[&conversation.as_str(), &uuid_text(holder), &millis(ttl)],
+            )
+            .await;
+        match taken {
+            Ok(row) => Ok(row.map(|_| holder)),
+            Err(e) if e.code() == Some(&SqlState::FOREIGN_KEY_VIOLATION) => {
+                Err(StoreError::NotFound {
+                    id: conversation.clone(),
+                })
+            }
+            Err(e) => Err(query_failed(action(), e)),
+        }
+    }
+
+    async fn renew(
+        &self,
+        conversation: &ConversationId,
+        holder: LeaseHolder,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let action = || format!("renew the run lease of conversation '{conversation}'");
+        let client = self.client(&action).await?;
+        let statement = client
+            .prepare_cached(RENEW)
+            .await
+            .map_err(|e| query_failed(action(), e))?;
+        let renewed = client
+            .execute(
+                &statement,
+                &[&conversation.as_str(), &uuid_text(holder), &millis(ttl)],
+            )
+            .await
+            .map_err(|e| query_failed(action(), e))?;
+        Ok(renewed == 1)
+    }
+
+    async fn release(
+        &self,
+        conversation: &ConversationId,
+        holder: LeaseHolder,
+    ) -> Result<(), StoreError> {
+        let action = || format!("release the run lease of conversation '{conversation}'");
+        let client = self.client(&action).await?;
+        let statement = client
+            .prepare_cached(RELEASE)
+            .await
+            .map_err(|e| query_failed(action(), e))?;
+        client
+            .execute(&statement, &[&conversation.as_str(), &uuid_text(holder)])
+            .await
+            .map_err(|e| query_failed(action(), e))?;
+        Ok(())
+    }
+}
+
+/// The holder as PostgreSQL reads a UUID: 32 hex digits (sent as text and cast, so the
+/// client needs no UUID type).
+fn uuid_text(holder: LeaseHolder) -> String {
+    format!("{:032x}", holder.as_u128())
+}
+
+/// A time-to-live in whole milliseconds, as the statements take it.
+fn millis(ttl: Duration) -> i64 {
+    i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX)
+}
