@@ -225,6 +225,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_answers_and_in_stream_errors_carry_the_provider_s_own_message() {
+        let status = LlmError::Status {
+            provider: "h".into(),
+            code: 400,
+            message: "bad tools".into(),
+            codes: Vec::new(),
+        };
+        assert_eq!(status.provider_message(), Some("bad tools"));
+        let in_stream = LlmError::Provider {
+            provider: "h".into(),
+            message: "overloaded".into(),
+            code: None,
+        };
+        assert_eq!(in_stream.provider_message(), Some("overloaded"));
+        let cut = LlmError::StreamCut {
+            provider: "h".into(),
+            source: None,
+        };
+        assert_eq!(cut.provider_message(), None);
+    }
+
+    #[test]
     fn messages_are_lowercase_and_name_the_host() {
         let e = LlmError::Status {
             provider: "api.example.com".into(),

@@ -398,6 +398,12 @@ fn transport_failures_say_why_the_provider_was_unreachable() {
     assert_eq!(connect(slow), Fault::Unreachable(Reach::TimedOut));
     let reset = std::io::Error::new(ErrorKind::ConnectionReset, "connection reset by peer");
     assert_eq!(connect(reset), Fault::Unreachable(Reach::Other));
+    // A time-out known only from the words of an error that is not an io::Error of that kind.
+    let said_slow = std::io::Error::other("operation timed out");
+    assert_eq!(
+        connect(Wrapped("error sending request", said_slow)),
+        Fault::Unreachable(Reach::TimedOut)
+    );
 }
 
 #[test]

@@ -355,6 +355,24 @@ async fn keep_alive_comments_alone_hit_the_idle_timeout() {
 }
 
 #[tokio::test]
+async fn a_turn_past_its_deadline_is_a_turn_timeout_not_an_idle_one() {
+    // Data keeps coming (so the idle limit never hits), but the whole turn takes too long.
+    let up = ScriptedUpstream::start(vec![Reply::sse(
+        TEXT,
+        End::KeepAlive {
+            every: Duration::from_millis(20),
+            count: 3000,
+        },
+    )])
+    .await;
+    let mut p = provider(&up);
+    p.timeouts.idle = Duration::from_secs(30);
+    p.timeouts.turn = Duration::from_millis(400);
+    let err = turn(p).await.result.unwrap_err();
+    assert!(matches!(err, LlmError::TurnTimeout { .. }), "{err:?}");
+}
+
+#[tokio::test]
 async fn dropping_the_stream_drops_the_upstream_connection() {
     let up = ScriptedUpstream::start(vec![Reply::sse(
         TEXT,
