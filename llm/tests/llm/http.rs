@@ -355,21 +355,23 @@ async fn keep_alive_comments_alone_hit_the_idle_timeout() {
 }
 
 #[tokio::test]
-async fn a_turn_past_its_deadline_is_a_turn_timeout_not_an_idle_one() {
-    // Data keeps coming (so the idle limit never hits), but the whole turn takes too long.
-    let up = ScriptedUpstream::start(vec![Reply::sse(
-        TEXT,
-        End::KeepAlive {
-            every: Duration::from_millis(20),
-            count: 3000,
-        },
-    )])
-    .await;
-    let mut p = provider(&up);
+async fn a_provider_silent_past_the_turn_deadline_is_a_turn_timeout_not_an_idle_one() {
+    // It accepts the connection and never answers: the idle limit is far off, the turn's
+    // deadline is what ends the wait for its headers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            open.push(socket);
+        }
+    });
+    let mut p = Provider::new(format!("http://{address}/v1"), "test-model");
     p.timeouts.idle = Duration::from_secs(30);
     p.timeouts.turn = Duration::from_millis(400);
     let err = turn(p).await.result.unwrap_err();
     assert!(matches!(err, LlmError::TurnTimeout { .. }), "{err:?}");
+    held.abort();
 }
 
 #[tokio::test]
