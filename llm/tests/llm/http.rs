@@ -515,6 +515,22 @@ async fn a_json_answer_over_the_event_cap_is_too_large_and_not_retried() {
 }
 
 #[tokio::test]
+async fn a_json_answer_of_exactly_the_event_cap_is_read_whole() {
+    let answer = |pad: &str| {
+        json!({"choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "ok"}}], "padding": pad})
+    };
+    let cap = 73_728; // max_turn_bytes 4096: 8 KiB + 64 KiB
+    let pad = "p".repeat(cap - answer("").to_string().len());
+    let completion = answer(&pad);
+    assert_eq!(completion.to_string().len(), cap);
+    let up = ScriptedUpstream::start(vec![Reply::Json(completion)]).await;
+    let mut p = provider(&up);
+    p.limits.max_turn_bytes = 4096;
+    assert_eq!(turn(p).await.result.unwrap().text, "ok");
+}
+
+#[tokio::test]
 async fn a_json_answer_past_the_turn_limit_is_too_large() {
     let completion = json!({"choices": [{"index": 0, "finish_reason": "stop",
         "message": {"role": "assistant", "content": "x".repeat(5000)}}]});
