@@ -467,3 +467,29 @@ fn the_other_variants_have_their_own_fault() {
         assert_eq!(error.fault(), fault, "{error}");
     }
 }
+
+#[test]
+fn each_sign_alone_is_enough_the_status_the_code_or_the_words() {
+    check(&[
+        // A proxy's own 413, with nothing about tokens in it.
+        (
+            413,
+            "<html><body>413 Request Entity Too Large</body></html>",
+            Fault::ContextTooLong,
+        ),
+        // A bare 429.
+        (429, "slow down", Fault::RateLimited),
+        // The code alone, under another status.
+        (
+            400,
+            r#"{"error":{"message":"try later","code":"rate_limit_exceeded"}}"#,
+            Fault::RateLimited,
+        ),
+        // The words alone.
+        (
+            400,
+            r#"{"error":{"message":"Too many requests, please wait"}}"#,
+            Fault::RateLimited,
+        ),
+    ]);
+}
