@@ -491,5 +491,12 @@ fn each_sign_alone_is_enough_the_status_the_code_or_the_words() {
             r#"{"error":{"message":"Too many requests, please wait"}}"#,
             Fault::RateLimited,
         ),
+        // A bare 403.
+        (403, "no", Fault::Forbidden),
     ]);
+    // A provider overloaded, said only in words inside a stream.
+    assert_eq!(
+        in_stream(r#"{"error":{"message":"The engine is overloaded, retry later"}}"#),
+        Fault::ProviderDown
+    );
 }
