@@ -20,6 +20,7 @@ mod limits;
 mod load;
 mod metrics;
 mod model_turns;
+mod outage;
 mod plugins;
 mod postgres;
 mod provider_errors;

@@ -18,14 +18,14 @@ use crate::support::{
     upstream::{ScriptedUpstream, Turn},
 };
 
-const UNAVAILABLE: &str =
+pub(super) const UNAVAILABLE: &str =
     "the conversation database cannot be reached right now; try again in a moment";
 
 /// The environment variable the tests' `[store]` names for the password.
 pub(super) const PASSWORD_VAR: &str = "ROJOS_E2E_PG_PASSWORD";
 
 /// A PostgreSQL server of its own, for a test that stops and starts it.
-fn own_cluster() -> PgCluster {
+pub(super) fn own_cluster() -> PgCluster {
     PgCluster::start().unwrap_or_else(|e| panic!("cannot start the test PostgreSQL server: {e}"))
 }
 
@@ -39,7 +39,7 @@ pub(super) fn cluster() -> &'static PgCluster {
 }
 
 /// A config folder whose `rojos.toml` keeps conversations in a new database of `cluster`.
-fn config_dir(cluster: &PgCluster, upstream: &ScriptedUpstream) -> tempfile::TempDir {
+pub(super) fn config_dir(cluster: &PgCluster, upstream: &ScriptedUpstream) -> tempfile::TempDir {
     let database = cluster.create_database().unwrap();
     let store = format!(
         "[store]\nbackend = \"postgres\"\nurl = \"{}\"\npassword_env = \"{PASSWORD_VAR}\"\n\

@@ -1,6 +1,7 @@
 //! `ScriptedUpstream`: an OpenAI-compatible `POST /v1/chat/completions` on loopback that
 //! stands for the provider. It serves one scripted [`Turn`] per request from a queue (and
-//! fails loudly when the queue is empty), or by step for many concurrent conversations; speaks the providers' exact SSE wire format, can
+//! fails loudly when the queue is empty), or by step or per message for many concurrent
+//! conversations; speaks the providers' exact SSE wire format, can
 //! pause between chunks, cut the connection, answer an error status or stream a runaway
 //! `data:` line, and records every request it received. `GET /v1/models` answers 404 (a
 //! server without the endpoint) unless a test sets a model list, in Ollama's shape, or a
@@ -279,6 +280,9 @@ struct Script {
     /// When not empty: every conversation gets these turns, the n-th when the request holds
     /// n `tool` messages (see [`ScriptedUpstream::start_by_step`]).
     by_step: Vec<Turn>,
+    /// When set: every user message gets the first turn (its tool call), then the second
+    /// once the request ends on a `tool` message (see [`ScriptedUpstream::start_per_message`]).
+    per_message: Option<(Turn, Turn)>,
     received: Mutex<Vec<Received>>,
     /// Responses whose body stream was dropped before it ended (the client went away).
     dropped: AtomicUsize,
@@ -349,6 +353,17 @@ impl ScriptedUpstream {
     pub async fn start_by_step(turns: Vec<Turn>) -> ScriptedUpstream {
         ScriptedUpstream::serve(Script {
             by_step: turns,
+            ..Script::default()
+        })
+        .await
+    }
+
+    /// Starts an upstream that answers every user message of every conversation with `call`
+    /// (a turn of tool calls), then with `answer` once the request ends on a `tool` message:
+    /// one tool call per message, however many messages a conversation already holds.
+    pub async fn start_per_message(call: Turn, answer: Turn) -> ScriptedUpstream {
+        ScriptedUpstream::serve(Script {
+            per_message: Some((call, answer)),
             ..Script::default()
         })
         .await
@@ -469,12 +484,18 @@ async fn serve_turn(
     let tools = body["messages"]
         .as_array()
         .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
+    let after_tool = body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .is_some_and(|m| m["role"] == "tool");
     script
         .received
         .lock()
         .unwrap()
         .push(Received { body, headers });
-    let next = if script.by_step.is_empty() {
+    let next = if let Some((call, answer)) = &script.per_message {
+        Some(if after_tool { answer } else { call }.clone())
+    } else if script.by_step.is_empty() {
         script.turns.lock().unwrap().pop_front()
     } else {
         script.by_step.get(tools).cloned()
