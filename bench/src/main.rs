@@ -106,10 +106,16 @@ async fn run(options: Options) -> anyhow::Result<()> {
     report::machine();
 
     let upstream = Upstream::start().await?;
-    let mut runs = Vec::new();
+    // Every store first, so a missing PostgreSQL package stops the bench before any run.
+    let mut stores = Vec::new();
     for &backend in options.store.backends() {
-        runs.push(scenarios_on(&options, &build, &upstream, backend).await?);
+        stores.push(Store::start(backend).await?);
     }
+    let mut runs = Vec::new();
+    for store in &stores {
+        runs.push(scenarios_on(&options, &build, &upstream, store).await?);
+    }
+    drop(stores);
     let (requests, refused) = upstream.counts();
     println!("\nupstream: {requests} requests served, {refused} refused as malformed");
     if options.selects("abuse") {
@@ -145,14 +151,14 @@ async fn run(options: Options) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A host on `backend`'s store, warmed up, through the selected scenarios S1–S3.
+/// A host on `store`, warmed up, through the selected scenarios S1–S3.
 async fn scenarios_on(
     options: &Options,
     build: &std::path::Path,
     upstream: &Upstream,
-    backend: Backend,
+    store: &Store,
 ) -> anyhow::Result<StoreRun> {
-    let store = Store::start(backend).await?;
+    let backend = store.backend;
     let mut host = HostProcess::start_on(
         build,
         &upstream.base_url,
@@ -175,7 +181,7 @@ async fn scenarios_on(
             continue;
         }
         println!();
-        let outcome = load::run(scenario, &host, &store, upstream).await;
+        let outcome = load::run(scenario, &host, store, upstream).await;
         report::scenario(&outcome, upstream.own_time(outcome.scenario.pace));
         if !host.alive() {
             anyhow::bail!(
@@ -187,9 +193,7 @@ async fn scenarios_on(
         }
         outcomes.push(outcome);
     }
-    // The host stops before its store does.
     host.stop().await;
-    drop(store);
     Ok(StoreRun { idle, outcomes })
 }
 

@@ -68,6 +68,8 @@ pub(crate) struct StoreSetup {
 /// A backend ready for hosts; a PostgreSQL cluster is stopped and deleted on drop.
 #[derive(Debug)]
 pub(crate) struct Store {
+    /// Which backend.
+    pub(crate) backend: Backend,
     cluster: Option<PgCluster>,
 }
 
@@ -82,7 +84,7 @@ impl Store {
                     .context("cannot start a throwaway PostgreSQL cluster for --store postgres")?,
             ),
         };
-        Ok(Store { cluster })
+        Ok(Store { backend, cluster })
     }
 
     /// The setup of a new host: with PostgreSQL, on a fresh empty database.
