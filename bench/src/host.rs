@@ -1,8 +1,9 @@
 //! The host under test as a separate process, so its memory and CPU are its own: the release
 //! `rojos` binary started with a generated config (a token, the five built-in plugins, storage
 //! in a temp folder, the bench's upstream as provider, generous chat limits, no rate limit;
-//! the other limits at their defaults). Its address comes from its first line of output;
-//! memory and CPU time from `/proc/<pid>`.
+//! the other limits at their defaults; the conversation store SQLite unless a
+//! [`StoreSetup`] says otherwise). Its address comes from its first line of output; memory and
+//! CPU time from `/proc/<pid>`.
 
 use std::{
     path::{Path, PathBuf},
@@ -15,6 +16,8 @@ use tokio::{
     io::{AsyncBufReadExt, BufReader},
     process::{Child, Command},
 };
+
+use crate::store::StoreSetup;
 
 /// The bearer token of the generated config.
 pub(crate) const TOKEN: &str = "bench-token-0123456789";
@@ -84,15 +87,26 @@ pub(crate) struct HostProcess {
 }
 
 impl HostProcess {
-    /// Writes a config and starts `<build>/rojos` on it.
+    /// Writes a config and starts `<build>/rojos` on it, with the default SQLite store.
     pub(crate) async fn start(
         build: &Path,
         provider_url: &str,
         flavour: Flavour,
     ) -> anyhow::Result<HostProcess> {
+        Self::start_on(build, provider_url, flavour, &StoreSetup::default()).await
+    }
+
+    /// As [`HostProcess::start`], with the conversation store of `store`.
+    pub(crate) async fn start_on(
+        build: &Path,
+        provider_url: &str,
+        flavour: Flavour,
+        store: &StoreSetup,
+    ) -> anyhow::Result<HostProcess> {
         let dir = tempfile::tempdir().context("cannot make a temp folder")?;
         let config = dir.path().join("rojos.toml");
-        std::fs::write(&config, render_config(build, provider_url, flavour))?;
+        let text = render_config(build, provider_url, flavour) + &store.config;
+        std::fs::write(&config, text)?;
         if flavour == Flavour::DropIn {
             std::fs::create_dir(dir.path().join("plugins.d"))?;
         }
@@ -104,6 +118,7 @@ impl HostProcess {
             .stdout(Stdio::piped())
             .stderr(log)
             .stdin(Stdio::null())
+            .envs(store.env.clone())
             .kill_on_drop(true)
             .spawn()
             .with_context(|| format!("cannot start {}", build.join("rojos").display()))?;
@@ -215,6 +230,22 @@ fn wrapped(binary: &Path) -> Command {
 
 /// CPU time (user + system) of the process whose `stat` file is `path`.
 pub(crate) fn cpu_of(path: &str) -> anyhow::Result<Duration> {
+    Ok(stat_of(path)?.cpu)
+}
+
+/// What the bench reads from a `/proc/<pid>/stat` file.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stat {
+    /// The parent's process id.
+    pub(crate) parent: u32,
+    /// CPU time used (user + system).
+    pub(crate) cpu: Duration,
+    /// CPU time of the children it waited for (user + system).
+    pub(crate) reaped_children_cpu: Duration,
+}
+
+/// The [`Stat`] of the process whose `stat` file is `path`.
+pub(crate) fn stat_of(path: &str) -> anyhow::Result<Stat> {
     let stat = std::fs::read_to_string(path)?;
     // Fields after the command name, which is in parentheses and may hold spaces.
     let rest = stat
@@ -222,16 +253,21 @@ pub(crate) fn cpu_of(path: &str) -> anyhow::Result<Duration> {
         .map(|(_, r)| r)
         .context("unexpected /proc stat format")?;
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| -> anyhow::Result<u64> {
+    let number = |i: usize| -> anyhow::Result<u64> {
         Ok(fields
             .get(i)
             .context("unexpected /proc stat format")?
             .parse()?)
     };
-    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name and state.
-    let total = ticks(11)? + ticks(12)?;
     let hz = rustix::param::clock_ticks_per_second();
-    Ok(Duration::from_secs_f64(total as f64 / hz as f64))
+    let time = |ticks: u64| Duration::from_secs_f64(ticks as f64 / hz as f64);
+    // proc(5) numbers the fields from 1 (pid, name, state, ppid, ...); here state (3) is index
+    // 0, so ppid (4) is 1, utime and stime (14, 15) are 11 and 12, cutime and cstime 13 and 14.
+    Ok(Stat {
+        parent: u32::try_from(number(1)?)?,
+        cpu: time(number(11)? + number(12)?),
+        reaped_children_cpu: time(number(13)? + number(14)?),
+    })
 }
 
 fn log_tail(dir: &Path) -> String {

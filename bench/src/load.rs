@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::{
     client::{self, Sample},
     host::{HostProcess, TOKEN},
+    store::{Backend, Store},
     upstream::{self, Pace, Upstream, FILE, PAGE},
     watch::{Healthz, Probing, Watch, Watched},
 };
@@ -19,6 +20,8 @@ use crate::{
 pub(crate) struct Scenario {
     /// `S1`, `S2`, `S3`.
     pub(crate) name: &'static str,
+    /// The host's conversation store.
+    pub(crate) store: Backend,
     /// Concurrent clients.
     pub(crate) clients: usize,
     /// Clients start new conversations until this long after the start.
@@ -44,6 +47,8 @@ pub(crate) struct Outcome {
     pub(crate) peak_rss: u64,
     /// CPU time the host used during the scenario.
     pub(crate) host_cpu: Duration,
+    /// CPU time the PostgreSQL server used during the scenario (none with SQLite).
+    pub(crate) store_cpu: Option<Duration>,
     /// CPU time the bench process (clients and upstream) used during the scenario.
     pub(crate) bench_cpu: Duration,
     /// The upstream's own time for one conversation (3 turns, measured directly).
@@ -59,12 +64,18 @@ impl Outcome {
     }
 }
 
-/// Runs `scenario` against `host`.
-pub(crate) async fn run(scenario: Scenario, host: &HostProcess, upstream: &Upstream) -> Outcome {
+/// Runs `scenario` against `host`, which uses `store`.
+pub(crate) async fn run(
+    scenario: Scenario,
+    host: &HostProcess,
+    store: &Store,
+    upstream: &Upstream,
+) -> Outcome {
     upstream.set_pace(scenario.pace);
     let rounds = if scenario.pace == Pace::FAST { 200 } else { 2 };
     let upstream_alone = upstream_alone(upstream, rounds).await;
     let host_cpu0 = host.cpu().unwrap_or_default();
+    let store_cpu0 = store.server_cpu();
     let bench_cpu0 = crate::host::cpu_of("/proc/self/stat").unwrap_or_default();
     let watch = Watch::start(
         host,
@@ -115,6 +126,9 @@ pub(crate) async fn run(scenario: Scenario, host: &HostProcess, upstream: &Upstr
     }
     let elapsed = started.elapsed();
     let host_cpu = host.cpu().unwrap_or_default().saturating_sub(host_cpu0);
+    let store_cpu = store_cpu0
+        .zip(store.server_cpu())
+        .map(|(before, after)| after.saturating_sub(before));
     let bench_cpu = crate::host::cpu_of("/proc/self/stat")
         .unwrap_or_default()
         .saturating_sub(bench_cpu0);
@@ -138,6 +152,7 @@ pub(crate) async fn run(scenario: Scenario, host: &HostProcess, upstream: &Upstr
         elapsed,
         peak_rss,
         host_cpu,
+        store_cpu,
         bench_cpu,
         upstream_alone,
         healthz,

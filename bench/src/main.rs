@@ -9,6 +9,8 @@
 //! percentiles, time to first event, errors and the host's peak RSS for the three scenarios of
 //! the LangChain.js measurements, then the abuse scenario (a tool-call flood, a huge SSE line,
 //! partial request heads: `abuse`), the plugin boundary cost and the drop-in deploy time.
+//! `--store postgres` runs S1–S3 on a throwaway PostgreSQL cluster instead of SQLite, and
+//! `--store both` on each, compared side by side (`store`).
 //! Figures, never pass/fail: the goals are printed beside them.
 
 #![forbid(unsafe_code)]
@@ -20,6 +22,7 @@ mod dropin;
 mod host;
 mod load;
 mod report;
+mod store;
 mod upstream;
 mod watch;
 
@@ -29,7 +32,8 @@ use clap::Parser;
 
 use crate::{
     host::{Flavour, HostProcess},
-    load::Scenario,
+    load::{Outcome, Scenario},
+    store::{Backend, Store, StoreChoice},
     upstream::{Pace, Upstream},
 };
 
@@ -61,6 +65,19 @@ struct Options {
     /// Skip the drop-in folder measurement.
     #[arg(long)]
     no_dropin: bool,
+    /// The host's conversation store for S1–S3: the embedded SQLite file, a throwaway
+    /// PostgreSQL cluster (Debian's `postgresql` package), or each in turn, side by side.
+    #[arg(long, value_enum, default_value_t = StoreChoice::Sqlite)]
+    store: StoreChoice,
+}
+
+/// S1–S3 on one conversation store (each outcome names it).
+#[derive(Debug)]
+pub(crate) struct StoreRun {
+    /// The host's RSS after start, before the warm-up.
+    pub(crate) idle: u64,
+    /// The scenarios run.
+    pub(crate) outcomes: Vec<Outcome>,
 }
 
 fn main() -> std::process::ExitCode {
@@ -89,55 +106,18 @@ async fn run(options: Options) -> anyhow::Result<()> {
     report::machine();
 
     let upstream = Upstream::start().await?;
-    let mut host = HostProcess::start(&build, &upstream.base_url, Flavour::Plain).await?;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let idle = host.memory()?.rss;
-    println!("host idle RSS after start: {}", report::mib(idle));
-    warm_up(&host).await;
-
-    let scenarios = [
-        Scenario {
-            name: "S1",
-            clients: 1,
-            duration: Duration::from_secs_f64(options.s1_secs),
-            pace: Pace::FAST,
-        },
-        Scenario {
-            name: "S2",
-            clients: 32,
-            duration: Duration::from_secs_f64(options.s2_secs),
-            pace: Pace::FAST,
-        },
-        Scenario {
-            name: "S3",
-            clients: options.s3_clients,
-            duration: Duration::from_secs_f64(options.s3_secs),
-            pace: Pace {
-                first: Duration::from_millis(200),
-                between: Duration::from_millis(20),
-            },
-        },
-    ];
-    let mut outcomes = Vec::new();
-    for scenario in scenarios {
-        if !options.selects(scenario.name) {
-            continue;
-        }
-        println!();
-        let outcome = load::run(scenario, &host, &upstream).await;
-        report::scenario(&outcome, upstream.own_time(outcome.scenario.pace));
-        if !host.alive() {
-            anyhow::bail!(
-                "the host died during {}\n{}",
-                outcome.scenario.name,
-                host.log_tail()
-            );
-        }
-        outcomes.push(outcome);
+    // Every store first, so a missing PostgreSQL package stops the bench before any run.
+    let mut stores = Vec::new();
+    for &backend in options.store.backends() {
+        stores.push(Store::start(backend).await?);
     }
+    let mut runs = Vec::new();
+    for store in &stores {
+        runs.push(scenarios_on(&options, &build, &upstream, store).await?);
+    }
+    drop(stores);
     let (requests, refused) = upstream.counts();
     println!("\nupstream: {requests} requests served, {refused} refused as malformed");
-    host.stop().await;
     if options.selects("abuse") {
         abuse(&build, &upstream).await;
     }
@@ -163,8 +143,88 @@ async fn run(options: Options) -> anyhow::Result<()> {
         Some(times)
     };
     println!();
-    report::summary(idle, &outcomes, boundary.as_ref(), dropin.as_deref());
+    report::summary(&runs, boundary.as_ref(), dropin.as_deref());
+    if let [sqlite, postgres] = runs.as_slice() {
+        println!();
+        report::stores(sqlite, postgres);
+    }
     Ok(())
+}
+
+/// A host on `store`, warmed up, through the selected scenarios S1–S3.
+async fn scenarios_on(
+    options: &Options,
+    build: &std::path::Path,
+    upstream: &Upstream,
+    store: &Store,
+) -> anyhow::Result<StoreRun> {
+    let backend = store.backend;
+    let mut host = HostProcess::start_on(
+        build,
+        &upstream.base_url,
+        Flavour::Plain,
+        &store.setup().await?,
+    )
+    .await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let idle = host.memory()?.rss;
+    println!(
+        "\nhost on {}: idle RSS after start: {}",
+        backend.name(),
+        report::mib(idle)
+    );
+    warm_up(&host).await;
+
+    let mut outcomes = Vec::new();
+    for scenario in scenarios(options, backend) {
+        if !options.selects(scenario.name) {
+            continue;
+        }
+        println!();
+        let outcome = load::run(scenario, &host, store, upstream).await;
+        report::scenario(&outcome, upstream.own_time(outcome.scenario.pace));
+        if !host.alive() {
+            anyhow::bail!(
+                "the host died during {} on {}\n{}",
+                outcome.scenario.name,
+                backend.name(),
+                host.log_tail()
+            );
+        }
+        outcomes.push(outcome);
+    }
+    host.stop().await;
+    Ok(StoreRun { idle, outcomes })
+}
+
+/// S1, S2 and S3 as `options` set them, on `store`.
+fn scenarios(options: &Options, store: Backend) -> [Scenario; 3] {
+    [
+        Scenario {
+            name: "S1",
+            store,
+            clients: 1,
+            duration: Duration::from_secs_f64(options.s1_secs),
+            pace: Pace::FAST,
+        },
+        Scenario {
+            name: "S2",
+            store,
+            clients: 32,
+            duration: Duration::from_secs_f64(options.s2_secs),
+            pace: Pace::FAST,
+        },
+        Scenario {
+            name: "S3",
+            store,
+            clients: options.s3_clients,
+            duration: Duration::from_secs_f64(options.s3_secs),
+            pace: Pace {
+                first: Duration::from_millis(200),
+                between: Duration::from_millis(20),
+            },
+        },
+    ]
 }
 
 impl Options {

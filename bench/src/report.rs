@@ -1,6 +1,7 @@
 //! Printing: the machine, each scenario's figures with the LangChain.js baseline beside them,
 //! the abuse scenario's attacks with their goal, the plugin boundary, the drop-in deploy time,
-//! and a closing Markdown table for the README with the goals of issue 6 checked.
+//! and a closing Markdown table for the README with the goals of issue 6 checked; with
+//! `--store both`, each scenario on PostgreSQL beside SQLite (the goal of issue 13).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -10,14 +11,18 @@ use crate::{
     client::Ending,
     host::ABUSE_HEADER_READ_TIMEOUT_SECS,
     load::Outcome,
+    store::Backend,
     upstream::{FLOOD_CALLS, FLOOD_FILE, HUGE_LINE_BYTES},
     watch::PROBE_TIMEOUT,
+    StoreRun,
 };
 
 /// The abuse goal: the host's peak stays under its idle RSS plus this, in bytes.
 const ABUSE_MEMORY_HEADROOM: u64 = 64 << 20;
 /// The abuse goal: `/healthz` p99 stays under this.
 const ABUSE_HEALTHZ_P99: Duration = Duration::from_millis(50);
+/// The issue 13 goal: S2 on PostgreSQL keeps at least this share of SQLite's throughput.
+const POSTGRES_S2_SHARE: f64 = 0.8;
 
 /// The LangChain.js design's figures on the same kind of machine (issue 6).
 struct Baseline {
@@ -159,7 +164,7 @@ fn describe(outcome: &Outcome) -> String {
     } else {
         format!("{} clients", s.clients)
     };
-    format!("{}: {clients}, {pace}", s.name)
+    format!("{} on {}: {clients}, {pace}", s.name, s.store.name())
 }
 
 /// One scenario's figures.
@@ -215,6 +220,14 @@ pub(crate) fn scenario(outcome: &Outcome, scripted: Duration) {
             outcome.host_cpu.as_secs_f64() / outcome.elapsed.as_secs_f64(),
             outcome.bench_cpu.as_secs_f64()
         );
+        if let Some(store) = outcome.store_cpu {
+            println!(
+                "  store CPU       PostgreSQL server {:.2} s = {:.0} µs per conversation ({:.2} cores)",
+                store.as_secs_f64(),
+                store.as_secs_f64() * 1e6 / n as f64,
+                store.as_secs_f64() / outcome.elapsed.as_secs_f64()
+            );
+        }
     }
     println!(
         "  host peak RSS   {}  (LangChain.js {} {:.0} MiB)",
@@ -404,17 +417,16 @@ pub(crate) fn dropin(times: &[Duration]) {
 }
 
 /// The README table and the goals.
-pub(crate) fn summary(
-    idle: u64,
-    outcomes: &[Outcome],
-    boundary: Option<&Boundary>,
-    dropin: Option<&[Duration]>,
-) {
+pub(crate) fn summary(runs: &[StoreRun], boundary: Option<&Boundary>, dropin: Option<&[Duration]>) {
+    let outcomes: Vec<(u64, &Outcome)> = runs
+        .iter()
+        .flat_map(|run| run.outcomes.iter().map(|o| (run.idle, o)))
+        .collect();
     if !outcomes.is_empty() {
         println!("| scenario | conversations/s | latency p50 / p90 / p99 | first event p50 | errors | host RSS | LangChain.js |");
         println!("|---|---|---|---|---|---|---|");
     }
-    for o in outcomes {
+    for &(idle, o) in &outcomes {
         let base = baseline(o.scenario.name);
         let l = percentiles(o.samples.iter().map(|s| s.latency).collect());
         let f = percentiles(o.samples.iter().map(|s| s.first_event).collect());
@@ -442,7 +454,7 @@ pub(crate) fn summary(
     if !outcomes.is_empty() {
         println!();
     }
-    for o in outcomes {
+    for &(_, o) in &outcomes {
         let base = baseline(o.scenario.name);
         let l = percentiles(o.samples.iter().map(|s| s.latency).collect());
         let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
@@ -450,13 +462,15 @@ pub(crate) fn summary(
             "S1" => {
                 let overhead = l.p50.saturating_sub(o.upstream_alone);
                 println!(
-                    "goal S1: overhead over the upstream's own time < 1 ms: {} at p50 — {}",
+                    "goal S1 on {}: overhead over the upstream's own time < 1 ms: {} at p50 — {}",
+                    o.scenario.store.name(),
                     ms(overhead),
                     verdict(overhead < Duration::from_millis(1))
                 );
             }
             "S2" => println!(
-                "goal S2: ≥ 10× LangChain.js throughput ({:.0}/s): {:.1}× — {}",
+                "goal S2 on {}: ≥ 10× LangChain.js throughput ({:.0}/s): {:.1}× — {}",
+                o.scenario.store.name(),
                 base.throughput * 10.0,
                 o.throughput() / base.throughput,
                 verdict(o.throughput() >= base.throughput * 10.0)
@@ -464,7 +478,8 @@ pub(crate) fn summary(
             _ => {
                 let quarter = (base.rss_mib * 1024.0 * 1024.0 / 4.0) as u64;
                 println!(
-                    "goal S3: zero errors: {} — {}; p50 {} against the upstream's own {} ({:+.1} %); peak RSS {} < {} — {}",
+                    "goal S3 on {}: zero errors: {} — {}; p50 {} against the upstream's own {} ({:+.1} %); peak RSS {} < {} — {}",
+                    o.scenario.store.name(),
                     o.errors,
                     verdict(o.errors == 0),
                     ms(l.p50),
@@ -497,6 +512,103 @@ pub(crate) fn summary(
     }
 }
 
+/// Each scenario run on both stores, PostgreSQL beside SQLite: throughput and their ratio,
+/// the host's CPU per conversation (the difference is what the store costs the host), the
+/// PostgreSQL server's CPU per conversation, latency; then the S2 goal.
+pub(crate) fn stores(sqlite: &StoreRun, postgres: &StoreRun) {
+    let pairs: Vec<(&Outcome, &Outcome)> = sqlite
+        .outcomes
+        .iter()
+        .filter_map(|s| {
+            let p = postgres
+                .outcomes
+                .iter()
+                .find(|p| p.scenario.name == s.scenario.name)?;
+            Some((s, p))
+        })
+        .collect();
+    if pairs.is_empty() {
+        return;
+    }
+    println!(
+        "{} beside {} (same machine, same build, a fresh host each; the PostgreSQL server runs on this machine too)",
+        Backend::Postgres.name(),
+        Backend::Sqlite.name()
+    );
+    println!("| scenario | conversations/s SQLite / PostgreSQL | PostgreSQL ÷ SQLite | host CPU per conversation SQLite / PostgreSQL | PostgreSQL server CPU per conversation | latency p50 SQLite / PostgreSQL | errors |");
+    println!("|---|---|---|---|---|---|---|");
+    for (s, p) in &pairs {
+        println!(
+            "| {} | {:.0} / {:.0} | {:.2} | {} / {} ({}) | {} | {} / {} | {} / {} |",
+            s.scenario.name,
+            s.throughput(),
+            p.throughput(),
+            share(p, s),
+            micros(cpu_per_conversation(s)),
+            micros(cpu_per_conversation(p)),
+            store_cost(s, p),
+            micros(server_cpu_per_conversation(p)),
+            ms(percentiles(s.samples.iter().map(|x| x.latency).collect()).p50),
+            ms(percentiles(p.samples.iter().map(|x| x.latency).collect()).p50),
+            s.errors,
+            p.errors
+        );
+    }
+    for (s, p) in &pairs {
+        if s.scenario.name == "S2" {
+            println!(
+                "goal S2 on PostgreSQL: ≥ {:.0} % of SQLite's throughput: {:.0} % — {}; per conversation PostgreSQL costs the host {} of CPU and its server {}",
+                POSTGRES_S2_SHARE * 100.0,
+                share(p, s) * 100.0,
+                if share(p, s) >= POSTGRES_S2_SHARE { "met" } else { "NOT met" },
+                store_cost(s, p),
+                micros(server_cpu_per_conversation(p))
+            );
+        }
+    }
+}
+
+/// PostgreSQL's throughput as a share of SQLite's (0 when SQLite completed nothing).
+fn share(postgres: &Outcome, sqlite: &Outcome) -> f64 {
+    let base = sqlite.throughput();
+    if base > 0.0 {
+        postgres.throughput() / base
+    } else {
+        0.0
+    }
+}
+
+/// The host's CPU time per completed conversation; none when none completed.
+fn cpu_per_conversation(outcome: &Outcome) -> Option<Duration> {
+    let n = u32::try_from(outcome.samples.len())
+        .ok()
+        .filter(|&n| n > 0)?;
+    Some(outcome.host_cpu / n)
+}
+
+/// The PostgreSQL server's CPU time per completed conversation, when measured.
+fn server_cpu_per_conversation(outcome: &Outcome) -> Option<Duration> {
+    let n = u32::try_from(outcome.samples.len())
+        .ok()
+        .filter(|&n| n > 0)?;
+    Some(outcome.store_cpu? / n)
+}
+
+/// PostgreSQL's host CPU per conversation less SQLite's, signed, in µs.
+fn store_cost(sqlite: &Outcome, postgres: &Outcome) -> String {
+    match (cpu_per_conversation(sqlite), cpu_per_conversation(postgres)) {
+        (Some(s), Some(p)) => format!("{:+.0} µs", (p.as_secs_f64() - s.as_secs_f64()) * 1e6),
+        _ => "n/a".to_owned(),
+    }
+}
+
+fn micros(d: Option<Duration>) -> String {
+    d.map_or_else(
+        || "n/a".to_owned(),
+        |d| format!("{:.0} µs", d.as_secs_f64() * 1e6),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -508,6 +620,70 @@ mod tests {
         assert_eq!(percentile(&values, 99.0), Duration::from_millis(99));
         assert_eq!(percentile(&values[..1], 99.0), Duration::from_millis(1));
         assert_eq!(percentile(&[], 50.0), Duration::ZERO);
+    }
+
+    /// An S2 outcome of `conversations` in 10 s using `cpu_ms` of host CPU.
+    fn outcome(store: Backend, conversations: usize, cpu_ms: u64) -> Outcome {
+        let sample = crate::client::Sample {
+            latency: Duration::from_millis(100),
+            first_event: Duration::from_millis(1),
+            conversation: "c".to_owned(),
+        };
+        Outcome {
+            scenario: crate::load::Scenario {
+                name: "S2",
+                store,
+                clients: 32,
+                duration: Duration::from_secs(10),
+                pace: crate::upstream::Pace::FAST,
+            },
+            samples: vec![sample; conversations],
+            errors: 0,
+            error_texts: Vec::new(),
+            elapsed: Duration::from_secs(10),
+            peak_rss: 0,
+            host_cpu: Duration::from_millis(cpu_ms),
+            store_cpu: None,
+            bench_cpu: Duration::ZERO,
+            upstream_alone: Duration::ZERO,
+            healthz: (Vec::new(), 0),
+        }
+    }
+
+    #[test]
+    fn postgres_is_compared_with_sqlite_per_conversation() {
+        let sqlite = outcome(Backend::Sqlite, 1000, 5_000);
+        let mut postgres = outcome(Backend::Postgres, 850, 5_100);
+        postgres.store_cpu = Some(Duration::from_millis(1_700));
+        assert_eq!(
+            server_cpu_per_conversation(&postgres),
+            Some(Duration::from_millis(2))
+        );
+        assert_eq!(server_cpu_per_conversation(&sqlite), None);
+        assert!((share(&postgres, &sqlite) - 0.85).abs() < 1e-9);
+        assert_eq!(
+            cpu_per_conversation(&sqlite),
+            Some(Duration::from_millis(5))
+        );
+        assert_eq!(
+            cpu_per_conversation(&postgres),
+            Some(Duration::from_secs_f64(5.1 / 850.0))
+        );
+        // 6000 µs − 5000 µs.
+        assert_eq!(store_cost(&sqlite, &postgres), "+1000 µs");
+        assert_eq!(store_cost(&postgres, &sqlite), "-1000 µs");
+        let none = outcome(Backend::Postgres, 0, 5_000);
+        assert_eq!(cpu_per_conversation(&none), None);
+        assert_eq!(store_cost(&sqlite, &none), "n/a");
+        assert_eq!(share(&sqlite, &none), 0.0);
+    }
+
+    #[test]
+    fn the_store_is_named_in_each_scenario() {
+        assert_eq!(
+            describe(&outcome(Backend::Postgres, 1, 1)),
+            "S2 on PostgreSQL: 32 clients, no upstream delay"
+        );
     }
 
     #[test]
