@@ -8,7 +8,7 @@
 use std::{path::Path, time::Duration};
 
 use anyhow::Context;
-use rojos_conversations::test_cluster::PgCluster;
+use rojos_conversations::test_cluster::{ClusterOptions, PgCluster};
 
 use crate::host::stat_of;
 
@@ -78,10 +78,16 @@ impl Store {
     pub(crate) async fn start(backend: Backend) -> anyhow::Result<Store> {
         let cluster = match backend {
             Backend::Sqlite => None,
+            // Durable, as the SQLite file is: a fair comparison, not the tests' unsynced cluster.
             Backend::Postgres => Some(
-                tokio::task::spawn_blocking(PgCluster::start)
-                    .await?
-                    .context("cannot start a throwaway PostgreSQL cluster for --store postgres")?,
+                tokio::task::spawn_blocking(|| {
+                    PgCluster::start_with(ClusterOptions {
+                        durable: true,
+                        ..ClusterOptions::default()
+                    })
+                })
+                .await?
+                .context("cannot start a throwaway PostgreSQL cluster for --store postgres")?,
             ),
         };
         Ok(Store { backend, cluster })

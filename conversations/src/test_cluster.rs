@@ -59,6 +59,11 @@ pub struct ClusterOptions {
     /// Serve TLS only (`hostssl` logins), with a certificate for `127.0.0.1` signed by a
     /// test CA (see [`PgCluster::ca_file`]); plain connections are refused.
     pub tls: bool,
+    /// Write to disk like a production server (`fsync`, full-page writes), committing as
+    /// SQLite's WAL mode with `synchronous=NORMAL` does (`synchronous_commit = off`: a crash
+    /// may lose the last commits, never the database). Off, the tests' default, nothing is
+    /// synced: fast, and a crash may lose the cluster, which a test throws away anyway.
+    pub durable: bool,
 }
 
 /// A running throwaway PostgreSQL server; stopped and deleted on drop.
@@ -120,7 +125,8 @@ impl PgCluster {
             .arg(&bin)
             .arg(&dir)
             .arg(port.to_string())
-            .arg(if options.tls { "on" } else { "off" });
+            .arg(if options.tls { "on" } else { "off" })
+            .arg(if options.durable { "on" } else { "off" });
         let (input, child) = spawn_guardian(as_postgres, guardian)?;
         let cluster = Self {
             dir,
@@ -251,10 +257,11 @@ impl Drop for PgCluster {
 }
 
 /// The guardian: makes the cluster, says `ready`, waits for its input to close, then stops
-/// the server and removes the folder. Arguments: bin folder, cluster folder, port, ssl.
+/// the server and removes the folder. Arguments: bin folder, cluster folder, port, ssl,
+/// durable.
 const GUARDIAN: &str = r#"
 set -e
-bin="$1"; dir="$2"; port="$3"; ssl="$4"
+bin="$1"; dir="$2"; port="$3"; ssl="$4"; durable="$5"
 "$bin/initdb" -D "$dir/data" -U rojos --pwfile="$dir/pwfile" -E UTF8 --no-locale \
     --auth-local=trust --auth-host=scram-sha-256 --no-sync >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log" >&2; exit 1; }
@@ -262,9 +269,9 @@ cat >>"$dir/data/postgresql.conf" <<EOF
 port = $port
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$dir'
-fsync = off
+fsync = $durable
 synchronous_commit = off
-full_page_writes = off
+full_page_writes = $durable
 max_connections = 200
 ssl = $ssl
 ssl_cert_file = '$dir/server.crt'

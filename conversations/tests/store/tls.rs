@@ -16,8 +16,11 @@ use crate::support::{chain, user};
 fn tls_cluster() -> &'static PgCluster {
     static CLUSTER: OnceLock<PgCluster> = OnceLock::new();
     CLUSTER.get_or_init(|| {
-        PgCluster::start_with(ClusterOptions { tls: true })
-            .unwrap_or_else(|e| panic!("cannot start the test PostgreSQL server: {e}"))
+        PgCluster::start_with(ClusterOptions {
+            tls: true,
+            ..ClusterOptions::default()
+        })
+        .unwrap_or_else(|e| panic!("cannot start the test PostgreSQL server: {e}"))
     })
 }
 
