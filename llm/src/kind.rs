@@ -242,6 +242,30 @@ mod tests {
     }
 
     #[test]
+    fn the_table_gives_each_kind_its_label_key_hint_and_model_list() {
+        use crate::ModelListDialect;
+        assert_eq!(ProviderKind::LmStudio.label(), "LM Studio");
+        assert_eq!(ProviderKind::LlamaCpp.to_string(), "llamacpp");
+        assert_eq!(ProviderKind::OpenAi.api_key_env(), Some("OPENAI_API_KEY"));
+        assert_eq!(ProviderKind::Ollama.api_key_env(), None);
+        assert!(ProviderKind::Ollama
+            .setup_hint()
+            .starts_with("start it with `ollama serve`"));
+        let dialect = |kind: ProviderKind| {
+            let mut p = Provider::new(kind.base_url(), "m");
+            kind.apply_quirks(&mut p);
+            p.model_list
+        };
+        assert_eq!(
+            dialect(ProviderKind::Anthropic),
+            ModelListDialect::Anthropic
+        );
+        assert_eq!(dialect(ProviderKind::Gemini), ModelListDialect::Gemini);
+        assert_eq!(dialect(ProviderKind::Ollama), ModelListDialect::Ollama);
+        assert_eq!(dialect(ProviderKind::Groq), ModelListDialect::OpenAi);
+    }
+
+    #[test]
     fn only_gemini_stores_empty_text_as_an_empty_string() {
         for kind in ProviderKind::ALL {
             let mut p = Provider::new(kind.base_url(), "m");

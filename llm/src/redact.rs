@@ -158,6 +158,9 @@ mod tests {
                 "http://<redacted>@127.0.0.1:8080/v1?a=<redacted>&key=<redacted>",
             ),
             ("http://127.0.0.1:11434/v1", "http://127.0.0.1:11434/v1"),
+            // A user name alone, or a password alone, is user-info too.
+            ("http://me@h/v1", "http://<redacted>@h/v1"),
+            ("http://:pa55@h/v1", "http://<redacted>@h/v1"),
             ("not a url?key=AIzaSyXX-secret", "not a url?…"),
             ("ftp//me:pa55word@h/v1", "h/v1"),
             (

@@ -104,6 +104,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_turn_wants_tools_exactly_when_it_has_calls() {
+        let mut turn = Turn {
+            text: "Let me look.".into(),
+            tool_calls: Vec::new(),
+            finish_reason: FinishReason::Stop,
+            finish_reason_raw: Some("stop".into()),
+            usage: None,
+        };
+        assert!(!turn.wants_tools());
+        turn.tool_calls.push(ToolCall {
+            id: "call_1".into(),
+            name: "list_files".into(),
+            arguments: Ok(serde_json::Map::new()),
+            raw_arguments: "{}".into(),
+            extra: None,
+        });
+        assert!(turn.wants_tools());
+    }
+
+    #[test]
     fn finish_reason_follows_content() {
         assert_eq!(
             FinishReason::normalise(Some("stop"), true),

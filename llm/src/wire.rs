@@ -316,6 +316,15 @@ impl Chunk {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_needs_a_message_or_a_code_and_blank_ones_do_not_count() {
+        let coded = describe_error(&json!({"code": "rate_limit_exceeded"})).expect("a code alone");
+        assert_eq!(coded.message, "rate_limit_exceeded");
+        assert_eq!(coded.code.as_deref(), Some("rate_limit_exceeded"));
+        assert!(describe_error(&json!({"code": ""})).is_none());
+        assert!(describe_error(&json!("   ")).is_none());
+    }
     use serde_json::json;
 
     fn chunk(v: Value) -> Chunk {

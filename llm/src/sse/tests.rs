@@ -146,3 +146,11 @@ fn classify_reads_done_errors_and_chunks() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn truncate_cuts_at_a_character_boundary_and_marks_the_cut() {
+    assert_eq!(truncate("short", 10), "short");
+    // "é" takes bytes 1..3: a cut at 2 falls inside it and steps back to 1.
+    assert_eq!(truncate("aéz", 2), "a…");
+    assert_eq!(truncate("aéz", 3), "aé…");
+}
