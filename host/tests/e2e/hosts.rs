@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use crate::postgres::{chat, chat_once_free, cluster, serve};
 use crate::support::{
     binary::RunningBinary,
-    host::{client, HostConfig, TOKEN},
+    host::{client, stored_messages_at, HostConfig, TOKEN},
     ndjson::Stream,
     upstream::{ScriptedUpstream, Turn},
 };
@@ -79,14 +79,7 @@ async fn get_json(url: &str, path: &str) -> Value {
 
 /// The stored history of `conversation`, read through the host at `url`.
 async fn history(url: &str, conversation: &str) -> Vec<Value> {
-    let body = get_json(
-        url,
-        &format!("/conversations/{conversation}?projectId=demo"),
-    )
-    .await;
-    body.as_array()
-        .unwrap_or_else(|| panic!("no messages in {body}"))
-        .clone()
+    stored_messages_at(url, conversation).await
 }
 
 fn contents(messages: &[Value]) -> Vec<&str> {

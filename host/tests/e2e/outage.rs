@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use crate::postgres::{chat, config_dir, own_cluster, serve, UNAVAILABLE};
 use crate::support::{
-    host::{client, TOKEN},
+    host::{client, stored_messages_at},
     ndjson::Stream,
     upstream::{ScriptedUpstream, Turn},
 };
@@ -348,20 +348,9 @@ fn assert_provider_valid(messages: &[Value], client: usize) {
     assert_eq!(previous, "assistant", "client {client}: {messages:#?}");
 }
 
-/// The stored messages of `conversation` (one page holds them all here).
+/// The stored messages of `conversation`.
 async fn history(url: &str, conversation: &str) -> Vec<Value> {
-    let response = client()
-        .get(format!("{url}/conversations/{conversation}?projectId=demo"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    assert!(response.headers().get("rojos-next-from").is_none());
-    let body: Value = response.json().await.unwrap();
-    body.as_array()
-        .unwrap_or_else(|| panic!("no messages in {body}"))
-        .clone()
+    stored_messages_at(url, conversation).await
 }
 
 fn error_of(body: &str) -> String {

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::support::{
     binary::{rojos, run, RunningBinary},
-    host::{client, HostConfig, TOKEN},
+    host::{client, stored_messages_at, HostConfig, TOKEN},
     ndjson::Stream,
     upstream::{ScriptedUpstream, Turn},
 };
@@ -95,15 +95,8 @@ pub(super) async fn chat_once_free(url: &str, text: &str, conversation: &str) ->
 
 /// The `content` of each stored message of `conversation`.
 async fn said(url: &str, conversation: &str) -> Vec<String> {
-    let response = client()
-        .get(format!("{url}/conversations/{conversation}?projectId=demo"))
-        .bearer_auth(TOKEN)
-        .send()
+    stored_messages_at(url, conversation)
         .await
-        .unwrap();
-    let body: Value = response.json().await.unwrap();
-    body.as_array()
-        .unwrap_or_else(|| panic!("no messages in {body}"))
         .iter()
         .map(|m| m["content"].as_str().unwrap_or("").to_owned())
         .collect()

@@ -256,27 +256,36 @@ impl TestHost {
     /// Every stored message of `conversation`, read back over the API page by page
     /// (`Rojos-Next-From`).
     pub async fn stored_messages(&self, conversation: &str) -> Vec<serde_json::Value> {
-        let mut all = Vec::new();
-        let mut from = 0;
-        loop {
-            let response = self
-                .get(&format!("/conversations/{conversation}?from={from}"))
-                .await;
-            assert_eq!(
-                response.status(),
-                200,
-                "reading conversation {conversation}"
-            );
-            let next = response
-                .headers()
-                .get("rojos-next-from")
-                .map(|v| v.to_str().unwrap().parse::<u64>().unwrap());
-            let page: Vec<serde_json::Value> = response.json().await.expect("a page of messages");
-            all.extend(page);
-            match next {
-                Some(next) => from = next,
-                None => return all,
-            }
+        stored_messages_at(&self.url, conversation).await
+    }
+}
+
+/// Every stored message of `conversation`, read through the server at `url` (a test host or
+/// a running binary) page by page (`Rojos-Next-From`).
+pub async fn stored_messages_at(url: &str, conversation: &str) -> Vec<serde_json::Value> {
+    let mut all = Vec::new();
+    let mut from = 0;
+    loop {
+        let response = client()
+            .get(format!("{url}/conversations/{conversation}?from={from}"))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("the server answers");
+        assert_eq!(
+            response.status(),
+            200,
+            "reading conversation {conversation}"
+        );
+        let next = response
+            .headers()
+            .get("rojos-next-from")
+            .map(|v| v.to_str().unwrap().parse::<u64>().unwrap());
+        let page: Vec<serde_json::Value> = response.json().await.expect("a page of messages");
+        all.extend(page);
+        match next {
+            Some(next) => from = next,
+            None => return all,
         }
     }
 }
