@@ -78,11 +78,14 @@ async fn the_log_shows_no_token_or_provider_key_even_after_a_typo_on_the_token_l
     std::fs::write(&tmp, typo).unwrap();
     std::fs::rename(&tmp, &path).unwrap();
 
+    // The refusal spans several log lines (the parser's excerpt of the file): wait for its
+    // last one, so the whole message has been read.
     let log = RunningBinary::wait_for(
         &rojos.stderr,
-        "configuration not reloaded",
+        "unexpected key or value",
         "the refused reload",
     );
+    assert!(log.contains("configuration not reloaded"), "{log}");
     // The reload really reported the parse error, on the token's line.
     assert!(log.contains("token = <redacted>"), "{log}");
     assert!(log.contains("unexpected key or value"), "{log}");
