@@ -209,7 +209,14 @@ mod tests {
                 "SELECT count(*) FROM generate_series(1, 5000000) AS a(x) WHERE x::text LIKE '%7%'",
             )
             .expect("psql");
-        let after = store.server_cpu().expect("the server's CPU is readable");
+        // The ended backend's CPU is counted once the server has reaped it, which may come a
+        // moment after psql returns: wait for that (generously), then check the amount.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut after = store.server_cpu().expect("the server's CPU is readable");
+        while after < before + Duration::from_millis(100) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            after = store.server_cpu().expect("the server's CPU is readable");
+        }
         assert!(
             after >= before + Duration::from_millis(100),
             "{before:?} → {after:?}"
