@@ -166,3 +166,31 @@ fn a_multi_megabyte_event_in_small_reads_scans_each_byte_once() {
     assert_eq!(out.len(), 1);
     assert!(out[0].data == payload);
 }
+
+#[test]
+fn a_line_of_exactly_the_cap_is_framed_and_one_byte_more_is_refused() {
+    let max = 64;
+    let exact = format!("data: {}\n\n", "x".repeat(max - "data: ".len()));
+    let got = frame(&[exact.as_bytes()], max).unwrap();
+    assert_eq!(got[0].data.len(), max - "data: ".len());
+    let over = format!("data: {}\n\n", "x".repeat(max + 1 - "data: ".len()));
+    assert!(matches!(
+        frame(&[over.as_bytes()], max),
+        Err(FramingError::EventTooLarge)
+    ));
+}
+
+#[test]
+fn the_newline_joining_data_lines_counts_toward_the_cap_exactly() {
+    // Two lines of 20 bytes joined by LF: 41 bytes of data.
+    let body = format!("data: {}\ndata: {}\n\n", "a".repeat(20), "b".repeat(20));
+    let got = frame(&[body.as_bytes()], 41).unwrap();
+    assert_eq!(
+        got[0].data,
+        format!("{}\n{}", "a".repeat(20), "b".repeat(20))
+    );
+    assert!(matches!(
+        frame(&[body.as_bytes()], 40),
+        Err(FramingError::EventTooLarge)
+    ));
+}
