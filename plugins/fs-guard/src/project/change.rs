@@ -9,7 +9,7 @@ use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt, Permissions, PermissionsExt}
 use cap_tempfile::TempFile;
 use rustix::fs::{OFlags, RenameFlags};
 
-use super::{not_a_folder, special, tree, ProjectDir, KEPT_MODE_BITS};
+use super::{move_fallback, not_a_folder, special, tree, ProjectDir, KEPT_MODE_BITS};
 use crate::error::{from_io, PathError, Shown};
 use crate::path::{check_path, Entry, PathUse, Split};
 
@@ -155,7 +155,8 @@ impl ProjectDir {
     /// Moves `from` to `to` (both relative to the root) with `renameat2(RENAME_NOREPLACE)`
     /// between the two parent folders' handles: no check-then-act, an existing destination is
     /// never replaced (a file, a folder, even an empty one, or a link), a symlink is moved as
-    /// a link. The destination's folder must exist. A trailing `/` on either path says the
+    /// a link. Where the file system refuses the flag (NFS), `move_fallback` moves without
+    /// it, still never replacing anything that holds data. The destination's folder must exist. A trailing `/` on either path says the
     /// source must be a folder. Both folders are synced afterwards.
     ///
     /// # Errors
@@ -223,14 +224,27 @@ impl ProjectDir {
                 },
                 other => other,
             })?;
-        rustix::fs::renameat_with(
+        let moved = match rustix::fs::renameat_with(
             &from_folder,
             from_leaf,
             &to_folder,
             to_leaf,
             RenameFlags::NOREPLACE,
-        )
-        .map_err(|errno| match errno {
+        ) {
+            // The file system refuses the flag itself (NFS): a move that still never
+            // replaces (see `move_fallback`). For a folder, EINVAL may instead mean it was
+            // being moved into itself.
+            Err(rustix::io::Errno::INVAL) if !source.is_dir() => {
+                move_fallback::link_then_unlink(&from_folder, from_leaf, &to_folder, to_leaf)
+            }
+            Err(rustix::io::Errno::INVAL)
+                if !move_fallback::is_within(&to_folder, &from_folder, from_leaf, &self.dir) =>
+            {
+                move_fallback::rename_if_free(&from_folder, from_leaf, &to_folder, to_leaf)
+            }
+            moved => moved,
+        };
+        moved.map_err(|errno| match errno {
             rustix::io::Errno::EXIST | rustix::io::Errno::NOTEMPTY => {
                 let is_folder = to_folder
                     .symlink_metadata(to_leaf)
@@ -241,8 +255,8 @@ impl ProjectDir {
                         .then(|| Shown::new(&format!("{}/{from_leaf}", to.trim_end_matches('/')))),
                 }
             }
-            // With RENAME_NOREPLACE on a file system that supports it, EINVAL for a folder
-            // means "a folder cannot be made a subfolder of itself".
+            // EINVAL for a folder found to be the destination's folder or above it: "a
+            // folder cannot be made a subfolder of itself".
             rustix::io::Errno::INVAL if source.is_dir() => PathError::IntoItself {
                 from: Shown::new(from),
                 to: Shown::new(to),

@@ -506,3 +506,81 @@ fn moves_racing_a_folder_swapped_for_an_outside_link_never_move_anything_out() {
     assert!(!fx.exists("stolen.txt"), "a file was moved in from outside");
     fx.assert_outside_unchanged(&before);
 }
+
+/// The moves used where the file system refuses `RENAME_NOREPLACE` (NFS), called directly:
+/// the machines the tests run on support the flag, so `rename` never reaches them here.
+#[test]
+fn without_noreplace_a_file_or_link_is_moved_by_link_and_unlink_and_never_replaces() {
+    let fx = Fixture::new();
+    fx.plant_links();
+    let dir = fx.project_dir();
+    let (root, sub) = (dir.open_folder(".").unwrap(), dir.open_folder("sub").unwrap());
+
+    move_fallback::link_then_unlink(&root, "hello.txt", &sub, "moved.txt").unwrap();
+    assert_eq!(fx.read("sub/moved.txt"), b"hello");
+    assert!(!fx.exists("hello.txt"));
+
+    // An existing name, a file or a folder, is refused and both stay as they were.
+    fx.write("other.txt", b"other");
+    for taken in ["inner.txt", "deeper"] {
+        let refused = move_fallback::link_then_unlink(&root, "other.txt", &sub, taken);
+        assert_eq!(refused, Err(rustix::io::Errno::EXIST), "{taken}");
+    }
+    assert_eq!(fx.read("other.txt"), b"other");
+    assert_eq!(fx.read("sub/inner.txt"), b"inner");
+    assert!(fx.is_dir("sub/deeper"));
+
+    // A link is moved as a link, its target untouched.
+    move_fallback::link_then_unlink(&root, "abs-file", &sub, "abs-file").unwrap();
+    let moved = rustix::fs::readlinkat(&sub, "abs-file", Vec::new()).unwrap();
+    assert_eq!(
+        moved.to_str().unwrap(),
+        fx.outside().join("secret.txt").to_str().unwrap()
+    );
+    assert!(!fx.exists("abs-file"));
+}
+
+#[test]
+fn without_noreplace_a_folder_moves_only_to_a_free_name() {
+    let fx = Fixture::new();
+    let dir = fx.project_dir();
+    let root = dir.open_folder(".").unwrap();
+    fx.mkdir("empty");
+    fx.write("file.txt", b"file");
+
+    for taken in ["empty", "file.txt"] {
+        let refused = move_fallback::rename_if_free(&root, "sub", &root, taken);
+        assert_eq!(refused, Err(rustix::io::Errno::EXIST), "{taken}");
+    }
+    assert!(fx.is_dir("empty") && fx.names("empty").is_empty());
+    assert_eq!(fx.read("file.txt"), b"file");
+
+    move_fallback::rename_if_free(&root, "sub", &root, "moved").unwrap();
+    assert_eq!(fx.read("moved/inner.txt"), b"inner");
+    assert!(!fx.exists("sub"));
+}
+
+#[test]
+fn a_destination_folder_is_within_the_source_only_when_it_is_the_source_or_below_it() {
+    let fx = Fixture::new();
+    fx.mkdir("sibling/deeper");
+    let dir = fx.project_dir();
+    let root = dir.open_folder(".").unwrap();
+    for (folder, within) in [
+        ("sub", true),
+        ("sub/deeper", true),
+        (".", false),
+        ("sibling", false),
+        ("sibling/deeper", false),
+    ] {
+        let folder_handle = dir.open_folder(folder).unwrap();
+        assert_eq!(
+            move_fallback::is_within(&folder_handle, &root, "sub", &dir.dir),
+            within,
+            "{folder:?}"
+        );
+    }
+    // A name that is not there contains nothing.
+    let deeper = dir.open_folder("sub/deeper").unwrap();
+    assert!(!move_fallback::is_within(&deeper, &root, "missing", &dir.dir));
+}

@@ -17,6 +17,7 @@ use crate::error::{describe_type, PathError, Shown};
 
 mod change;
 mod first_names;
+mod move_fallback;
 mod read;
 mod tree;
 
