@@ -10,7 +10,7 @@
 //!
 //! ```sql
 //! CREATE TABLE run_leases (
-//!     conversation_id TEXT PRIMARY KEY REFERENCES conversations (id) ON DELETE CASCADE,
+//!     conversation_id TEXT PRIMARY KEY,  -- of the conversation (no foreign key, see schema v3)
 //!     holder          UUID NOT NULL,
 //!     expires_at      TIMESTAMPTZ NOT NULL
 //! );

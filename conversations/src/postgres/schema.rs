@@ -47,6 +47,14 @@ const MIGRATIONS: &[&str] = &[
         holder          uuid NOT NULL,
         expires_at      timestamptz NOT NULL
     );",
+    // 3: no foreign keys from messages and leases to their conversation. Each was a trigger
+    // query per inserted row (seven per conversation of three turns, an eighth of the
+    // server's time per append), and neither caught anything: a message is only ever
+    // inserted by the statement that updates its conversation's row (`queries::insert_step`
+    // inserts nothing when that row is missing), and a lease is only taken on a conversation
+    // the host has just read or created.
+    "ALTER TABLE messages DROP CONSTRAINT IF EXISTS messages_conversation_id_fkey;
+    ALTER TABLE run_leases DROP CONSTRAINT IF EXISTS run_leases_conversation_id_fkey;",
 ];
 
 /// The schema version this build creates and understands.

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use rojos_conversations::{
-    ConversationStore, Migration, PostgresStore, StoreError, POSTGRES_SCHEMA_VERSION,
+    ConversationStore, Migration, PostgresStore, RunLeases, StoreError, POSTGRES_SCHEMA_VERSION,
 };
 
 use crate::support::{chain, cluster, pg_options, user};
@@ -46,7 +46,7 @@ async fn migrating_twice_migrates_once_and_keeps_the_data() {
             to: POSTGRES_SCHEMA_VERSION
         }
     );
-    assert_eq!(versions(&database), "1,2");
+    assert_eq!(versions(&database), "1,2,3");
     let messages = store.get(&id).await.unwrap().unwrap().messages;
     assert_eq!(messages, vec![user("kept")]);
 }
@@ -67,7 +67,7 @@ async fn hosts_migrating_at_once_all_succeed_and_one_of_them_migrates() {
     }
 
     assert_eq!(stores.len(), 4);
-    assert_eq!(versions(&database), "1,2", "each version recorded once");
+    assert_eq!(versions(&database), "1,2,3", "each version recorded once");
     let id = stores[0].create("demo", "default").await.unwrap();
     stores[3]
         .append(&id, vec![user("seen by all")])
@@ -77,6 +77,73 @@ async fn hosts_migrating_at_once_all_succeed_and_one_of_them_migrates() {
         stores[1].get(&id).await.unwrap().unwrap().messages,
         vec![user("seen by all")]
     );
+}
+
+/// The foreign keys of `messages` and `run_leases`, as `table:column` pairs.
+fn foreign_keys(database: &str) -> String {
+    cluster()
+        .psql(
+            database,
+            "SELECT coalesce(string_agg(conrelid::regclass || ':' || a.attname, ',' ORDER BY 1), '')
+             FROM pg_constraint c JOIN pg_attribute a
+               ON a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)
+             WHERE c.contype = 'f'",
+        )
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_version_2_database_loses_its_foreign_keys_and_keeps_its_messages_and_leases() {
+    let database = cluster().create_database().unwrap();
+    let options = pg_options(&database);
+    PostgresStore::migrate(&options).await.unwrap();
+    let store = PostgresStore::open(&options).unwrap();
+    let id = store.create("demo", "default").await.unwrap();
+    store.append(&id, vec![user("before")]).await.unwrap();
+    let holder = store
+        .run_leases()
+        .acquire(&id, std::time::Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    // Back to version 2 as it shipped: its two foreign keys, no version 3.
+    cluster()
+        .psql(
+            &database,
+            "ALTER TABLE messages ADD CONSTRAINT messages_conversation_id_fkey
+                 FOREIGN KEY (conversation_id) REFERENCES conversations (id) ON DELETE CASCADE;
+             ALTER TABLE run_leases ADD CONSTRAINT run_leases_conversation_id_fkey
+                 FOREIGN KEY (conversation_id) REFERENCES conversations (id) ON DELETE CASCADE;
+             DELETE FROM rojos_schema_versions WHERE version = 3;",
+        )
+        .unwrap();
+    assert_eq!(
+        foreign_keys(&database),
+        "messages:conversation_id,run_leases:conversation_id"
+    );
+
+    let migrated = PostgresStore::migrate(&options).await.unwrap();
+
+    assert_eq!(migrated, Migration { from: 2, to: 3 });
+    assert_eq!(foreign_keys(&database), "");
+    assert_eq!(versions(&database), "1,2,3");
+    store.append(&id, vec![user("after")]).await.unwrap();
+    assert_eq!(
+        store.get(&id).await.unwrap().unwrap().messages,
+        vec![user("before"), user("after")]
+    );
+    let leases = store.run_leases();
+    let taken = leases
+        .acquire(&id, std::time::Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(
+        taken.is_none(),
+        "the lease taken before the migration still holds"
+    );
+    leases.release(&id, holder).await.unwrap();
 }
 
 #[tokio::test]
@@ -106,7 +173,7 @@ async fn a_database_from_a_newer_build_is_refused_and_left_alone() {
             POSTGRES_SCHEMA_VERSION
         )
     );
-    assert_eq!(versions(&database), format!("1,2,{newer}"));
+    assert_eq!(versions(&database), format!("1,2,3,{newer}"));
 }
 
 #[tokio::test]

@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use rojos_conversations::test_cluster::PgCluster;
+use rojos_conversations::POSTGRES_SCHEMA_VERSION;
 use serde_json::{json, Value};
 
 use crate::support::{
@@ -209,12 +210,12 @@ fn rojos_migrate_migrates_once_then_says_the_schema_is_current() {
     assert_eq!(first.code, Some(0), "{first}");
     assert_eq!(
         first.stdout,
-        format!("conversation database {shown} migrated from schema version 0 to 2\n")
+        format!("conversation database {shown} migrated from schema version 0 to {POSTGRES_SCHEMA_VERSION}\n")
     );
     assert_eq!(second.code, Some(0), "{second}");
     assert_eq!(
         second.stdout,
-        format!("conversation database {shown} is already at schema version 2\n")
+        format!("conversation database {shown} is already at schema version {POSTGRES_SCHEMA_VERSION}\n")
     );
 }
 
