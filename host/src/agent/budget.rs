@@ -322,4 +322,22 @@ mod tests {
             Limit::TurnResultBytes
         );
     }
+
+    #[test]
+    fn a_result_cut_by_a_budget_inside_a_character_still_uses_that_budget_up() {
+        // 5 bytes of room, "é" is 2 bytes: the cut keeps 4, and the 1 byte left over must
+        // not let another call run.
+        for (turn, run, limit) in [
+            (5, 1000, Limit::TurnResultBytes),
+            (1000, 5, Limit::RunResultBytes),
+        ] {
+            let mut budget = budgets(10, turn, run);
+            let cut = budget.fit("é".repeat(10), 1000);
+            assert!(
+                cut.starts_with("éé\n[result truncated by rojos: 16 of 20"),
+                "{cut}"
+            );
+            assert_eq!(budget.check_bytes_left().unwrap_err().limit, limit);
+        }
+    }
 }

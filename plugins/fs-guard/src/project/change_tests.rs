@@ -514,7 +514,10 @@ fn without_noreplace_a_file_or_link_is_moved_by_link_and_unlink_and_never_replac
     let fx = Fixture::new();
     fx.plant_links();
     let dir = fx.project_dir();
-    let (root, sub) = (dir.open_folder(".").unwrap(), dir.open_folder("sub").unwrap());
+    let (root, sub) = (
+        dir.open_folder(".").unwrap(),
+        dir.open_folder("sub").unwrap(),
+    );
 
     move_fallback::link_then_unlink(&root, "hello.txt", &sub, "moved.txt").unwrap();
     assert_eq!(fx.read("sub/moved.txt"), b"hello");
@@ -582,5 +585,7 @@ fn a_destination_folder_is_within_the_source_only_when_it_is_the_source_or_below
     }
     // A name that is not there contains nothing.
     let deeper = dir.open_folder("sub/deeper").unwrap();
-    assert!(!move_fallback::is_within(&deeper, &root, "missing", &dir.dir));
+    assert!(!move_fallback::is_within(
+        &deeper, &root, "missing", &dir.dir
+    ));
 }
