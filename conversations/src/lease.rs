@@ -14,7 +14,8 @@
 //!     holder          UUID NOT NULL,
 //!     expires_at      TIMESTAMPTZ NOT NULL
 //! );
-//! -- acquire: taken when a row comes back (none, or only an expired one, was there)
+//! -- acquire (of a conversation that exists, checked in the same statement): taken when a
+//! -- row comes back (none, or only an expired one, was there)
 //! INSERT INTO run_leases VALUES ($1, $2, now() + $3)
 //! ON CONFLICT (conversation_id) DO UPDATE
 //!     SET holder = excluded.holder, expires_at = excluded.expires_at

@@ -1,5 +1,5 @@
 //! [`PostgresRunLeases`]: the run leases of every host sharing one PostgreSQL database, as
-//! rows of `run_leases` (schema version 2). Each operation is one statement, so taking a
+//! rows of `run_leases` (schema versions 2 and 3). Each operation is one statement, so taking a
 //! lease, checking it and giving it up are atomic across hosts; expiry uses the database's
 //! clock only (`now()`), so the hosts' clocks need not agree. The statements are the ones
 //! `crate::lease` describes.
@@ -8,20 +8,26 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Object, Pool};
-use tokio_postgres::error::SqlState;
 
 use super::failure::{pool_failed, query_failed};
 use crate::error::StoreError;
 use crate::id::ConversationId;
 use crate::lease::{LeaseHolder, RunLeases};
 
-/// Takes the lease when it is free or expired: a row comes back only then.
-const ACQUIRE: &str = "INSERT INTO run_leases (conversation_id, holder, expires_at)
-     VALUES ($1, $2::text::uuid, now() + $3::bigint * interval '1 millisecond')
-     ON CONFLICT (conversation_id) DO UPDATE
-         SET holder = excluded.holder, expires_at = excluded.expires_at
-         WHERE run_leases.expires_at <= now()
-     RETURNING holder";
+/// Takes the lease when the conversation exists and its lease is free or expired: `found`
+/// says whether the conversation exists, `holder` comes back only when the lease was taken.
+const ACQUIRE: &str = "WITH conversation AS (SELECT id FROM conversations WHERE id = $1),
+     taken AS (
+         INSERT INTO run_leases (conversation_id, holder, expires_at)
+         SELECT id, $2::text::uuid, now() + $3::bigint * interval '1 millisecond'
+         FROM conversation
+         ON CONFLICT (conversation_id) DO UPDATE
+             SET holder = excluded.holder, expires_at = excluded.expires_at
+             WHERE run_leases.expires_at <= now()
+         RETURNING holder
+     )
+     SELECT EXISTS (SELECT 1 FROM conversation) AS found,
+            EXISTS (SELECT 1 FROM taken) AS taken";
 
 /// Extends the lease while its holder still has it (not expired, not taken over).
 const RENEW: &str = "UPDATE run_leases
@@ -61,8 +67,7 @@ impl PostgresRunLeases {
 impl RunLeases for PostgresRunLeases {
     /// # Errors
     ///
-    /// [`StoreError::NotFound`] when the conversation does not exist (the lease row
-    /// references it).
+    /// [`StoreError::NotFound`] when the conversation does not exist.
     async fn acquire(
         &self,
         conversation: &ConversationId,
@@ -75,20 +80,18 @@ impl RunLeases for PostgresRunLeases {
             .prepare_cached(ACQUIRE)
             .await
             .map_err(|e| query_failed(action(), e))?;
-        let taken = client
-            .query_opt(
+        let row = client
+            .query_one(
                 &statement,
                 &[&conversation.as_str(), &uuid_text(holder), &millis(ttl)],
             )
-            .await;
-        match taken {
-            Ok(row) => Ok(row.map(|_| holder)),
-            Err(e) if e.code() == Some(&SqlState::FOREIGN_KEY_VIOLATION) => {
-                Err(StoreError::NotFound {
-                    id: conversation.clone(),
-                })
-            }
-            Err(e) => Err(query_failed(action(), e)),
+            .await
+            .map_err(|e| query_failed(action(), e))?;
+        match (row.get::<_, bool>("found"), row.get::<_, bool>("taken")) {
+            (false, _) => Err(StoreError::NotFound {
+                id: conversation.clone(),
+            }),
+            (true, taken) => Ok(taken.then_some(holder)),
         }
     }
 
