@@ -221,6 +221,44 @@ impl PgCluster {
         self.pg_ctl(&["-l", &log, "start"]).map(drop)
     }
 
+    /// Freezes the server (`SIGSTOP` to the postmaster, then its backends and workers):
+    /// connections stay open and nothing answers, as with a hung server or a machine lost
+    /// without closing its connections.
+    ///
+    /// # Errors
+    ///
+    /// The postmaster's pid cannot be read, or `kill` failed.
+    pub fn pause_server(&self) -> Result<(), ClusterError> {
+        let postmaster = self.postmaster_pid()?;
+        signal("-STOP", &[postmaster])?;
+        signal("-STOP", &children_of(postmaster))
+    }
+
+    /// Lets a server frozen by [`PgCluster::pause_server`] go on.
+    ///
+    /// # Errors
+    ///
+    /// The postmaster's pid cannot be read, or `kill` failed.
+    pub fn resume_server(&self) -> Result<(), ClusterError> {
+        let postmaster = self.postmaster_pid()?;
+        signal("-CONT", &children_of(postmaster))?;
+        signal("-CONT", &[postmaster])
+    }
+
+    /// The postmaster's pid, the first line of `data/postmaster.pid`.
+    fn postmaster_pid(&self) -> Result<u32, ClusterError> {
+        let file = self.dir.join("data/postmaster.pid");
+        let text = std::fs::read_to_string(&file)
+            .map_err(|source| spawn_error("read postmaster.pid", source))?;
+        text.lines()
+            .next()
+            .and_then(|line| line.trim().parse().ok())
+            .ok_or_else(|| ClusterError::Command {
+                what: "read postmaster.pid".to_owned(),
+                output: text.clone(),
+            })
+    }
+
     fn pg_ctl(&self, args: &[&str]) -> Result<String, ClusterError> {
         let pg_ctl = self.bin.join("pg_ctl");
         let data = self.dir.join("data");
@@ -242,6 +280,8 @@ impl PgCluster {
 
 impl Drop for PgCluster {
     fn drop(&mut self) {
+        // A test that failed while the server was paused: it must be able to stop.
+        let _ = self.resume_server();
         let input = self
             .guardian_input
             .get_mut()
@@ -344,6 +384,35 @@ fn server_binaries() -> Result<PathBuf, ClusterError> {
         .pop()
         .map(|(_, bin)| bin)
         .ok_or(ClusterError::NotInstalled)
+}
+
+/// The processes whose parent is `parent` (from `/proc/<pid>/stat`; one that ends meanwhile
+/// is left out).
+fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // `pid (comm) state ppid ...`: the name may hold spaces, so read after its `)`.
+            let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+            after_name.split_whitespace().nth(1) == Some(parent.to_string().as_str())
+        })
+        .collect()
+}
+
+/// Sends `signal` (`-STOP`, `-CONT`) to `pids` with `kill`.
+fn signal(signal: &str, pids: &[u32]) -> Result<(), ClusterError> {
+    if pids.is_empty() {
+        return Ok(());
+    }
+    let mut kill = Command::new("kill");
+    kill.arg(signal).args(pids.iter().map(u32::to_string));
+    run("kill", &mut kill).map(drop)
 }
 
 fn running_as_root() -> Result<bool, ClusterError> {

@@ -41,6 +41,11 @@ pub struct PostgresOptions {
     /// How long connecting (TCP, TLS and login) may take, and how long a call waits for a
     /// pooled connection. Default: 5 seconds.
     pub connect_timeout: Duration,
+    /// How long one store or lease operation may wait for the server's answer before it
+    /// fails as unavailable: a server that keeps the connection open but stops answering
+    /// (hung, or its machine gone without a reset) is found out after this, not after the
+    /// kernel's retransmissions give up a quarter of an hour later. Default: 10 seconds.
+    pub query_timeout: Duration,
     /// TLS. Default: [`PostgresTls::Disable`].
     pub tls: PostgresTls,
 }
@@ -55,6 +60,7 @@ impl fmt::Debug for PostgresOptions {
             )
             .field("pool_size", &self.pool_size)
             .field("connect_timeout", &self.connect_timeout)
+            .field("query_timeout", &self.query_timeout)
             .field("tls", &self.tls)
             .finish()
     }
@@ -108,6 +114,7 @@ impl PostgresOptions {
             config,
             pool_size: 16,
             connect_timeout: Duration::from_secs(5),
+            query_timeout: Duration::from_secs(10),
             tls: PostgresTls::Disable,
         })
     }
@@ -133,6 +140,9 @@ impl PostgresOptions {
             .keepalives_idle(Duration::from_secs(15))
             .keepalives_interval(Duration::from_secs(5))
             .keepalives_retries(3)
+            // Sent data unacknowledged this long closes the connection (TCP_USER_TIMEOUT), so
+            // a connection to a vanished server is not handed out again.
+            .tcp_user_timeout(self.query_timeout)
             .connect_timeout(self.connect_timeout)
             .ssl_mode(tls::ssl_mode(&self.tls))
             .application_name("rojos");

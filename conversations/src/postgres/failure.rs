@@ -3,7 +3,9 @@
 //! `503`) and which are anything else ([`StoreError::Backend`]).
 
 use std::error::Error;
+use std::future::Future;
 use std::io::ErrorKind;
+use std::time::Duration;
 
 use deadpool_postgres::PoolError;
 
@@ -66,4 +68,23 @@ fn is_network(kind: ErrorKind) -> bool {
             | ErrorKind::HostUnreachable
             | ErrorKind::NetworkUnreachable
     )
+}
+
+/// A server that gave no answer within the query time-out.
+#[derive(Debug, thiserror::Error)]
+#[error("the database gave no answer within {} s ([store] query_timeout_secs)", .0.as_secs_f64())]
+pub(crate) struct NoAnswer(pub(crate) Duration);
+
+/// `work` (getting a connection and running its statement), failed as
+/// [`StoreError::Unavailable`] when it takes longer than `limit`. Dropping the work drops
+/// its connection back to the pool; a statement already sent is still committed or rolled
+/// back whole by the server.
+pub(crate) async fn within<T>(
+    limit: Duration,
+    action: impl FnOnce() -> String,
+    work: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    tokio::time::timeout(limit, work)
+        .await
+        .unwrap_or_else(|_| Err(StoreError::unavailable(action(), NoAnswer(limit))))
 }

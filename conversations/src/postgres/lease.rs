@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Object, Pool};
+use tokio_postgres::Statement;
 
-use super::failure::{pool_failed, query_failed};
+use super::failure::{pool_failed, query_failed, within};
 use crate::error::StoreError;
 use crate::id::ConversationId;
 use crate::lease::{LeaseHolder, RunLeases};
@@ -45,6 +46,7 @@ const RELEASE: &str =
 #[derive(Clone)]
 pub struct PostgresRunLeases {
     pool: Pool,
+    query_timeout: Duration,
 }
 
 impl std::fmt::Debug for PostgresRunLeases {
@@ -54,12 +56,29 @@ impl std::fmt::Debug for PostgresRunLeases {
 }
 
 impl PostgresRunLeases {
-    pub(super) fn new(pool: Pool) -> Self {
-        Self { pool }
+    pub(super) fn new(pool: Pool, query_timeout: Duration) -> Self {
+        Self {
+            pool,
+            query_timeout,
+        }
     }
 
-    async fn client(&self, action: &(dyn Fn() -> String + Sync)) -> Result<Object, StoreError> {
-        self.pool.get().await.map_err(|e| pool_failed(action(), e))
+    /// A pooled connection and `sql` prepared on it (cached per connection).
+    async fn prepared(
+        &self,
+        action: &(dyn Fn() -> String + Sync),
+        sql: &str,
+    ) -> Result<(Object, Statement), StoreError> {
+        let client = self
+            .pool
+            .get()
+            .await
+            .map_err(|e| pool_failed(action(), e))?;
+        let statement = client
+            .prepare_cached(sql)
+            .await
+            .map_err(|e| query_failed(action(), e))?;
+        Ok((client, statement))
     }
 }
 
@@ -74,19 +93,18 @@ impl RunLeases for PostgresRunLeases {
         ttl: Duration,
     ) -> Result<Option<LeaseHolder>, StoreError> {
         let action = || format!("take the run lease of conversation '{conversation}'");
-        let client = self.client(&action).await?;
         let holder = LeaseHolder::generate();
-        let statement = client
-            .prepare_cached(ACQUIRE)
-            .await
-            .map_err(|e| query_failed(action(), e))?;
-        let row = client
-            .query_one(
-                &statement,
-                &[&conversation.as_str(), &uuid_text(holder), &millis(ttl)],
-            )
-            .await
-            .map_err(|e| query_failed(action(), e))?;
+        let row = within(self.query_timeout, action, async {
+            let (client, statement) = self.prepared(&action, ACQUIRE).await?;
+            client
+                .query_one(
+                    &statement,
+                    &[&conversation.as_str(), &uuid_text(holder), &millis(ttl)],
+                )
+                .await
+                .map_err(|e| query_failed(action(), e))
+        })
+        .await?;
         match (row.get::<_, bool>("found"), row.get::<_, bool>("taken")) {
             (false, _) => Err(StoreError::NotFound {
                 id: conversation.clone(),
@@ -102,18 +120,17 @@ impl RunLeases for PostgresRunLeases {
         ttl: Duration,
     ) -> Result<bool, StoreError> {
         let action = || format!("renew the run lease of conversation '{conversation}'");
-        let client = self.client(&action).await?;
-        let statement = client
-            .prepare_cached(RENEW)
-            .await
-            .map_err(|e| query_failed(action(), e))?;
-        let renewed = client
-            .execute(
-                &statement,
-                &[&conversation.as_str(), &uuid_text(holder), &millis(ttl)],
-            )
-            .await
-            .map_err(|e| query_failed(action(), e))?;
+        let renewed = within(self.query_timeout, action, async {
+            let (client, statement) = self.prepared(&action, RENEW).await?;
+            client
+                .execute(
+                    &statement,
+                    &[&conversation.as_str(), &uuid_text(holder), &millis(ttl)],
+                )
+                .await
+                .map_err(|e| query_failed(action(), e))
+        })
+        .await?;
         Ok(renewed == 1)
     }
 
@@ -123,15 +140,14 @@ impl RunLeases for PostgresRunLeases {
         holder: LeaseHolder,
     ) -> Result<(), StoreError> {
         let action = || format!("release the run lease of conversation '{conversation}'");
-        let client = self.client(&action).await?;
-        let statement = client
-            .prepare_cached(RELEASE)
-            .await
-            .map_err(|e| query_failed(action(), e))?;
-        client
-            .execute(&statement, &[&conversation.as_str(), &uuid_text(holder)])
-            .await
-            .map_err(|e| query_failed(action(), e))?;
+        within(self.query_timeout, action, async {
+            let (client, statement) = self.prepared(&action, RELEASE).await?;
+            client
+                .execute(&statement, &[&conversation.as_str(), &uuid_text(holder)])
+                .await
+                .map_err(|e| query_failed(action(), e))
+        })
+        .await?;
         Ok(())
     }
 }

@@ -13,6 +13,7 @@ mod tls;
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Object, Pool};
@@ -28,7 +29,7 @@ use crate::store::{
     Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
 };
 use crate::title::{check_messages, title_of};
-use failure::{pool_failed, query_failed};
+use failure::{pool_failed, query_failed, within};
 use schema::Migrated;
 
 /// How many fresh ids `create` tries before giving up; a clash of 131-bit
@@ -47,6 +48,7 @@ const CREATE_ATTEMPTS: usize = 3;
 pub struct PostgresStore {
     pool: Pool,
     database: Arc<str>,
+    query_timeout: Duration,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -80,6 +82,7 @@ impl PostgresStore {
         Ok(Self {
             pool: connect::pool(options)?,
             database: options.database().into(),
+            query_timeout: options.query_timeout,
         })
     }
 
@@ -113,7 +116,7 @@ impl PostgresStore {
     /// The run leases kept in this store's database, over the same connection pool: what
     /// every host sharing the database uses so one run at a time writes to a conversation.
     pub fn run_leases(&self) -> PostgresRunLeases {
-        PostgresRunLeases::new(self.pool.clone())
+        PostgresRunLeases::new(self.pool.clone(), self.query_timeout)
     }
 
     /// The database, as messages name it: `postgres://user@host:port/database`.
@@ -130,37 +133,46 @@ impl PostgresStore {
 impl ConversationStore for PostgresStore {
     async fn create(&self, project_id: &str, rojo: &str) -> Result<ConversationId, StoreError> {
         let action = || format!("create a conversation in project '{project_id}'");
-        let client = self.client(action()).await?;
-        for _ in 0..CREATE_ATTEMPTS {
-            let id = ConversationId::generate();
-            let inserted = queries::insert_conversation(&client, &id, project_id, rojo)
-                .await
-                .map_err(|e| query_failed(action(), e))?;
-            if inserted {
-                return Ok(id);
+        within(self.query_timeout, action, async {
+            let client = self.client(action()).await?;
+            for _ in 0..CREATE_ATTEMPTS {
+                let id = ConversationId::generate();
+                let inserted = queries::insert_conversation(&client, &id, project_id, rojo)
+                    .await
+                    .map_err(|e| query_failed(action(), e))?;
+                if inserted {
+                    return Ok(id);
+                }
             }
-        }
-        Err(StoreError::backend(
-            action(),
-            "every generated id was already taken",
-        ))
+            Err(StoreError::backend(
+                action(),
+                "every generated id was already taken",
+            ))
+        })
+        .await
     }
 
     async fn get(&self, id: &ConversationId) -> Result<Option<Conversation>, StoreError> {
         let action = || format!("read conversation '{id}'");
-        let client = self.client(action()).await?;
-        let row = queries::select_conversation(&client, id)
-            .await
-            .map_err(|e| query_failed(action(), e))?;
-        row.map(|row| queries::conversation(&row, id)).transpose()
+        within(self.query_timeout, action, async {
+            let client = self.client(action()).await?;
+            let row = queries::select_conversation(&client, id)
+                .await
+                .map_err(|e| query_failed(action(), e))?;
+            row.map(|row| queries::conversation(&row, id)).transpose()
+        })
+        .await
     }
 
     async fn head(&self, id: &ConversationId) -> Result<Option<ConversationHead>, StoreError> {
         let action = || format!("read conversation '{id}'");
-        let client = self.client(action()).await?;
-        queries::select_head(&client, id)
-            .await
-            .map_err(|e| query_failed(action(), e))
+        within(self.query_timeout, action, async {
+            let client = self.client(action()).await?;
+            queries::select_head(&client, id)
+                .await
+                .map_err(|e| query_failed(action(), e))
+        })
+        .await
     }
 
     async fn page(
@@ -170,11 +182,14 @@ impl ConversationStore for PostgresStore {
         max_bytes: usize,
     ) -> Result<Option<ConversationPage>, StoreError> {
         let action = || format!("read a page of conversation '{id}'");
-        let client = self.client(action()).await?;
-        let row = queries::select_page(&client, id, from, max_bytes)
-            .await
-            .map_err(|e| query_failed(action(), e))?;
-        row.map(|row| queries::page(&row, id, from)).transpose()
+        within(self.query_timeout, action, async {
+            let client = self.client(action()).await?;
+            let row = queries::select_page(&client, id, from, max_bytes)
+                .await
+                .map_err(|e| query_failed(action(), e))?;
+            row.map(|row| queries::page(&row, id, from)).transpose()
+        })
+        .await
     }
 
     async fn append(&self, id: &ConversationId, messages: Vec<Value>) -> Result<(), StoreError> {
@@ -182,14 +197,17 @@ impl ConversationStore for PostgresStore {
         let title = title_of(&messages);
         let rows = messages.iter().map(Value::to_string).collect::<Vec<_>>();
         let action = || format!("append to conversation '{id}'");
-        let client = self.client(action()).await?;
-        // One statement: once sent, the server stores or refuses the step whole even if
-        // this task is cancelled while waiting for the answer.
-        match queries::insert_step(&client, id, &rows, title.as_deref()).await {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(StoreError::NotFound { id: id.clone() }),
-            Err(e) => Err(query_failed(action(), e)),
-        }
+        within(self.query_timeout, action, async {
+            let client = self.client(action()).await?;
+            // One statement: once sent, the server stores or refuses the step whole even if
+            // this task is cancelled (or times out) while waiting for the answer.
+            match queries::insert_step(&client, id, &rows, title.as_deref()).await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(StoreError::NotFound { id: id.clone() }),
+                Err(e) => Err(query_failed(action(), e)),
+            }
+        })
+        .await
     }
 
     async fn list(
@@ -201,22 +219,28 @@ impl ConversationStore for PostgresStore {
             return Ok(Vec::new());
         }
         let action = || format!("list the conversations of project '{project_id}'");
-        let client = self.client(action()).await?;
-        let rows = queries::select_summaries(&client, project_id, limit)
-            .await
-            .map_err(|e| query_failed(action(), e))?;
-        rows.iter()
-            .map(|row| queries::summary(row, project_id))
-            .collect()
+        within(self.query_timeout, action, async {
+            let client = self.client(action()).await?;
+            let rows = queries::select_summaries(&client, project_id, limit)
+                .await
+                .map_err(|e| query_failed(action(), e))?;
+            rows.iter()
+                .map(|row| queries::summary(row, project_id))
+                .collect()
+        })
+        .await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
         let action = || "reach the database".to_owned();
-        let client = self.client(action()).await?;
-        client
-            .simple_query("SELECT 1")
-            .await
-            .map_err(|e| query_failed(action(), e))?;
-        Ok(())
+        within(self.query_timeout, action, async {
+            let client = self.client(action()).await?;
+            client
+                .simple_query("SELECT 1")
+                .await
+                .map_err(|e| query_failed(action(), e))?;
+            Ok(())
+        })
+        .await
     }
 }

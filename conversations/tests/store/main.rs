@@ -15,6 +15,7 @@ mod migration;
 mod paging;
 mod persistence;
 mod roundtrip;
+mod silence;
 mod size;
 mod support;
 mod tls;

@@ -33,6 +33,7 @@ pub(super) struct RawStore {
     pub(super) password_env: Option<String>,
     pub(super) pool_size: Option<usize>,
     pub(super) connect_timeout_secs: Option<f64>,
+    pub(super) query_timeout_secs: Option<f64>,
     pub(super) tls: Option<String>,
     pub(super) ca_file: Option<PathBuf>,
     pub(super) run_lease_secs: Option<f64>,

@@ -1,7 +1,7 @@
 //! `[store]`: where conversations are kept. The embedded SQLite file under the storage
 //! folder (the default), or a PostgreSQL database shared by several hosts, reached with a
 //! URL that must hold no password (it comes from the environment variable `password_env`
-//! names), a pool size, a connect time-out and TLS options. Also how long a run's lease on
+//! names), a pool size, connect and query time-outs and TLS options. Also how long a run's lease on
 //! its conversation lasts unless renewed (`run_lease_secs`, either backend).
 
 use std::path::{Path, PathBuf};
@@ -70,6 +70,7 @@ fn postgres_only_key(raw: &RawStore) -> Option<&'static str> {
         ("password_env", raw.password_env.is_some()),
         ("pool_size", raw.pool_size.is_some()),
         ("connect_timeout_secs", raw.connect_timeout_secs.is_some()),
+        ("query_timeout_secs", raw.query_timeout_secs.is_some()),
         ("tls", raw.tls.is_some()),
         ("ca_file", raw.ca_file.is_some()),
     ]
@@ -114,6 +115,12 @@ fn parse_postgres(
         "store.connect_timeout_secs",
         raw.connect_timeout_secs,
         Duration::from_secs(5),
+        600.0,
+    )?;
+    options.query_timeout = seconds_key(
+        "store.query_timeout_secs",
+        raw.query_timeout_secs,
+        Duration::from_secs(10),
         600.0,
     )?;
     options.tls = parse_tls(raw, resolve)?;
@@ -170,14 +177,18 @@ mod tests {
         let env = |name: &str| (name == "PG_PASSWORD").then(|| "hunter22-secret".to_owned());
         let text = "backend = \"postgres\"\nurl = \"postgres://rojos@db:5432/chats\"\n\
                     password_env = \"PG_PASSWORD\"\npool_size = 4\nconnect_timeout_secs = 2\n\
-                    tls = \"verify-full\"\nca_file = \"ca.pem\"";
+                    query_timeout_secs = 3\ntls = \"verify-full\"\nca_file = \"ca.pem\"";
         let StoreConfig::Postgres(options) = parse(text, &env).unwrap() else {
             panic!("expected postgres");
         };
         assert_eq!(options.database(), "postgres://rojos@db:5432/chats");
         assert_eq!(
-            (options.pool_size, options.connect_timeout),
-            (4, Duration::from_secs(2))
+            (
+                options.pool_size,
+                options.connect_timeout,
+                options.query_timeout
+            ),
+            (4, Duration::from_secs(2), Duration::from_secs(3))
         );
         assert_eq!(
             options.tls,
