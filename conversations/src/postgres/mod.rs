@@ -42,8 +42,9 @@ const CREATE_ATTEMPTS: usize = 3;
 ///
 /// Connections are opened when first needed, up to the pool size, and shared by all calls;
 /// one the server closed is replaced on its next use, so the store recovers by itself when
-/// the database comes back. While it cannot be reached, calls fail with
-/// [`StoreError::Unavailable`]. Cheap to clone.
+/// the database comes back. While it cannot be reached, or gives no answer within
+/// [`PostgresOptions::query_timeout`], calls fail with [`StoreError::Unavailable`]. Cheap to
+/// clone.
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: Pool,
