@@ -373,11 +373,16 @@ impl Default for Fixture {
 }
 
 impl Fixture {
-    /// Builds the world (panics on failure: it is test code).
+    /// Builds the world in the system's temp folder (panics on failure: it is test code).
     pub fn new() -> Self {
+        Self::new_in(&std::env::temp_dir())
+    }
+
+    /// Builds the world in a new folder inside `parent`, e.g. on another file system.
+    pub fn new_in(parent: &Path) -> Self {
         let temp = tempfile::Builder::new()
             .prefix("rojos-fs-guard-")
-            .tempdir()
+            .tempdir_in(parent)
             .expect("create temp dir");
         let base = temp.path().canonicalize().expect("canonical temp dir");
         let root = base.join("storage/p1/root");

@@ -19,7 +19,12 @@ const NOT_FOUND: ErrorKind = ErrorKind::NOT_FOUND;
 
 /// Asserts that `result` failed with `kind` and a message that names no outside target and
 /// leaks nothing; returns the message.
-fn refused(fx: &Fixture, what: &str, result: Result<(), PathError>, kind: &ErrorKind) -> String {
+pub(super) fn refused(
+    fx: &Fixture,
+    what: &str,
+    result: Result<(), PathError>,
+    kind: &ErrorKind,
+) -> String {
     let error = ToolError::from(result.expect_err(what));
     assert_eq!(&error.kind, kind, "{what:?}: {}", error.message);
     fx.assert_clean(&error.message);
@@ -53,51 +58,75 @@ fn within_deadline<T: Send + 'static>(name: &str, f: impl FnOnce() -> T + Send +
 
 #[test]
 fn delete_never_touches_anything_outside_or_the_root() {
-    let fx = Fixture::new();
+    delete_never_touches_anything_outside_or_the_root_on(&Fixture::new());
+}
+
+/// The test above on any fresh fixture; `nfs_like_tests` runs it on a mount where the
+/// kernel refuses `RENAME_NOREPLACE` and `O_TMPFILE`.
+pub(super) fn delete_never_touches_anything_outside_or_the_root_on(fx: &Fixture) {
     fx.plant_links();
     let dir = fx.project_dir();
     let before = fx.snapshot_outside();
     for (path, kind) in DELETE_ESCAPES {
-        refused(&fx, path, dir.delete(path), kind);
-        refused(&fx, path, dir.delete_recursive(path), kind);
+        refused(fx, path, dir.delete(path), kind);
+        refused(fx, path, dir.delete_recursive(path), kind);
     }
     fx.assert_outside_unchanged(&before);
-    assert_root_intact(&fx);
+    assert_root_intact(fx);
 }
 
 #[test]
 fn rename_never_moves_anything_from_outside_or_the_root() {
-    let fx = Fixture::new();
+    rename_never_moves_anything_from_outside_or_the_root_on(&Fixture::new());
+}
+
+/// The test above on any fresh fixture; `nfs_like_tests` runs it on a mount where the
+/// kernel refuses `RENAME_NOREPLACE` and `O_TMPFILE`.
+pub(super) fn rename_never_moves_anything_from_outside_or_the_root_on(fx: &Fixture) {
     fx.plant_links();
     let dir = fx.project_dir();
     let before = fx.snapshot_outside();
     for (path, kind) in DELETE_ESCAPES {
-        refused(&fx, path, dir.rename(path, "stolen"), kind);
+        refused(fx, path, dir.rename(path, "stolen"), kind);
     }
     fx.assert_outside_unchanged(&before);
     assert!(!fx.exists("stolen"));
-    assert_root_intact(&fx);
+    assert_root_intact(fx);
 }
 
 #[test]
 fn rename_never_moves_anything_out_or_over_an_existing_name() {
-    let fx = Fixture::new();
+    rename_never_moves_anything_out_or_over_an_existing_name_on(&Fixture::new());
+}
+
+/// The test above on any fresh fixture; `nfs_like_tests` runs it on a mount where the
+/// kernel refuses `RENAME_NOREPLACE` and `O_TMPFILE`.
+pub(super) fn rename_never_moves_anything_out_or_over_an_existing_name_on(fx: &Fixture) {
     fx.plant_links();
     let dir = fx.project_dir();
     let before = fx.snapshot_outside();
     for from in ["hello.txt", "sub"] {
         for (to, kind) in MOVE_DEST_ESCAPES {
-            refused(&fx, &format!("{from} -> {to}"), dir.rename(from, to), kind);
+            refused(fx, &format!("{from} -> {to}"), dir.rename(from, to), kind);
         }
     }
     fx.assert_outside_unchanged(&before);
     assert!(!crate::testing::host_path_exists("/tmp/rojos-escape-moved"));
-    assert_root_intact(&fx);
+    assert_root_intact(fx);
 }
 
 #[test]
 fn the_root_itself_cannot_be_deleted_or_moved_even_as_a_path_that_resolves_to_it() {
-    let fx = Fixture::new();
+    the_root_itself_cannot_be_deleted_or_moved_even_as_a_path_that_resolves_to_it_on(
+        &Fixture::new(),
+    );
+}
+
+/// The test above on any fresh fixture; `nfs_like_tests` runs it on a mount where the
+/// kernel refuses `RENAME_NOREPLACE` and `O_TMPFILE`.
+pub(super) fn the_root_itself_cannot_be_deleted_or_moved_even_as_a_path_that_resolves_to_it_on(
+    fx: &Fixture,
+) {
     fx.plant_links();
     let dir = fx.project_dir();
     let names = fx.names(".");
@@ -109,18 +138,18 @@ fn the_root_itself_cannot_be_deleted_or_moved_even_as_a_path_that_resolves_to_it
         "in-dir/..",
         "sub/up-dir/.",
     ] {
-        let message = refused(&fx, path, dir.delete_recursive(path), &REFUSED);
+        let message = refused(fx, path, dir.delete_recursive(path), &REFUSED);
         assert_eq!(
             message, "the project root itself cannot be deleted",
             "{path}"
         );
-        refused(&fx, path, dir.delete(path), &REFUSED);
-        let message = refused(&fx, path, dir.rename(path, "moved"), &REFUSED);
+        refused(fx, path, dir.delete(path), &REFUSED);
+        let message = refused(fx, path, dir.rename(path, "moved"), &REFUSED);
         assert_eq!(message, "the project root itself cannot be moved", "{path}");
     }
     // A dotted path that resolves to another folder names no entry.
     let message = refused(
-        &fx,
+        fx,
         "sub/deeper/..",
         dir.delete_recursive("sub/deeper/.."),
         &REFUSED,
@@ -131,8 +160,8 @@ fn the_root_itself_cannot_be_deleted_or_moved_even_as_a_path_that_resolves_to_it
          without '.' or '..' at the end"
     );
     // `a/..` when `a` does not exist is resolved by the kernel: not found.
-    refused(&fx, "a/..", dir.delete_recursive("a/.."), &NOT_FOUND);
-    assert_root_intact(&fx);
+    refused(fx, "a/..", dir.delete_recursive("a/.."), &NOT_FOUND);
+    assert_root_intact(fx);
     assert_eq!(fx.names("."), names, "something was deleted");
 }
 
@@ -208,7 +237,12 @@ fn a_trailing_slash_on_a_symlink_is_refused_and_the_link_and_target_stay() {
 
 #[test]
 fn a_symlink_is_moved_as_a_link_and_still_refused_where_it_leads_out() {
-    let fx = Fixture::new();
+    a_symlink_is_moved_as_a_link_and_still_refused_where_it_leads_out_on(&Fixture::new());
+}
+
+/// The test above on any fresh fixture; `nfs_like_tests` runs it on a mount where the
+/// kernel refuses `RENAME_NOREPLACE` and `O_TMPFILE`.
+pub(super) fn a_symlink_is_moved_as_a_link_and_still_refused_where_it_leads_out_on(fx: &Fixture) {
     fx.plant_links();
     let dir = fx.project_dir();
     let before = fx.snapshot_outside();
@@ -219,19 +253,24 @@ fn a_symlink_is_moved_as_a_link_and_still_refused_where_it_leads_out() {
     assert!(!fx.exists("rel-dir") && fx.exists("sub/moved-link"));
     // Reading through a moved link is still confined.
     refused(
-        &fx,
+        fx,
         "moved-abs",
         dir.read_text("moved-abs").map(|_| ()),
         &OUTSIDE,
     );
-    assert_root_intact(&fx);
+    assert_root_intact(fx);
 }
 
 // ---------------------------------------------------------------- overwrite
 
 #[test]
 fn a_move_never_replaces_a_file_a_folder_or_a_link() {
-    let fx = Fixture::new();
+    a_move_never_replaces_a_file_a_folder_or_a_link_on(&Fixture::new());
+}
+
+/// The test above on any fresh fixture; `nfs_like_tests` runs it on a mount where the
+/// kernel refuses `RENAME_NOREPLACE` and `O_TMPFILE`.
+pub(super) fn a_move_never_replaces_a_file_a_folder_or_a_link_on(fx: &Fixture) {
     fx.plant_links();
     fx.mkdir("empty");
     let dir = fx.project_dir();
@@ -249,10 +288,10 @@ fn a_move_never_replaces_a_file_a_folder_or_a_link() {
         ("hello.txt", "sub/deeper/..", "'sub/deeper/..' does not end in a name: give the path of the file or folder itself, without '.' or '..' at the end"),
     ];
     for (from, to, expected) in cases {
-        let message = refused(&fx, to, dir.rename(from, to), &REFUSED);
+        let message = refused(fx, to, dir.rename(from, to), &REFUSED);
         assert_eq!(message, expected);
     }
-    assert_root_intact(&fx);
+    assert_root_intact(fx);
     assert!(fx.names("empty").is_empty());
     assert!(
         !fx.exists("missing.txt"),
@@ -276,17 +315,22 @@ fn only_a_folder_opens_as_a_folder() {
 
 #[test]
 fn a_folder_cannot_be_moved_into_itself() {
-    let fx = Fixture::new();
+    a_folder_cannot_be_moved_into_itself_on(&Fixture::new());
+}
+
+/// The test above on any fresh fixture; `nfs_like_tests` runs it on a mount where the
+/// kernel refuses `RENAME_NOREPLACE` and `O_TMPFILE`.
+pub(super) fn a_folder_cannot_be_moved_into_itself_on(fx: &Fixture) {
     fx.plant_links();
     let dir = fx.project_dir();
     for to in ["sub/x", "sub/deeper/x", "in-dir/x", "sub/up-dir/sub/x"] {
-        let message = refused(&fx, to, dir.rename("sub", to), &REFUSED);
+        let message = refused(fx, to, dir.rename("sub", to), &REFUSED);
         assert_eq!(
             message,
             format!("'sub' cannot be moved into itself ('{to}')")
         );
     }
-    assert_root_intact(&fx);
+    assert_root_intact(fx);
 }
 
 #[test]
@@ -312,7 +356,12 @@ fn a_missing_source_or_destination_folder_is_named() {
 
 #[test]
 fn files_and_folders_move_and_rename_with_their_content() {
-    let fx = Fixture::new();
+    files_and_folders_move_and_rename_with_their_content_on(&Fixture::new());
+}
+
+/// The test above on any fresh fixture; `nfs_like_tests` runs it on a mount where the
+/// kernel refuses `RENAME_NOREPLACE` and `O_TMPFILE`.
+pub(super) fn files_and_folders_move_and_rename_with_their_content_on(fx: &Fixture) {
     let dir = fx.project_dir();
     dir.rename("hello.txt", "greeting.txt").unwrap();
     dir.rename("greeting.txt", "sub/deeper/greeting.txt")

@@ -202,4 +202,8 @@ fn regular_size(path: &str, meta: &Metadata, limit: u64) -> Result<u64, PathErro
 #[cfg(test)]
 mod change_tests;
 #[cfg(test)]
+mod nfs_like_mount;
+#[cfg(test)]
+mod nfs_like_tests;
+#[cfg(test)]
 mod tests;

@@ -52,34 +52,49 @@ fn limits(read: u64, write: u64, list: u64) -> Limits {
 
 #[test]
 fn read_text_never_reaches_outside_the_root() {
-    let fx = Fixture::new();
+    read_text_never_reaches_outside_the_root_on(&Fixture::new());
+}
+
+/// The test above on any fresh fixture; `nfs_like_tests` runs it on a mount where the
+/// kernel refuses `RENAME_NOREPLACE` and `O_TMPFILE`.
+pub(super) fn read_text_never_reaches_outside_the_root_on(fx: &Fixture) {
     fx.plant_links();
     let dir = fx.project_dir();
     let before = fx.snapshot_outside();
     for (path, kind) in READ_ESCAPES {
-        refused(&fx, path, dir.read_text(path), kind.clone());
+        refused(fx, path, dir.read_text(path), kind.clone());
     }
     fx.assert_outside_unchanged(&before);
 }
 
 #[test]
 fn meta_never_reaches_outside_the_root() {
-    let fx = Fixture::new();
+    meta_never_reaches_outside_the_root_on(&Fixture::new());
+}
+
+/// The test above on any fresh fixture; `nfs_like_tests` runs it on a mount where the
+/// kernel refuses `RENAME_NOREPLACE` and `O_TMPFILE`.
+pub(super) fn meta_never_reaches_outside_the_root_on(fx: &Fixture) {
     fx.plant_links();
     let dir = fx.project_dir();
     for (path, kind) in READ_ESCAPES {
-        refused(&fx, path, dir.meta(path), kind.clone());
+        refused(fx, path, dir.meta(path), kind.clone());
     }
 }
 
 #[test]
 fn list_never_reaches_outside_the_root() {
-    let fx = Fixture::new();
+    list_never_reaches_outside_the_root_on(&Fixture::new());
+}
+
+/// The test above on any fresh fixture; `nfs_like_tests` runs it on a mount where the
+/// kernel refuses `RENAME_NOREPLACE` and `O_TMPFILE`.
+pub(super) fn list_never_reaches_outside_the_root_on(fx: &Fixture) {
     fx.plant_links();
     let dir = fx.project_dir();
     let cases = LIST_ESCAPES;
     for (path, kind) in cases.iter() {
-        refused(&fx, path, dir.list(path), kind.clone());
+        refused(fx, path, dir.list(path), kind.clone());
     }
 }
 
@@ -130,13 +145,18 @@ fn a_write_through_a_dangling_link_on_the_way_says_the_way_is_not_a_folder() {
 
 #[test]
 fn write_text_never_creates_or_changes_anything_outside() {
-    let fx = Fixture::new();
+    write_text_never_creates_or_changes_anything_outside_on(&Fixture::new());
+}
+
+/// The test above on any fresh fixture; `nfs_like_tests` runs it on a mount where the
+/// kernel refuses `RENAME_NOREPLACE` and `O_TMPFILE`.
+pub(super) fn write_text_never_creates_or_changes_anything_outside_on(fx: &Fixture) {
     fx.plant_links();
     let dir = fx.project_dir();
     let before = fx.snapshot_outside();
     let cases = WRITE_ESCAPES;
     for (path, kind) in cases.iter() {
-        let message = refused(&fx, path, dir.write_text(path, "pwned"), kind.clone());
+        let message = refused(fx, path, dir.write_text(path, "pwned"), kind.clone());
         if *path == "dangling-out" {
             assert_eq!(message, "'dangling-out' is a symbolic link that does not lead to anything in the project: it is left as it is");
         }
@@ -163,13 +183,18 @@ fn write_through_an_in_root_symlink_is_refused_naming_its_target() {
 
 #[test]
 fn create_dir_never_creates_anything_outside() {
-    let fx = Fixture::new();
+    create_dir_never_creates_anything_outside_on(&Fixture::new());
+}
+
+/// The test above on any fresh fixture; `nfs_like_tests` runs it on a mount where the
+/// kernel refuses `RENAME_NOREPLACE` and `O_TMPFILE`.
+pub(super) fn create_dir_never_creates_anything_outside_on(fx: &Fixture) {
     fx.plant_links();
     let dir = fx.project_dir();
     let before = fx.snapshot_outside();
     let cases = CREATE_DIR_ESCAPES;
     for (path, kind) in cases.iter() {
-        refused(&fx, path, dir.create_dir(path), kind.clone());
+        refused(fx, path, dir.create_dir(path), kind.clone());
     }
     fx.assert_outside_unchanged(&before);
     assert!(!crate::testing::host_path_exists("/tmp/rojos-escape-dir"));
@@ -177,7 +202,12 @@ fn create_dir_never_creates_anything_outside() {
 
 #[test]
 fn delete_and_rename_never_touch_anything_outside() {
-    let fx = Fixture::new();
+    delete_and_rename_never_touch_anything_outside_on(&Fixture::new());
+}
+
+/// The test above on any fresh fixture; `nfs_like_tests` runs it on a mount where the
+/// kernel refuses `RENAME_NOREPLACE` and `O_TMPFILE`.
+pub(super) fn delete_and_rename_never_touch_anything_outside_on(fx: &Fixture) {
     fx.plant_links();
     let dir = fx.project_dir();
     let before = fx.snapshot_outside();
@@ -188,9 +218,9 @@ fn delete_and_rename_never_touch_anything_outside() {
         "evil/x",
         "../../p2/root/x",
     ] {
-        refused(&fx, path, dir.delete(path), OUTSIDE);
-        refused(&fx, path, dir.rename(path, "stolen"), OUTSIDE);
-        refused(&fx, path, dir.rename("hello.txt", path), OUTSIDE);
+        refused(fx, path, dir.delete(path), OUTSIDE);
+        refused(fx, path, dir.rename(path, "stolen"), OUTSIDE);
+        refused(fx, path, dir.rename("hello.txt", path), OUTSIDE);
     }
     // A link is deleted or moved as a link; its outside target stays.
     dir.rename("rel-file", "moved-link").unwrap();
@@ -639,7 +669,16 @@ fn an_empty_path_asks_for_dot() {
 /// reading it returns the outside content. Writing replaces the name only.
 #[test]
 fn a_planted_hard_link_reads_the_outside_file_but_a_write_replaces_only_the_name() {
-    let fx = Fixture::new();
+    a_planted_hard_link_reads_the_outside_file_but_a_write_replaces_only_the_name_on(
+        &Fixture::new(),
+    );
+}
+
+/// The test above on any fresh fixture; `nfs_like_tests` runs it on a mount where the
+/// kernel refuses `RENAME_NOREPLACE` and `O_TMPFILE`.
+pub(super) fn a_planted_hard_link_reads_the_outside_file_but_a_write_replaces_only_the_name_on(
+    fx: &Fixture,
+) {
     fx.hard_link_outside("linked.txt", "secret.txt");
     let dir = fx.project_dir();
     let text = dir.read_text("linked.txt").unwrap();
@@ -657,7 +696,12 @@ fn a_planted_hard_link_reads_the_outside_file_but_a_write_replaces_only_the_name
 
 #[test]
 fn a_write_leaves_no_temporary_file_and_keeps_the_old_mode() {
-    let fx = Fixture::new();
+    a_write_leaves_no_temporary_file_and_keeps_the_old_mode_on(&Fixture::new());
+}
+
+/// The test above on any fresh fixture; `nfs_like_tests` runs it on a mount where the
+/// kernel refuses `RENAME_NOREPLACE` and `O_TMPFILE`.
+pub(super) fn a_write_leaves_no_temporary_file_and_keeps_the_old_mode_on(fx: &Fixture) {
     fx.chmod("hello.txt", 0o640);
     let dir = fx.project_dir();
     dir.write_text("hello.txt", "hello again").unwrap();
