@@ -233,14 +233,12 @@ impl ProjectDir {
         ) {
             // The file system refuses the flag itself (NFS): a move that still never
             // replaces (see `move_fallback`). For a folder, EINVAL may instead mean it was
-            // being moved into itself.
-            Err(rustix::io::Errno::INVAL) if !source.is_dir() => {
-                move_fallback::link_then_unlink(&from_folder, from_leaf, &to_folder, to_leaf)
-            }
-            Err(rustix::io::Errno::INVAL)
-                if !move_fallback::is_within(&to_folder, &from_folder, from_leaf, &self.dir) =>
-            {
+            // being moved into itself, which the fallback's own rename is refused for again.
+            Err(rustix::io::Errno::INVAL) if source.is_dir() => {
                 move_fallback::rename_if_free(&from_folder, from_leaf, &to_folder, to_leaf)
+            }
+            Err(rustix::io::Errno::INVAL) => {
+                move_fallback::link_then_unlink(&from_folder, from_leaf, &to_folder, to_leaf)
             }
             moved => moved,
         };
@@ -255,8 +253,8 @@ impl ProjectDir {
                         .then(|| Shown::new(&format!("{}/{from_leaf}", to.trim_end_matches('/')))),
                 }
             }
-            // EINVAL for a folder found to be the destination's folder or above it: "a
-            // folder cannot be made a subfolder of itself".
+            // EINVAL for a folder, with or without RENAME_NOREPLACE: "a folder cannot be
+            // made a subfolder of itself".
             rustix::io::Errno::INVAL if source.is_dir() => PathError::IntoItself {
                 from: Shown::new(from),
                 to: Shown::new(to),

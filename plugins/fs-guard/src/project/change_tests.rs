@@ -611,30 +611,3 @@ fn without_noreplace_a_folder_moves_only_to_a_free_name() {
     assert_eq!(fx.read("moved/inner.txt"), b"inner");
     assert!(!fx.exists("sub"));
 }
-
-#[test]
-fn a_destination_folder_is_within_the_source_only_when_it_is_the_source_or_below_it() {
-    let fx = Fixture::new();
-    fx.mkdir("sibling/deeper");
-    let dir = fx.project_dir();
-    let root = dir.open_folder(".").unwrap();
-    for (folder, within) in [
-        ("sub", true),
-        ("sub/deeper", true),
-        (".", false),
-        ("sibling", false),
-        ("sibling/deeper", false),
-    ] {
-        let folder_handle = dir.open_folder(folder).unwrap();
-        assert_eq!(
-            move_fallback::is_within(&folder_handle, &root, "sub", &dir.dir),
-            within,
-            "{folder:?}"
-        );
-    }
-    // A name that is not there contains nothing.
-    let deeper = dir.open_folder("sub/deeper").unwrap();
-    assert!(!move_fallback::is_within(
-        &deeper, &root, "missing", &dir.dir
-    ));
-}

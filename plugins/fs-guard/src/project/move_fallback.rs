@@ -10,11 +10,12 @@
 //!   folder created under that name in between would be replaced only if empty (a rename
 //!   never replaces a folder that holds anything, nor a file), so nothing is lost.
 //!
-//! `EINVAL` is also the kernel's answer to a folder moved into itself, which
-//! [`is_within`] tells apart.
+//! `EINVAL` is also the kernel's answer to a folder moved into itself: then the plain
+//! rename of [`rename_if_free`] is refused by the kernel with `EINVAL` again, and the caller
+//! reports it as such.
 
 use cap_std::fs::Dir;
-use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::fs::AtFlags;
 use rustix::io::Errno;
 
 /// A file or link (`leaf` in `from`) linked to `to_leaf` in `to`, then unlinked from
@@ -42,47 +43,4 @@ pub(super) fn rename_if_free(from: &Dir, leaf: &str, to: &Dir, to_leaf: &str) ->
         Err(Errno::NOENT) => rustix::fs::renameat(from, leaf, to, to_leaf),
         Err(e) => Err(e),
     }
-}
-
-/// Whether `folder` is the entry `leaf` of `parent`, or inside it: walks up from `folder`
-/// by `..`, comparing device and inode, until `root` (the project's root) or the file
-/// system's top. The handles opened on the way are only stat'ed.
-pub(super) fn is_within(folder: &Dir, parent: &Dir, leaf: &str, root: &Dir) -> bool {
-    let Ok(target) = rustix::fs::statat(parent, leaf, AtFlags::SYMLINK_NOFOLLOW) else {
-        return false;
-    };
-    let Ok(root) = rustix::fs::fstat(root) else {
-        return false;
-    };
-    let same =
-        |a: &rustix::fs::Stat, b: &rustix::fs::Stat| a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-    let Ok(mut current) = rustix::io::dup(folder) else {
-        return false;
-    };
-    // A path holds at most PATH_MAX / 2 components: a bound even on a looping file system.
-    for _ in 0..2048 {
-        let Ok(here) = rustix::fs::fstat(&current) else {
-            return false;
-        };
-        if same(&here, &target) {
-            return true;
-        }
-        if same(&here, &root) {
-            return false;
-        }
-        let Ok(up) = rustix::fs::openat(
-            &current,
-            "..",
-            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) else {
-            return false;
-        };
-        match rustix::fs::fstat(&up) {
-            Ok(above) if same(&above, &here) => return false, // the file system's top
-            Ok(_) => current = up,
-            Err(_) => return false,
-        }
-    }
-    false
 }
