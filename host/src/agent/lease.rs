@@ -318,6 +318,26 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_release_that_never_works_is_retried_only_while_the_lease_may_be_held() {
+        const TRIES: usize = 1000;
+        let unreachable = Arc::new(Unreachable {
+            failing_releases: AtomicUsize::new(TRIES),
+            ..Unreachable::default()
+        });
+        let leases: Arc<dyn RunLeases> = unreachable.clone();
+        let id = ConversationId::generate();
+        let holder = leases.acquire(&id, LEASE_TTL).await.unwrap().unwrap();
+        let started = Instant::now();
+
+        retry_release(leases, id, holder, LEASE_TTL).await;
+
+        // Every tenth of the time-to-live, the last one before it ends: 9 tries in 27 s.
+        let tried = TRIES - unreachable.failing_releases.load(Ordering::SeqCst);
+        assert_eq!(tried, RELEASE_RETRIES_PER_TTL as usize - 1);
+        assert_eq!(started.elapsed(), LEASE_TTL / RELEASE_RETRIES_PER_TTL * 9);
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_renewal_that_fails_once_is_retried_and_the_lease_kept() {
         let (leases, id) = unreachable(1);
         let lease = RunLease::acquire(&leases, &id, LEASE_TTL, CancellationToken::new())
