@@ -3,10 +3,12 @@
 //!
 //! `tools` turns the registry's OpenAI tool definitions into MCP tools; `server` is the
 //! protocol handler (rmcp's `ServerHandler`): `tools/list` and `tools/call` for the
-//! [`McpTarget`] of each request. The transports sit elsewhere: Streamable HTTP is mounted in
-//! `http::mcp`, behind the API's bearer tokens.
+//! [`McpTarget`] of each request; `stdio` serves one fixed target on stdin and stdout
+//! (`rojos mcp`). Streamable HTTP is mounted in `http::mcp`, behind the API's bearer tokens.
 
 mod server;
+mod stdio;
 mod tools;
 
 pub use server::{McpTarget, RojosMcpServer, TargetSource};
+pub use stdio::{serve_stdio, StdioError};

@@ -2,7 +2,8 @@
 //! (`mcp/session.py`, run with python3): the protocol version negotiated, `tools/list` equal
 //! to the rojo's `GET /tools`, `tools/call` through the chat's confined path (fs-guard's
 //! refusal, a disabled tool, bad arguments, the time-out and the result cap as `isError` or
-//! cut results, the same metrics), and the API's tokens and project scopes in front.
+//! cut results, the same metrics), and the API's tokens and project scopes in front. Then the
+//! same handler over stdio, as `rojos mcp --project ID --rojo NAME`.
 //!
 //! Without python3 or the `mcp` package these tests fail with the command that installs it.
 
@@ -11,7 +12,7 @@ use std::{path::Path, time::Duration};
 use serde_json::{json, Value};
 
 use crate::support::{
-    binary::RunningBinary,
+    binary::{self, RunningBinary},
     host::{client, HostConfig, DEMO_TOKEN, TOKEN},
     plugin_lib,
 };
@@ -322,4 +323,73 @@ async fn mcp_needs_a_token_allowed_on_the_project_and_a_known_rojo() {
         String::from_utf8_lossy(&refused.stderr)
     );
     assert!(!Path::new(&served.dir.path().join("storage/other")).exists());
+}
+
+#[tokio::test]
+async fn mcp_over_stdio_serves_the_same_tools_to_a_launched_command() {
+    let config = HostConfig::builtins().with(READER_ROJO);
+    let dir = config.in_temp_folder();
+    let root = dir.path().join("storage/demo/root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("note.txt"), "over stdio\n").unwrap();
+    let config_path = dir.path().join("rojos.toml").display().to_string();
+    let command = json!([
+        env!("CARGO_BIN_EXE_rojos"),
+        "--config",
+        config_path,
+        "mcp",
+        "--project",
+        "demo",
+        "--rojo",
+        "reader",
+    ]);
+    let calls = json!([
+        ["get_text_content", {"path": "note.txt"}],
+        ["get_text_content", {"path": "../../rojos.toml"}],
+        ["list_files", {"path": "."}],
+    ]);
+    let session = sdk_session(&command.to_string(), "", "legacy", calls).await;
+    assert_eq!(session["protocolVersion"], HANDSHAKE_REVISION);
+    assert_eq!(session["server"], "rojos");
+    let tools = binary::run(binary::rojos(&[
+        "--config",
+        &config_path,
+        "tools",
+        "--rojo",
+        "reader",
+    ]));
+    assert_eq!(tools.code, Some(0), "{}", tools.stderr);
+    let expected = as_mcp_tools(&serde_json::from_str(&tools.stdout).unwrap());
+    assert_eq!(session["tools"].as_array().unwrap(), &expected);
+    let results = call_results(&session);
+    assert_eq!(results[0], (false, "over stdio\n".to_owned()));
+    assert!(
+        results[1].0 && results[1].1.contains("leads outside the project"),
+        "{:?}",
+        results[1]
+    );
+    assert!(
+        results[2].0 && results[2].1.contains("is not enabled"),
+        "{:?}",
+        results[2]
+    );
+
+    // A bad project or rojo is refused before anything is served.
+    for (args, message) in [
+        (
+            ["--project", "../x", "--rojo", "reader"],
+            "invalid projectId \"../x\"",
+        ),
+        (
+            ["--project", "demo", "--rojo", "nobody"],
+            "unknown rojo \"nobody\"",
+        ),
+    ] {
+        let mut command = binary::rojos(&["--config", &config_path, "mcp"]);
+        command.args(args);
+        let ran = binary::run(command);
+        assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+        assert!(ran.stderr.contains(message), "{}", ran.stderr);
+        assert_eq!(ran.stdout, "");
+    }
 }

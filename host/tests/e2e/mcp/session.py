@@ -2,9 +2,11 @@
 
 Used by host/tests/e2e/mcp_server.rs. Usage:
 
-    python3 session.py URL TOKEN MODE CALLS
+    python3 session.py ENDPOINT TOKEN MODE CALLS
 
-URL is the host's `/mcp/{projectId}?rojo=NAME`, TOKEN its bearer token, MODE `legacy` (the
+ENDPOINT is the host's `/mcp/{projectId}?rojo=NAME` URL, TOKEN its bearer token; or ENDPOINT
+is a JSON array, a command line that serves MCP on stdio (`rojos mcp …`), and TOKEN is unused.
+MODE is `legacy` (the
 `initialize` handshake, with a session) or `modern` (`server/discover`, sessionless), and
 CALLS a JSON array of `[tool, arguments]` pairs to call in order after `tools/list`.
 
@@ -14,11 +16,13 @@ Exit status 3 when the `mcp` package is missing (the test shows the install comm
 """
 
 import asyncio
+import contextlib
 import json
 import sys
 
 try:
     from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 except ImportError as missing:
@@ -36,9 +40,22 @@ async def negotiate(session: ClientSession, mode: str) -> tuple[str, str]:
     return session.protocol_version, None
 
 
-async def run(url: str, token: str, mode: str, calls: list) -> dict:
+@contextlib.asynccontextmanager
+async def connect(endpoint: str, token: str):
+    """The read and write streams of the SDK's transport for ENDPOINT."""
+    if endpoint.startswith("["):
+        command = json.loads(endpoint)
+        server = StdioServerParameters(command=command[0], args=command[1:])
+        async with stdio_client(server) as streams:
+            yield streams
+        return
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-    async with http, streamable_http_client(url, http_client=http) as (read, write):
+    async with http, streamable_http_client(endpoint, http_client=http) as streams:
+        yield streams
+
+
+async def run(endpoint: str, token: str, mode: str, calls: list) -> dict:
+    async with connect(endpoint, token) as (read, write):
         async with ClientSession(read, write) as session:
             version, server = await negotiate(session, mode)
             if mode == "legacy":
@@ -58,8 +75,8 @@ async def run(url: str, token: str, mode: str, calls: list) -> dict:
 
 
 def main() -> None:
-    url, token, mode, calls = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
-    print(json.dumps(asyncio.run(run(url, token, mode, calls))))
+    endpoint, token, mode, calls = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+    print(json.dumps(asyncio.run(run(endpoint, token, mode, calls))))
 
 
 if __name__ == "__main__":
