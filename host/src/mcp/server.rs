@@ -119,7 +119,8 @@ impl ServerHandler for RojosMcpServer {
             .agent
             .call_tool(&target.project, &enabled, &request.name, arguments);
         // A client's `notifications/cancelled` cancels `context.ct`: the call is dropped as a
-        // chat's is when its client goes away, and rmcp sends no response.
+        // chat's is when its client goes away, and the error below goes to a client that has
+        // stopped waiting for it.
         let settled = tokio::select! {
             settled = call => settled,
             () = context.ct.cancelled() => {

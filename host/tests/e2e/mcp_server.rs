@@ -393,3 +393,35 @@ async fn mcp_over_stdio_serves_the_same_tools_to_a_launched_command() {
         assert_eq!(ran.stdout, "");
     }
 }
+
+#[tokio::test]
+async fn mcp_a_call_the_client_cancels_is_dropped() {
+    let mut config = HostConfig::builtins();
+    config.call_timeout_secs = 30.0;
+    config.load.push(plugin_lib("rojos_test_hang_tool"));
+    let served = Served::start(&config);
+    let url = format!("{}/mcp/demo", served.url);
+    // The client waits half a second, then sends `notifications/cancelled`; the session goes
+    // on with another call.
+    let calls = json!([
+        ["hang_tool", {"seconds": 20}, 0.5],
+        ["list_files", {"path": "."}],
+    ]);
+    let started = std::time::Instant::now();
+    let session = sdk_session(&url, TOKEN, "legacy", calls).await;
+    let results = &session["calls"];
+    assert_eq!(results[0]["isError"], Value::Null, "{results}");
+    assert!(
+        results[0]["text"].as_str().unwrap().contains("timed out"),
+        "{results}"
+    );
+    assert_eq!(results[1]["isError"], false, "{results}");
+    // The host dropped the call at once rather than waiting for the plugin's 20 s (or the
+    // 30 s time-out): the session's end does not wait for it either.
+    RunningBinary::wait_for(
+        &served.binary.stderr,
+        "the call was cancelled",
+        "the cancelled call's error",
+    );
+    assert!(started.elapsed() < Duration::from_secs(15));
+}

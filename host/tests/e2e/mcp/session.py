@@ -8,10 +8,13 @@ ENDPOINT is the host's `/mcp/{projectId}?rojo=NAME` URL, TOKEN its bearer token;
 is a JSON array, a command line that serves MCP on stdio (`rojos mcp …`), and TOKEN is unused.
 MODE is `legacy` (the
 `initialize` handshake, with a session) or `modern` (`server/discover`, sessionless), and
-CALLS a JSON array of `[tool, arguments]` pairs to call in order after `tools/list`.
+CALLS a JSON array of `[tool, arguments]` pairs to call in order after `tools/list`; a third
+element is how many seconds the client waits for that call before giving up (the SDK then
+sends `notifications/cancelled`).
 
 Prints one JSON object on stdout: the negotiated protocol version, the server's name, the
-listed tools (name, description, inputSchema) and each call's `isError` and text.
+listed tools (name, description, inputSchema) and each call's `isError` and text (for a call
+the client gave up on, `isError` null and the SDK's error).
 Exit status 3 when the `mcp` package is missing (the test shows the install command).
 """
 
@@ -25,6 +28,7 @@ try:
     from mcp.client.stdio import StdioServerParameters, stdio_client
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
+    from mcp.shared.exceptions import MCPError
 except ImportError as missing:
     print(f"the Python package 'mcp' is missing: {missing}", file=sys.stderr)
     sys.exit(3)
@@ -67,8 +71,12 @@ async def run(endpoint: str, token: str, mode: str, calls: list) -> dict:
                 for t in listed.tools
             ]
             results = []
-            for name, arguments in calls:
-                result = await session.call_tool(name, arguments)
+            for name, arguments, *wait in calls:
+                try:
+                    result = await session.call_tool(name, arguments, *wait)
+                except MCPError as gave_up:
+                    results.append({"isError": None, "text": str(gave_up)})
+                    continue
                 texts = [c.text for c in result.content if c.type == "text"]
                 results.append({"isError": bool(result.is_error), "text": "\n".join(texts)})
             return {"protocolVersion": version, "server": server, "tools": tools, "calls": results}
