@@ -61,7 +61,8 @@ impl Agent {
         let call = ToolCall {
             id: SINGLE_CALL_ID.to_owned(),
             name: name.to_owned(),
-            raw_arguments: Value::Object(arguments.clone()).to_string(),
+            // Shown only for arguments that failed to parse, which parsed ones cannot.
+            raw_arguments: String::new(),
             arguments: Ok(arguments),
             extra: None,
         };
