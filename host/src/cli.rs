@@ -1,5 +1,5 @@
 //! The `rojos` command line: `--config`, `--log-format` and the subcommands, and [`run`],
-//! which carries out every subcommand but the server itself. The commands print their own
+//! which carries out every subcommand but the servers themselves (HTTP, and MCP on stdio). The commands print their own
 //! output on stdout; errors come back as [`CliError`], one line for the user.
 //!
 //! Exit codes: 0 success; 1 `rojos init` wrote a file that loads but its provider failed the
@@ -22,6 +22,7 @@ pub use init::InitArgs;
 
 use crate::{
     logging::{LogFormat, Verbosity},
+    mcp::McpTarget,
     state::AppState,
 };
 
@@ -79,6 +80,16 @@ pub enum Command {
     /// Bring the conversation store's schema to this build's version, then exit (the server
     /// also does this at start; several hosts may do it at once).
     Migrate,
+    /// Serve a rojo's tools on one project over MCP on stdin and stdout, for MCP clients that
+    /// start a command (see docs/mcp.md); it ends when the client closes stdin.
+    Mcp {
+        /// The project the tools work on.
+        #[arg(long)]
+        project: String,
+        /// The rojo whose enabled tools are offered.
+        #[arg(long, default_value = "default")]
+        rojo: String,
+    },
 }
 
 impl Command {
@@ -97,6 +108,8 @@ impl Command {
 pub enum Next {
     /// Serve with this state (the config loaded, plugins and storage opened).
     Serve(AppState),
+    /// Serve MCP on stdin and stdout with this state, for this project and rojo.
+    McpStdio(AppState, McpTarget),
     /// The command has printed its output: exit with this code.
     Exit(ExitCode),
 }
@@ -116,6 +129,10 @@ pub fn run(command: Command, config: &Path) -> Result<Next, CliError> {
         Command::Probe { provider } => commands::probe(&load_config(config)?.live, &provider)?,
         Command::Init(args) => init::run(&args, config)?,
         Command::Migrate => commands::migrate(load_config(config)?)?,
+        Command::Mcp { project, rojo } => {
+            let (state, target) = commands::mcp(load_config(config)?, &project, rojo)?;
+            return Ok(Next::McpStdio(state, target));
+        }
     };
     Ok(Next::Exit(code))
 }

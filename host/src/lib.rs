@@ -22,6 +22,8 @@
 //! - [`agent`]: the agent loop: model turns, tool calls, events, stored history.
 //! - [`http`]: the routes, authentication, API errors and the NDJSON body; the accept loop
 //!   with its limits on slow and idle connections.
+//! - [`mcp`]: Rojos as an MCP server: a rojo's tools listed and called on one project
+//!   through the agent's confined call path (served over HTTP at `/mcp/{projectId}`).
 //! - [`metrics`]: the Prometheus counters and histograms `GET /metrics` renders.
 //!
 //! [`serve`] runs the server on a bound listener until `shutdown` completes; the binary and
@@ -35,6 +37,7 @@ pub mod config;
 pub mod http;
 pub mod live;
 pub mod logging;
+pub mod mcp;
 pub mod metrics;
 pub mod names;
 pub mod plugins;

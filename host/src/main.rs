@@ -1,5 +1,5 @@
 //! The `rojos` binary: parse the command line, set up the log, then serve, or run a
-//! subcommand (`check`, `tools`, `probe`, `init`) — everything else lives in the library.
+//! subcommand (`check`, `tools`, `probe`, `init`, `mcp`) — everything else lives in the library.
 
 #![forbid(unsafe_code)]
 
@@ -20,6 +20,7 @@ fn main() -> ExitCode {
         .map_err(anyhow::Error::from)
         .and_then(|next| match next {
             Next::Serve(state) => serve(state).map(|()| ExitCode::SUCCESS),
+            Next::McpStdio(state, target) => serve_mcp(state, target).map(|()| ExitCode::SUCCESS),
             Next::Exit(code) => Ok(code),
         });
     match outcome {
@@ -51,6 +52,18 @@ fn serve(state: AppState) -> anyhow::Result<()> {
         rojos::serve(listener, state, shutdown_signal()).await?;
         Ok(())
     })
+}
+
+/// `rojos mcp`: the MCP server on stdin and stdout until the client closes stdin. Nothing else
+/// is printed on stdout, which carries the protocol; the log goes to stderr.
+fn serve_mcp(state: AppState, target: rojos::mcp::McpTarget) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(rojos::mcp::serve_stdio(
+        std::sync::Arc::clone(&state.agent),
+        std::sync::Arc::clone(&state.live),
+        target,
+    ))?;
+    Ok(())
 }
 
 async fn shutdown_signal() {

@@ -4,7 +4,7 @@
 //! budget is used up become error results the model sees; anything else runs through the
 //! plugin, and its text is cut to the per-result cap and the budgets.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use rojos_llm::ToolCall;
 
@@ -14,6 +14,7 @@ use super::{
 };
 use crate::{
     config::{RunBudgets, ToolSelection},
+    metrics::{Metrics, UNKNOWN_TOOL},
     plugins::{invoke, model_text, CallRequest, FailureKind, Tool, ToolArgs, ToolFailure},
     registry::Registry,
 };
@@ -81,6 +82,15 @@ impl Settled<'_> {
     /// Whether the tool ran and succeeded.
     pub(super) fn ok(&self) -> bool {
         self.failure.is_none()
+    }
+
+    /// Counts the call in `rojos_tool_calls_total` (and `rojos_tool_calls_refused_total` when
+    /// it was refused); `took` is how long settling it took.
+    pub(super) fn count(&self, metrics: &Metrics, took: Duration) {
+        metrics.tool_call(self.tool.unwrap_or(UNKNOWN_TOOL), self.ok(), took);
+        if let Some(refused) = self.refused {
+            metrics.tool_call_refused(refused.label());
+        }
     }
 }
 

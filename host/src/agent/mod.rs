@@ -5,8 +5,9 @@
 //! happens to one tool call, with `budget` (what a turn and a run may give the model) and
 //! `canonical` (the form the repeated-call check compares); `history` builds provider
 //! requests and keeps the stored history one every provider accepts; `lease` holds a
-//! conversation for one run at a time. The agent knows the registry, the provider clients and
-//! the store, but not HTTP.
+//! conversation for one run at a time; `single` runs one tool call outside a run, through
+//! the same `dispatch` (the MCP server's `tools/call`). The agent knows the registry, the
+//! provider clients and the store, but not HTTP.
 
 mod budget;
 mod canonical;
@@ -15,6 +16,7 @@ pub mod events;
 mod history;
 mod lease;
 mod run;
+mod single;
 
 use std::{sync::Arc, time::Duration};
 
@@ -25,6 +27,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 pub use events::{Event, StopReason};
 pub use lease::RunLease;
+pub use single::{SingleCallError, SingleCallResult};
 
 use crate::{
     config::{RojoConfig, RunBudgets},

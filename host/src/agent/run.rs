@@ -17,7 +17,6 @@ use tracing::Instrument;
 
 use super::{dispatch, error_chain, history, Agent, Event, RunRequest, StopReason};
 use crate::{
-    metrics::UNKNOWN_TOOL,
     plugins::{model_text, CallRequest, FailureKind, ToolFailure},
     providers::advice,
     registry::Registry,
@@ -315,12 +314,7 @@ impl Run<'_> {
         )
         .instrument(span)
         .await;
-        let tool = settled.tool.unwrap_or(UNKNOWN_TOOL);
-        let metrics = &self.agent.metrics;
-        metrics.tool_call(tool, settled.ok(), started.elapsed());
-        if let Some(refused) = settled.refused {
-            metrics.tool_call_refused(refused.label());
-        }
+        settled.count(&self.agent.metrics, started.elapsed());
         self.out
             .send(Event::ToolResult {
                 id: call.id.clone(),

@@ -1,4 +1,4 @@
-//! `rojos tools`, `rojos check`, `rojos probe` and `rojos migrate`, and loading the config file with a message
+//! `rojos tools`, `rojos check`, `rojos probe`, `rojos migrate` and the checks of `rojos mcp`, and loading the config file with a message
 //! that says how to get one when it is missing. `init` reuses the check and the probe.
 
 use std::{
@@ -10,9 +10,11 @@ use std::{
 use crate::{
     config::{ConfigError, ConfigFile, LiveConfig},
     live::ProviderError,
+    mcp::McpTarget,
     names,
     providers::{advice, ProviderRef},
     state::{AppState, StartError},
+    storage::ProjectId,
 };
 
 use super::CliError;
@@ -50,6 +52,19 @@ pub(super) fn tools(file: ConfigFile, rojo: &str) -> Result<ExitCode, CliError> 
     let definitions = state.registry.snapshot().definitions(selection);
     println!("{}", serde_json::to_string_pretty(&definitions)?);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `rojos mcp --project ID --rojo NAME`: the server's state and the checked target, before
+/// anything is read from stdin.
+pub(super) fn mcp(
+    file: ConfigFile,
+    project: &str,
+    rojo: String,
+) -> Result<(AppState, McpTarget), CliError> {
+    let project = ProjectId::parse(project)?;
+    let state = AppState::start(file)?;
+    state.live.settings().rojo(&rojo)?;
+    Ok((state, McpTarget { project, rojo }))
 }
 
 /// `rojos check`: every tool and the library it came from, then a summary line.

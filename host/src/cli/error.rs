@@ -8,6 +8,7 @@ use crate::{
     config::ConfigError,
     live::{ProviderError, UnknownRojo},
     state::StartError,
+    storage::ProjectIdError,
 };
 
 use super::init::InitError;
@@ -35,6 +36,9 @@ pub enum CliError {
     /// The server's state could not be built (storage, plugins, a rojo's tools).
     #[error(transparent)]
     Start(#[from] StartError),
+    /// `--project` is not a valid project id.
+    #[error(transparent)]
+    InvalidProject(#[from] ProjectIdError),
     /// `--rojo` names no configured rojo.
     #[error(transparent)]
     UnknownRojo(#[from] UnknownRojo),

@@ -7,6 +7,7 @@ mod chat;
 mod conversations;
 pub mod error;
 pub mod limits;
+mod mcp;
 mod metrics;
 mod ndjson;
 mod panel;
@@ -40,6 +41,7 @@ pub fn router(state: AppState) -> Router {
         .route("/", get(panel::index))
         .route("/assets/panel.js", get(panel::script))
         .route("/assets/panel.css", get(panel::style))
+        .merge(mcp::routes(&state))
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(TraceLayer::new_for_http())
         // No response may be sniffed into another type (an NDJSON line or a JSON error as HTML).

@@ -1,0 +1,89 @@
+//! One tool call outside a chat, for callers that are not a model turn (the MCP server,
+//! `docs/mcp.md`): it goes through the very path a chat's tool call takes ([`dispatch`]:
+//! the same checks, plugin invocation, time-out, per-result cap and metrics), with a ledger
+//! and budgets of its own, so no call counts against another.
+
+use std::{sync::Arc, time::Instant};
+
+use rojos_llm::ToolCall;
+use serde_json::{Map, Value};
+use tracing::Instrument;
+
+use super::{dispatch, Agent};
+use crate::{config::ToolSelection, plugins::CallRequest, storage::ProjectId};
+
+/// The id the single call carries where a chat would carry the model's call id; it shows
+/// only in logs.
+const SINGLE_CALL_ID: &str = "single";
+
+/// What one call gave: the text the model would see (`error: why` when it failed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SingleCallResult {
+    /// The result text, cut to `max_result_bytes`.
+    pub text: String,
+    /// Whether the tool ran and succeeded.
+    pub ok: bool,
+}
+
+/// Why a single call could not even be attempted.
+#[derive(Debug, thiserror::Error)]
+pub enum SingleCallError {
+    /// The project's folder cannot be opened (or created).
+    #[error("the project folder cannot be opened")]
+    ProjectFolder(#[source] std::io::Error),
+}
+
+impl Agent {
+    /// Runs the tool `name` with `arguments` on `project`, if `enabled` allows it, exactly as
+    /// a chat's tool call would run; refusals and failures come back as a result with
+    /// `ok: false`, worded as the model would read them.
+    ///
+    /// # Errors
+    ///
+    /// [`SingleCallError::ProjectFolder`] when the project's folder cannot be opened.
+    pub async fn call_tool(
+        &self,
+        project: &ProjectId,
+        enabled: &ToolSelection,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<SingleCallResult, SingleCallError> {
+        let root = self
+            .storage
+            .project_root(project)
+            .map_err(SingleCallError::ProjectFolder)?;
+        let request = CallRequest {
+            project_id: project.to_string(),
+            root: Arc::new(root),
+            limits: self.limits,
+            timeout: self.call_timeout,
+        };
+        let call = ToolCall {
+            id: SINGLE_CALL_ID.to_owned(),
+            name: name.to_owned(),
+            // Shown only for arguments that failed to parse, which parsed ones cannot.
+            raw_arguments: String::new(),
+            arguments: Ok(arguments),
+            extra: None,
+        };
+        let registry = self.registry.snapshot();
+        let mut ledger = dispatch::Ledger::new(self.budgets);
+        let span = tracing::info_span!("tool", name = %name, project_id = %project);
+        let started = Instant::now();
+        let settled = dispatch::run_call(
+            &registry,
+            enabled,
+            &mut ledger,
+            &call,
+            &request,
+            self.max_result_bytes,
+        )
+        .instrument(span)
+        .await;
+        settled.count(&self.metrics, started.elapsed());
+        Ok(SingleCallResult {
+            ok: settled.ok(),
+            text: settled.text,
+        })
+    }
+}

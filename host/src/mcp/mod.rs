@@ -1,0 +1,14 @@
+//! Rojos as an MCP server (`docs/mcp.md`): any MCP client lists a rojo's enabled tools and
+//! calls them on one project, through the same confined path as a chat's tool calls.
+//!
+//! `tools` turns the registry's OpenAI tool definitions into MCP tools; `server` is the
+//! protocol handler (rmcp's `ServerHandler`): `tools/list` and `tools/call` for the
+//! [`McpTarget`] of each request; `stdio` serves one fixed target on stdin and stdout
+//! (`rojos mcp`). Streamable HTTP is mounted in `http::mcp`, behind the API's bearer tokens.
+
+mod server;
+mod stdio;
+mod tools;
+
+pub use server::{McpTarget, RojosMcpServer, TargetSource};
+pub use stdio::{serve_stdio, StdioError};

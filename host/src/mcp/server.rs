@@ -1,0 +1,144 @@
+//! The MCP protocol handler: `initialize` (with rmcp's version negotiation), `ping`,
+//! `tools/list` and `tools/call` for one project and rojo. Everything else (sessions,
+//! cancellation notifications, the transports' framing) is rmcp's.
+
+use std::sync::Arc;
+
+use rmcp::{
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+        ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    },
+    service::RequestContext,
+    ErrorData, RoleServer, ServerHandler,
+};
+
+use super::tools::mcp_tool;
+use crate::{
+    agent::{Agent, SingleCallError},
+    config::ToolSelection,
+    live::Live,
+    storage::ProjectId,
+};
+
+/// The project and rojo an MCP request works on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpTarget {
+    /// The project the tools run in (already authorised for the caller).
+    pub project: ProjectId,
+    /// The rojo whose enabled tools are offered (checked to exist when the request came).
+    pub rojo: String,
+}
+
+/// Where a request's [`McpTarget`] comes from.
+#[derive(Debug, Clone)]
+pub enum TargetSource {
+    /// From each HTTP request: the HTTP layer checks the token and the URL's project and
+    /// rojo, then puts the [`McpTarget`] in the request's extensions, which rmcp passes on.
+    PerHttpRequest,
+    /// One target for the whole connection (a transport with no URL, such as stdio).
+    Fixed(McpTarget),
+}
+
+/// What the MCP client is told in `initialize`.
+const INSTRUCTIONS: &str = "Tools on the files of one Rojos project, confined to its folder. \
+     Paths are relative to the project root.";
+
+/// The rojos MCP server: the tools of one rojo, run on one project.
+#[derive(Debug, Clone)]
+pub struct RojosMcpServer {
+    agent: Arc<Agent>,
+    live: Arc<Live>,
+    target: TargetSource,
+}
+
+impl RojosMcpServer {
+    /// A server running calls through `agent`, reading rojos from `live` at each request
+    /// (an edit of `rojos.toml` applies from the next request).
+    pub fn new(agent: Arc<Agent>, live: Arc<Live>, target: TargetSource) -> RojosMcpServer {
+        RojosMcpServer {
+            agent,
+            live,
+            target,
+        }
+    }
+
+    /// The target of the request `context` carries.
+    fn target(&self, context: &RequestContext<RoleServer>) -> Result<McpTarget, ErrorData> {
+        match &self.target {
+            TargetSource::Fixed(target) => Ok(target.clone()),
+            TargetSource::PerHttpRequest => context
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<McpTarget>())
+                .cloned()
+                .ok_or_else(|| {
+                    ErrorData::internal_error("the request carries no project and rojo", None)
+                }),
+        }
+    }
+
+    /// The tools `rojo` enables now; an error once the rojo is gone from `rojos.toml`.
+    fn enabled_tools(&self, rojo: &str) -> Result<ToolSelection, ErrorData> {
+        let settings = self.live.settings();
+        settings
+            .rojo(rojo)
+            .map(|config| config.tools.clone())
+            .map_err(|unknown| ErrorData::invalid_request(unknown.to_string(), None))
+    }
+}
+
+impl ServerHandler for RojosMcpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("rojos", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let target = self.target(&context)?;
+        let enabled = self.enabled_tools(&target.rojo)?;
+        let definitions = self.agent.registry.snapshot().definitions(&enabled);
+        let tools = definitions.iter().filter_map(mcp_tool).collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let target = self.target(&context)?;
+        let enabled = self.enabled_tools(&target.rojo)?;
+        let arguments = request.arguments.unwrap_or_default();
+        let call = self
+            .agent
+            .call_tool(&target.project, &enabled, &request.name, arguments);
+        // A client's `notifications/cancelled` cancels `context.ct`: the call is dropped as a
+        // chat's is when its client goes away, and the error below goes to a client that has
+        // stopped waiting for it.
+        let settled = tokio::select! {
+            settled = call => settled,
+            () = context.ct.cancelled() => {
+                return Err(ErrorData::internal_error("the call was cancelled", None));
+            }
+        };
+        let result = settled.map_err(|e| match e {
+            SingleCallError::ProjectFolder(ref cause) => {
+                tracing::error!(error = %cause, project_id = %target.project, "{e}");
+                ErrorData::internal_error(e.to_string(), None)
+            }
+        })?;
+        let content = vec![ContentBlock::text(result.text)];
+        Ok(if result.ok {
+            CallToolResult::success(content)
+        } else {
+            CallToolResult::error(content)
+        }
+        .into())
+    }
+}

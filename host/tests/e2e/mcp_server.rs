@@ -1,0 +1,427 @@
+//! `/mcp/{projectId}?rojo=NAME` on the real binary, driven by the official MCP Python SDK
+//! (`mcp/session.py`, run with python3): the protocol version negotiated, `tools/list` equal
+//! to the rojo's `GET /tools`, `tools/call` through the chat's confined path (fs-guard's
+//! refusal, a disabled tool, bad arguments, the time-out and the result cap as `isError` or
+//! cut results, the same metrics), and the API's tokens and project scopes in front. Then the
+//! same handler over stdio, as `rojos mcp --project ID --rojo NAME`.
+//!
+//! Without python3 or the `mcp` package these tests fail with the command that installs it.
+
+use std::{path::Path, time::Duration};
+
+use serde_json::{json, Value};
+
+use crate::support::{
+    binary::{self, RunningBinary},
+    host::{client, HostConfig, DEMO_TOKEN, TOKEN},
+    plugin_lib,
+};
+
+/// The session script, committed beside this file.
+const SESSION_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/mcp/session.py");
+
+/// What `.ci/run` runs to install the SDK.
+const INSTALL: &str = "python3 -m pip install 'mcp>=2.3,<3'";
+
+/// A rojo that may only read.
+const READER_ROJO: &str =
+    "[rojos.reader]\nprovider = \"scripted\"\ntools = [\"read_path_meta\", \"get_text_content\"]\n";
+
+/// The newest revision with an `initialize` handshake (what the SDK's `initialize` asks for).
+const HANDSHAKE_REVISION: &str = "2025-11-25";
+
+/// The current revision, negotiated by `server/discover` without a session.
+const CURRENT_REVISION: &str = "2026-07-28";
+
+/// The real binary serving `config`, from a folder of its own.
+struct Served {
+    binary: RunningBinary,
+    url: String,
+    dir: tempfile::TempDir,
+}
+
+impl Served {
+    fn start(config: &HostConfig) -> Served {
+        let dir = config.in_temp_folder();
+        let binary = RunningBinary::start(dir.path(), "info", &[]);
+        let url = binary.url();
+        Served { binary, url, dir }
+    }
+
+    /// Writes `text` as `name` in project `project`'s folder.
+    fn write(&self, project: &str, name: &str, text: &str) {
+        let root = self.dir.path().join("storage").join(project).join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join(name), text).unwrap();
+    }
+
+    /// `GET path` with the all-projects token, as JSON.
+    async fn get_json(&self, path: &str) -> Value {
+        let response = client()
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        response.json().await.unwrap()
+    }
+}
+
+/// One session of the official SDK at `url` (`legacy`: `initialize`; `modern`:
+/// `server/discover`), listing the tools then making `calls` (`[tool, arguments]`). Fails,
+/// never skips, when python3 or the SDK is missing.
+async fn sdk_session(url: &str, token: &str, mode: &str, calls: Value) -> Value {
+    let run = tokio::process::Command::new("python3")
+        .arg(SESSION_SCRIPT)
+        .args([url, token, mode, &calls.to_string()])
+        .kill_on_drop(true)
+        .output();
+    let output = match tokio::time::timeout(Duration::from_secs(60), run).await {
+        Err(_) => panic!("the MCP session script did not finish within 60 s"),
+        Ok(Err(e)) => panic!("python3 cannot be run ({e}): install Python 3, then {INSTALL}"),
+        Ok(Ok(output)) => output,
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_ne!(
+        output.status.code(),
+        Some(3),
+        "the MCP Python SDK is missing; install it with: {INSTALL}\n{stderr}"
+    );
+    assert!(output.status.success(), "the MCP session failed:\n{stderr}");
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        panic!("the session script printed no JSON ({e}):\n{stdout}\n{stderr}")
+    })
+}
+
+/// `(isError, text)` of each call the script made.
+fn call_results(session: &Value) -> Vec<(bool, String)> {
+    session["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["isError"].as_bool().unwrap(),
+                c["text"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// `GET /tools`'s definitions in the shape MCP lists them.
+fn as_mcp_tools(definitions: &Value) -> Vec<Value> {
+    definitions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let f = &d["function"];
+            json!({"name": f["name"], "description": f["description"], "inputSchema": f["parameters"]})
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn mcp_an_official_client_lists_and_calls_a_reader_rojos_tools() {
+    let served = Served::start(&HostConfig::builtins().with(READER_ROJO));
+    served.write("demo", "note.txt", "hello from the project\n");
+    let calls = json!([
+        ["read_path_meta", {"path": "note.txt"}],
+        ["get_text_content", {"path": "note.txt"}],
+        ["get_text_content", {"path": "../../rojos.toml"}],
+        ["list_files", {"path": "."}],
+        ["read_path_meta", {}],
+        ["no_such_tool", {}],
+    ]);
+    let url = format!("{}/mcp/demo?rojo=reader", served.url);
+    let session = sdk_session(&url, DEMO_TOKEN, "legacy", calls).await;
+
+    assert_eq!(session["protocolVersion"], HANDSHAKE_REVISION);
+    assert_eq!(session["server"], "rojos");
+    let expected = as_mcp_tools(&served.get_json("/tools?rojo=reader").await);
+    let listed = session["tools"].as_array().unwrap();
+    assert_eq!(listed, &expected);
+    let names: Vec<&str> = listed.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["get_text_content", "read_path_meta"]);
+
+    let results = call_results(&session);
+    let (meta_error, meta) = &results[0];
+    assert!(!meta_error, "{meta}");
+    let meta: Value = serde_json::from_str(meta).unwrap();
+    assert_eq!((&meta["type"], &meta["size"]), (&json!("file"), &json!(23)));
+    assert_eq!(results[1], (false, "hello from the project\n".to_owned()));
+    assert_eq!(
+        results[2],
+        (
+            true,
+            "error: '../../rojos.toml' leads outside the project: paths are relative to the \
+             project root"
+                .to_owned()
+        )
+    );
+    assert_eq!(
+        results[3],
+        (
+            true,
+            "error: tool list_files is not enabled for this assistant; available tools: \
+             get_text_content, read_path_meta"
+                .to_owned()
+        )
+    );
+    let (args_error, args) = &results[4];
+    assert!(args_error, "{args}");
+    assert!(
+        args.starts_with(
+            "error: invalid arguments for read_path_meta: \"path\" is a required property"
+        ),
+        "{args}"
+    );
+    let (unknown_error, unknown) = &results[5];
+    assert!(unknown_error, "{unknown}");
+    assert!(
+        unknown.starts_with("error: unknown tool \"no_such_tool\""),
+        "{unknown}"
+    );
+
+    // Counted as a chat's calls are.
+    let metrics = client()
+        .get(format!("{}/metrics", served.url))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        r#"rojos_tool_calls_total{tool="read_path_meta",outcome="ok"} 1"#,
+        r#"rojos_tool_calls_total{tool="read_path_meta",outcome="error"} 1"#,
+        r#"rojos_tool_calls_total{tool="get_text_content",outcome="ok"} 1"#,
+        r#"rojos_tool_calls_total{tool="get_text_content",outcome="error"} 1"#,
+        r#"rojos_tool_calls_total{tool="list_files",outcome="error"} 1"#,
+        r#"rojos_tool_calls_total{tool="unknown",outcome="error"} 1"#,
+    ] {
+        assert!(metrics.contains(line), "{line} missing from:\n{metrics}");
+    }
+    drop(served.binary);
+}
+
+#[tokio::test]
+async fn mcp_the_current_revision_is_negotiated_without_a_session() {
+    let served = Served::start(&HostConfig::builtins());
+    served.write("demo", "a.txt", "current\n");
+    let url = format!("{}/mcp/demo", served.url);
+    let calls = json!([["get_text_content", {"path": "a.txt"}]]);
+    let session = sdk_session(&url, TOKEN, "modern", calls).await;
+    assert_eq!(session["protocolVersion"], CURRENT_REVISION);
+    // Without `?rojo=`, the default rojo: every loaded tool.
+    let expected = as_mcp_tools(&served.get_json("/tools?rojo=default").await);
+    assert_eq!(session["tools"].as_array().unwrap(), &expected);
+    assert_eq!(call_results(&session), [(false, "current\n".to_owned())]);
+}
+
+#[tokio::test]
+async fn mcp_calls_keep_the_time_out_and_the_result_cap() {
+    let mut config = HostConfig::builtins().with("[limits]\nmax_result_bytes = 1024\n");
+    config.call_timeout_secs = 1.0;
+    config.load.push(plugin_lib("rojos_test_hang_tool"));
+    let served = Served::start(&config);
+    served.write("demo", "big.txt", &"x".repeat(5000));
+    let url = format!("{}/mcp/demo", served.url);
+    let calls = json!([
+        ["hang_tool", {"seconds": 5}],
+        ["get_text_content", {"path": "big.txt"}],
+    ]);
+    let session = sdk_session(&url, TOKEN, "legacy", calls).await;
+    let results = call_results(&session);
+    assert_eq!(
+        results[0],
+        (
+            true,
+            "error: tool hang_tool did not finish within 1.0 s and was abandoned".to_owned()
+        )
+    );
+    let (cut_error, cut) = &results[1];
+    assert!(!cut_error);
+    assert_eq!(
+        cut,
+        &format!(
+            "{}\n[result truncated by rojos: 3976 of 5000 bytes left out]",
+            "x".repeat(1024)
+        )
+    );
+}
+
+/// A raw `initialize` POST to `path` with `token`: the status and the body.
+async fn raw_initialize(url: &str, path: &str, token: Option<&str>) -> (u16, String) {
+    let mut request = client()
+        .post(format!("{url}{path}"))
+        .header("accept", "application/json, text/event-stream")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": HANDSHAKE_REVISION,
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            }}),
+        );
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn mcp_needs_a_token_allowed_on_the_project_and_a_known_rojo() {
+    let served = Served::start(&HostConfig::builtins());
+    let url = &served.url;
+    let unauthorized = (
+        401,
+        r#"{"error":"missing or invalid bearer token"}"#.to_owned(),
+    );
+    assert_eq!(raw_initialize(url, "/mcp/demo", None).await, unauthorized);
+    assert_eq!(
+        raw_initialize(url, "/mcp/demo", Some("not-a-token")).await,
+        unauthorized
+    );
+    assert_eq!(
+        raw_initialize(url, "/mcp/other", Some(DEMO_TOKEN)).await,
+        (
+            403,
+            r#"{"error":"this token is not allowed on project other"}"#.to_owned()
+        )
+    );
+    assert_eq!(
+        raw_initialize(url, "/mcp/demo?rojo=nobody", Some(DEMO_TOKEN)).await,
+        (
+            400,
+            r#"{"error":"unknown rojo \"nobody\" (this server has: default)"}"#.to_owned()
+        )
+    );
+    let (status, body) = raw_initialize(url, "/mcp/demo", Some(DEMO_TOKEN)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""serverInfo":{"name":"rojos""#), "{body}");
+
+    // The SDK cannot open a session there either (it reports any non-2xx answer to
+    // `initialize` as this one error), and nothing of the other project is touched.
+    let refused = tokio::process::Command::new("python3")
+        .arg(SESSION_SCRIPT)
+        .args([&format!("{url}/mcp/other"), DEMO_TOKEN, "legacy", "[]"])
+        .output()
+        .await
+        .unwrap_or_else(|e| {
+            panic!("python3 cannot be run ({e}): install Python 3, then {INSTALL}")
+        });
+    assert_ne!(refused.status.code(), Some(3), "install the SDK: {INSTALL}");
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("Server returned an error response"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(!Path::new(&served.dir.path().join("storage/other")).exists());
+}
+
+#[tokio::test]
+async fn mcp_over_stdio_serves_the_same_tools_to_a_launched_command() {
+    let config = HostConfig::builtins().with(READER_ROJO);
+    let dir = config.in_temp_folder();
+    let root = dir.path().join("storage/demo/root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("note.txt"), "over stdio\n").unwrap();
+    let config_path = dir.path().join("rojos.toml").display().to_string();
+    let command = json!([
+        env!("CARGO_BIN_EXE_rojos"),
+        "--config",
+        config_path,
+        "mcp",
+        "--project",
+        "demo",
+        "--rojo",
+        "reader",
+    ]);
+    let calls = json!([
+        ["get_text_content", {"path": "note.txt"}],
+        ["get_text_content", {"path": "../../rojos.toml"}],
+        ["list_files", {"path": "."}],
+    ]);
+    let session = sdk_session(&command.to_string(), "", "legacy", calls).await;
+    assert_eq!(session["protocolVersion"], HANDSHAKE_REVISION);
+    assert_eq!(session["server"], "rojos");
+    let tools = binary::run(binary::rojos(&[
+        "--config",
+        &config_path,
+        "tools",
+        "--rojo",
+        "reader",
+    ]));
+    assert_eq!(tools.code, Some(0), "{}", tools.stderr);
+    let expected = as_mcp_tools(&serde_json::from_str(&tools.stdout).unwrap());
+    assert_eq!(session["tools"].as_array().unwrap(), &expected);
+    let results = call_results(&session);
+    assert_eq!(results[0], (false, "over stdio\n".to_owned()));
+    assert!(
+        results[1].0 && results[1].1.contains("leads outside the project"),
+        "{:?}",
+        results[1]
+    );
+    assert!(
+        results[2].0 && results[2].1.contains("is not enabled"),
+        "{:?}",
+        results[2]
+    );
+
+    // A bad project or rojo is refused before anything is served.
+    for (args, message) in [
+        (
+            ["--project", "../x", "--rojo", "reader"],
+            "invalid projectId \"../x\"",
+        ),
+        (
+            ["--project", "demo", "--rojo", "nobody"],
+            "unknown rojo \"nobody\"",
+        ),
+    ] {
+        let mut command = binary::rojos(&["--config", &config_path, "mcp"]);
+        command.args(args);
+        let ran = binary::run(command);
+        assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+        assert!(ran.stderr.contains(message), "{}", ran.stderr);
+        assert_eq!(ran.stdout, "");
+    }
+}
+
+#[tokio::test]
+async fn mcp_a_call_the_client_cancels_is_dropped() {
+    let mut config = HostConfig::builtins();
+    config.call_timeout_secs = 30.0;
+    config.load.push(plugin_lib("rojos_test_hang_tool"));
+    let served = Served::start(&config);
+    let url = format!("{}/mcp/demo", served.url);
+    // The client waits half a second, then sends `notifications/cancelled`; the session goes
+    // on with another call.
+    let calls = json!([
+        ["hang_tool", {"seconds": 20}, 0.5],
+        ["list_files", {"path": "."}],
+    ]);
+    let started = std::time::Instant::now();
+    let session = sdk_session(&url, TOKEN, "legacy", calls).await;
+    let results = &session["calls"];
+    assert_eq!(results[0]["isError"], Value::Null, "{results}");
+    assert!(
+        results[0]["text"].as_str().unwrap().contains("timed out"),
+        "{results}"
+    );
+    assert_eq!(results[1]["isError"], false, "{results}");
+    // The host dropped the call at once rather than waiting for the plugin's 20 s (or the
+    // 30 s time-out): the session's end does not wait for it either.
+    RunningBinary::wait_for(
+        &served.binary.stderr,
+        "the call was cancelled",
+        "the cancelled call's error",
+    );
+    assert!(started.elapsed() < Duration::from_secs(15));
+}
