@@ -10,15 +10,16 @@ use rojos_conversations::{
 
 use crate::support::{chain, cluster, pg_options, user};
 
+/// The one value `sql` selects in `database`, as text.
+fn scalar(database: &str, sql: &str) -> String {
+    cluster().psql(database, sql).unwrap().trim().to_owned()
+}
+
 fn versions(database: &str) -> String {
-    cluster()
-        .psql(
-            database,
-            "SELECT string_agg(version::text, ',' ORDER BY version) FROM rojos_schema_versions",
-        )
-        .unwrap()
-        .trim()
-        .to_owned()
+    scalar(
+        database,
+        "SELECT string_agg(version::text, ',' ORDER BY version) FROM rojos_schema_versions",
+    )
 }
 
 #[tokio::test]
@@ -81,17 +82,13 @@ async fn hosts_migrating_at_once_all_succeed_and_one_of_them_migrates() {
 
 /// The foreign keys of `messages` and `run_leases`, as `table:column` pairs.
 fn foreign_keys(database: &str) -> String {
-    cluster()
-        .psql(
-            database,
-            "SELECT coalesce(string_agg(conrelid::regclass || ':' || a.attname, ',' ORDER BY 1), '')
-             FROM pg_constraint c JOIN pg_attribute a
-               ON a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)
-             WHERE c.contype = 'f'",
-        )
-        .unwrap()
-        .trim()
-        .to_owned()
+    scalar(
+        database,
+        "SELECT coalesce(string_agg(conrelid::regclass || ':' || a.attname, ',' ORDER BY 1), '')
+         FROM pg_constraint c JOIN pg_attribute a
+           ON a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)
+         WHERE c.contype = 'f'",
+    )
 }
 
 #[tokio::test]

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use crate::postgres::{chat, chat_once_free, cluster, serve};
 use crate::support::{
     binary::RunningBinary,
-    host::{client, stored_messages_at, HostConfig, TOKEN},
+    host::{get_json_at, stored_messages_at, HostConfig},
     ndjson::Stream,
     upstream::{ScriptedUpstream, Turn},
 };
@@ -64,17 +64,6 @@ impl TwoHosts {
             _b: b,
         }
     }
-}
-
-async fn get_json(url: &str, path: &str) -> Value {
-    let response = client()
-        .get(format!("{url}{path}"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200, "GET {path}");
-    response.json().await.unwrap()
 }
 
 /// The stored history of `conversation`, read through the host at `url`.
@@ -160,8 +149,8 @@ async fn a_conversation_started_on_one_host_continues_on_the_other_and_both_list
         contents(&on_a),
         ["one", "answered by A", "two", "answered by B"]
     );
-    let list_a = get_json(&hosts.a_url, "/conversations?projectId=demo").await;
-    let list_b = get_json(&hosts.b_url, "/conversations?projectId=demo").await;
+    let list_a = get_json_at(&hosts.a_url, "/conversations?projectId=demo").await;
+    let list_b = get_json_at(&hosts.b_url, "/conversations?projectId=demo").await;
     assert_eq!(list_a, list_b);
     assert_eq!(list_a.as_array().map(Vec::len), Some(1), "{list_a}");
     assert_eq!(list_a[0]["id"], json!(conversation));
@@ -224,7 +213,7 @@ async fn a_host_killed_mid_run_frees_the_conversation_after_its_lease_and_leaves
     let running = chat(&hosts.a_url, "read my notes", None).await;
     assert_eq!(running.status(), 200);
     upstream.until_received(2).await;
-    let listed = get_json(&hosts.b_url, "/conversations?projectId=demo").await;
+    let listed = get_json_at(&hosts.b_url, "/conversations?projectId=demo").await;
     let conversation = listed[0]["id"].as_str().unwrap().to_owned();
 
     hosts.a.kill();

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::support::{
     binary::{self, RunningBinary},
-    host::{client, HostConfig, DEMO_TOKEN, TOKEN},
+    host::{client, get_json_at, HostConfig, DEMO_TOKEN, TOKEN},
     plugin_lib,
 };
 
@@ -57,14 +57,7 @@ impl Served {
 
     /// `GET path` with the all-projects token, as JSON.
     async fn get_json(&self, path: &str) -> Value {
-        let response = client()
-            .get(format!("{}{path}", self.url))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200, "{path}");
-        response.json().await.unwrap()
+        get_json_at(&self.url, path).await
     }
 }
 

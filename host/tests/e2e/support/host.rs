@@ -260,6 +260,19 @@ impl TestHost {
     }
 }
 
+/// `GET url/path` with the all-projects token from the server at `url` (a test host or a
+/// running binary): its JSON body, after asserting `200`.
+pub async fn get_json_at(url: &str, path: &str) -> serde_json::Value {
+    let response = client()
+        .get(format!("{url}{path}"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("the server answers");
+    assert_eq!(response.status(), 200, "GET {path}");
+    response.json().await.expect("a JSON body")
+}
+
 /// Every stored message of `conversation`, read through the server at `url` (a test host or
 /// a running binary) page by page (`Rojos-Next-From`).
 pub async fn stored_messages_at(url: &str, conversation: &str) -> Vec<serde_json::Value> {
