@@ -426,3 +426,40 @@ async fn the_earlier_history_counts_toward_the_size_limit_of_a_later_run() {
         "no model turn after the limit"
     );
 }
+
+#[tokio::test]
+async fn a_history_of_exactly_the_size_limit_may_go_on_and_one_byte_over_may_not() {
+    // The limit is checked before each model turn against the stored history.
+    let script = || {
+        vec![
+            Turn::tool_calls(&[("g1", "get_text_content", json!({"path": "a.txt"}))]),
+            Turn::text("done"),
+        ]
+    };
+    let run = |limit: usize| async move {
+        let upstream = ScriptedUpstream::start(script()).await;
+        let host = TestHost::start(HostConfig::builtins().upstream(&upstream).with(&format!(
+            "[limits]\nmax_conversation_bytes = {limit}\nmax_result_bytes = 262144\n"
+        )))
+        .await;
+        // Over the limit's floor (64 KiB) after one tool result.
+        write_files(&host, &[("a.txt", "x".repeat(100_000))]);
+        let (conversation, stop) = Stream::read(host.chat(message("read a.txt")).await)
+            .await
+            .done();
+        (stop, host.stored_messages(&conversation).await)
+    };
+    // What the history weighs when the second model turn is about to be asked: all but the
+    // answer of a run with room to spare.
+    let (stop, stored) = run(1 << 20).await;
+    assert_eq!(stop, "completed");
+    let at_second_turn = stored_bytes(&stored[..stored.len() - 1]);
+
+    let (stop, _) = run(at_second_turn).await;
+    assert_eq!(stop, "completed", "a history of exactly the limit goes on");
+    let (stop, _) = run(at_second_turn - 1).await;
+    assert_eq!(
+        stop, "limit_reached",
+        "one byte over the limit stops the run"
+    );
+}
