@@ -130,6 +130,36 @@ impl Served {
     fn log(&self) -> String {
         self.binary.stderr.lock().unwrap().clone()
     }
+
+    async fn metrics(&self) -> String {
+        let response = client()
+            .get(format!("{}/metrics", self.url))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        response.text().await.unwrap()
+    }
+
+    /// The pids of rojos's children that are zombies (exited, never reaped).
+    fn zombie_children(&self) -> Vec<String> {
+        let parent = self.binary.id().to_string();
+        let mut zombies = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            // `pid (comm) state ppid …`; comm may hold spaces, so split after the last ')'.
+            let Some((_, rest)) = stat.rsplit_once(')') else {
+                continue;
+            };
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            if fields.first() == Some(&"Z") && fields.get(1) == Some(&parent.as_str()) {
+                zombies.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+        zombies
+    }
 }
 
 /// The names of the tools the model was offered in upstream request `n`.
@@ -267,6 +297,25 @@ async fn mcp_failures_are_error_results_and_a_crashed_server_is_restarted() {
     let (_, ok, text) = &results[7];
     assert!(*ok && text == "echo: still here", "{results:#?}");
     upstream.assert_consumed();
+
+    let metrics = served.metrics().await;
+    for line in [
+        r#"rojos_tool_calls_total{tool="pytools__pid",outcome="ok"} 2"#,
+        r#"rojos_tool_calls_total{tool="pytools__crash",outcome="error"} 1"#,
+        r#"rojos_tool_calls_total{tool="pytools__hang",outcome="error"} 1"#,
+    ] {
+        assert!(metrics.contains(line), "{line} missing:\n{metrics}");
+    }
+    // The crashed process was reaped (its session is retired in the background).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !served.zombie_children().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "zombie children of rojos: {:?}",
+            served.zombie_children()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
 
 #[test]
