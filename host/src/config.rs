@@ -1028,4 +1028,54 @@ tools = ["list_files"]
             assert_eq!(error(text), message, "{text}");
         }
     }
+
+    #[test]
+    fn mcp_servers_are_read_with_secrets_from_the_environment() {
+        let text = format!(
+            "{GOOD}\n[mcp.servers.files]\ncommand = \"npx\"\nargs = [\"-y\", \"server\"]\nenv = {{ LEVEL = \"warn\" }}\nenv_from = {{ TOKEN = \"TEST_KEY\" }}\n"
+        );
+        let config = parse(&text).unwrap();
+        let [server] = config.mcp_servers.as_slice() else {
+            panic!("one server expected: {:?}", config.mcp_servers)
+        };
+        assert_eq!(server.name, "files");
+        assert_eq!(server.args, ["-y", "server"]);
+        assert_eq!(server.env["LEVEL"].expose(), "warn");
+        assert_eq!(server.env["TOKEN"].expose(), "sk-secret");
+        assert_eq!(server.start_timeout, Duration::from_secs(30));
+        assert!(!format!("{server:?}").contains("sk-secret"));
+    }
+
+    #[test]
+    fn bad_mcp_servers_are_refused_naming_the_key() {
+        let with = |table: &str| error(&format!("{GOOD}\n{table}"));
+        assert_eq!(
+            with("[mcp.servers.files]\ncommand = \"npx\"\nenv_from = { TOKEN = \"NOPE\" }"),
+            "mcp.servers.files.env_from.TOKEN: the environment variable NOPE is not set"
+        );
+        assert_eq!(
+            with("[mcp.servers.files]\ncommand = \"npx\"\nargs = [\"{project_root}\"]"),
+            "mcp.servers.files.args: {project_root} (a server per project) is not supported yet; see docs/mcp.md"
+        );
+        assert!(with("[mcp.servers.a__b]\ncommand = \"x\"")
+            .starts_with("mcp.servers.a__b: a server name must be"));
+        assert_eq!(
+            with("[mcp.servers.files]\ncommand = \" \""),
+            "mcp.servers.files.command: must not be empty"
+        );
+    }
+
+    #[test]
+    fn a_server_wildcard_enables_only_that_servers_tools() {
+        let only = ToolSelection::Only(BTreeSet::from(["files__*".to_owned(), "x".to_owned()]));
+        assert!(only.allows("files__read"));
+        assert!(only.allows("x"));
+        assert!(!only.allows("files_read"));
+        assert!(!only.allows("other__read"));
+        let c =
+            parse_live(&GOOD.replace(r#"tools = ["list_files"]"#, r#"tools = ["files__read"]"#))
+                .unwrap();
+        assert!(c.check_tools(&[], &["files"]).is_ok());
+        assert!(c.check_tools(&[], &["other"]).is_err());
+    }
 }
