@@ -349,3 +349,58 @@ tools = ["broken__anything"]
     assert!(ran.stdout.contains("pytools__echo"), "{ran}");
     assert!(Path::new(SERVER_SCRIPT).is_file());
 }
+
+/// The reference filesystem server, installed by `.ci/run` into the tests' npm folder.
+const FILESYSTEM_SERVER: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/e2e/mcp/npm/node_modules/.bin/mcp-server-filesystem"
+);
+
+/// What `.ci/run` runs to install it.
+const NPM_INSTALL: &str = "(cd host/tests/e2e/mcp/npm && npm ci --no-audit --no-fund)";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_the_reference_filesystem_server_is_listed_and_called_in_a_chat() {
+    assert!(
+        Path::new(FILESYSTEM_SERVER).is_file(),
+        "the reference MCP filesystem server is missing; install it with: {NPM_INSTALL}"
+    );
+    let folder = tempfile::tempdir().unwrap();
+    let shared = folder.path().canonicalize().unwrap();
+    std::fs::write(shared.join("hello.txt"), "hello from the shared folder\n").unwrap();
+    let file = shared.join("hello.txt").display().to_string();
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::tool_calls(&[("c1", "docs__read_text_file", json!({"path": file}))]),
+        Turn::text("done"),
+    ])
+    .await;
+    let config = HostConfig::builtins().upstream(&upstream).with(&format!(
+        r#"
+[mcp.servers.docs]
+command = {FILESYSTEM_SERVER:?}
+args = [{shared:?}]
+start_timeout_secs = 60
+
+[rojos.docs]
+provider = "scripted"
+tools = ["docs__*"]
+"#,
+        shared = shared.display().to_string(),
+    ));
+    let served = Served::start(&config);
+    let names = served.tool_names("docs").await;
+    assert!(
+        names.contains(&"docs__read_text_file".to_owned())
+            && names.contains(&"docs__list_directory".to_owned())
+            && names.iter().all(|n| n.starts_with("docs__")),
+        "{names:?}"
+    );
+
+    let stream = served.chat("docs", "read hello.txt").await;
+    let results = stream.results();
+    assert_eq!(results.len(), 1, "{results:#?}");
+    let (name, ok, text) = &results[0];
+    assert!(name == "docs__read_text_file" && *ok, "{results:#?}");
+    assert!(text.contains("hello from the shared folder"), "{text}");
+    upstream.assert_consumed();
+}
