@@ -25,13 +25,14 @@ const SERVER_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/mcp/
 const INSTALL: &str = "python3 -m pip install 'mcp>=2.3,<3'";
 
 /// Every tool of the script, as rojos names them.
-const PYTOOLS: [&str; 6] = [
+const PYTOOLS: [&str; 7] = [
     "pytools__add",
     "pytools__crash",
     "pytools__echo",
     "pytools__fail",
     "pytools__hang",
     "pytools__pid",
+    "pytools__spawn_helper",
 ];
 
 /// Fails (never skips) when python3 or the SDK is missing.
@@ -236,6 +237,7 @@ async fn mcp_failures_are_error_results_and_a_crashed_server_is_restarted() {
             ("c3", "pytools__fail", json!({"reason": "boom"})),
         ]),
         Turn::tool_calls(&[
+            ("c3b", "pytools__spawn_helper", json!({})),
             ("c4", "pytools__crash", json!({})),
             ("c5", "read_path_meta", json!({"path": "."})),
         ]),
@@ -247,8 +249,10 @@ async fn mcp_failures_are_error_results_and_a_crashed_server_is_restarted() {
     .await;
     let served = Served::start(&config(Some(&upstream)));
     let stream = served.chat("allpy", "try everything").await;
-    let results = stream.results();
-    assert_eq!(results.len(), 8, "{results:#?}");
+    let mut results = stream.results();
+    assert_eq!(results.len(), 9, "{results:#?}");
+    let (name, ok, helper) = results.remove(3);
+    assert!(name == "pytools__spawn_helper" && ok, "{helper}");
 
     let (name, ok, first_pid) = &results[0];
     assert!(name == "pytools__pid" && *ok, "{results:#?}");
@@ -306,7 +310,22 @@ async fn mcp_failures_are_error_results_and_a_crashed_server_is_restarted() {
     ] {
         assert!(metrics.contains(line), "{line} missing:\n{metrics}");
     }
-    // The crashed process was reaped (its session is retired in the background).
+    // The helper the crashed server started went with it (the server's process group is
+    // killed when its session ends), and the crashed process was reaped (its session is
+    // retired in the background).
+    let helper_gone = || {
+        !Path::new(&format!("/proc/{helper}")).exists()
+            || std::fs::read_to_string(format!("/proc/{helper}/stat"))
+                .is_ok_and(|s| s.contains(") Z "))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !helper_gone() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the crashed server's helper process {helper} still runs"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while !served.zombie_children().is_empty() {
         assert!(
@@ -339,7 +358,7 @@ tools = ["broken__anything"]
         &path.to_string_lossy(),
     ]));
     assert_eq!(ran.code, Some(0), "{ran}");
-    assert!(ran.stdout.contains("MCP server pytools: 6 tools"), "{ran}");
+    assert!(ran.stdout.contains("MCP server pytools: 7 tools"), "{ran}");
     assert!(
         ran.stdout.contains(
             "MCP server broken: not started: cannot run \"no-such-command-for-rojos-tests\""

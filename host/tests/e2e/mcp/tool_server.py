@@ -3,6 +3,7 @@
 logging its calls on stderr so the tests can tell what reached the server."""
 
 import os
+import subprocess
 import sys
 
 import anyio
@@ -51,6 +52,17 @@ async def hang() -> str:
     log("called hang")
     await anyio.sleep(3600)
     return "never"
+
+
+@server.tool()
+def spawn_helper() -> str:
+    """Starts a long-running helper process (as servers started by npx have) and returns its
+    pid."""
+    helper = subprocess.Popen(
+        ["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+    )
+    log(f"called spawn_helper {helper.pid}")
+    return str(helper.pid)
 
 
 @server.tool()
