@@ -338,7 +338,7 @@ async fn mcp_failures_are_error_results_and_a_crashed_server_is_restarted() {
 }
 
 #[test]
-fn mcp_check_counts_each_servers_tools_or_says_why_it_did_not_start() {
+fn mcp_check_and_tools_show_each_servers_tools_or_why_it_did_not_start() {
     require_python_sdk();
     let config = config(None).with(
         r#"
@@ -366,7 +366,18 @@ tools = ["broken__anything"]
         "{ran}"
     );
     assert!(ran.stdout.contains("pytools__echo"), "{ran}");
-    assert!(Path::new(SERVER_SCRIPT).is_file());
+
+    let ran = binary::run(binary::rojos(&[
+        "tools",
+        "--rojo",
+        "echoer",
+        "--config",
+        &path.to_string_lossy(),
+    ]));
+    assert_eq!(ran.code, Some(0), "{ran}");
+    let tools: Value = serde_json::from_str(&ran.stdout).expect("a JSON array");
+    assert_eq!(tools[0]["function"]["name"], "pytools__echo", "{ran}");
+    assert_eq!(tools.as_array().map(Vec::len), Some(1), "{ran}");
 }
 
 /// The reference filesystem server, installed by `.ci/run` into the tests' npm folder.
