@@ -16,11 +16,13 @@ use rojos_plugin_api::Limits;
 
 use crate::{secret::Secret, storage::ProjectId};
 
+mod mcp;
 mod parse_error;
 mod provider;
 mod raw;
 mod store;
 
+pub use mcp::McpServerConfig;
 pub use provider::ProviderConfig;
 pub use store::StoreConfig;
 
@@ -99,6 +101,8 @@ pub struct Config {
     pub max_conversation_page_bytes: usize,
     /// Chats each token may start per minute (`429` beyond); `None`: no rate limit.
     pub rate_limit_per_minute: Option<u32>,
+    /// The stdio MCP servers whose tools join the registry (`[mcp.servers.*]`), by name.
+    pub mcp_servers: Vec<McpServerConfig>,
 }
 
 /// What applies live from `rojos.toml` (re-read on every edit): the rojos and their
@@ -242,9 +246,19 @@ impl ToolSelection {
     pub fn allows(&self, name: &str) -> bool {
         match self {
             ToolSelection::All => true,
-            ToolSelection::Only(set) => set.contains(name),
+            ToolSelection::Only(set) => {
+                set.contains(name) || set.iter().any(|entry| server_wildcard(entry, name))
+            }
         }
     }
+}
+
+/// Whether `entry` is `SERVER__*` (every tool of an MCP server, `docs/mcp.md`) and `name`
+/// one of that server's tools.
+fn server_wildcard(entry: &str, name: &str) -> bool {
+    entry
+        .strip_suffix('*')
+        .is_some_and(|prefix| prefix.ends_with("__") && name.starts_with(prefix))
 }
 
 /// Where the server reads its environment variables from; tests pass their own.
@@ -343,6 +357,7 @@ impl ConfigFile {
         let rate_limit_per_minute = parse_rate_limit(raw.auth.rate_limit_per_minute)?;
         let providers = parse_providers(&raw.providers, env, budgets.max_model_turn_bytes)?;
         let rojos = parse_rojos(&raw.rojos, &providers)?;
+        let mcp_servers = mcp::parse_servers(&raw.mcp.servers, env)?;
 
         let config = Config {
             path: path.to_owned(),
@@ -361,6 +376,7 @@ impl ConfigFile {
             budgets,
             max_conversation_page_bytes,
             rate_limit_per_minute,
+            mcp_servers,
         };
         Ok(ConfigFile {
             config,
@@ -376,10 +392,18 @@ impl LiveConfig {
     ///
     /// [`ConfigError::Invalid`] naming the rojo's `tools` key and the unknown tool, and listing
     /// the loaded ones.
-    pub fn check_tools(&self, loaded: &[&str]) -> Result<(), ConfigError> {
+    /// A name `SERVER__…` of a configured MCP server (`mcp_servers`) is accepted unchecked:
+    /// that server may be down now and list the tool later (`docs/mcp.md`).
+    pub fn check_tools(&self, loaded: &[&str], mcp_servers: &[&str]) -> Result<(), ConfigError> {
+        let known = |tool: &str| {
+            loaded.contains(&tool)
+                || tool
+                    .split_once("__")
+                    .is_some_and(|(server, _)| mcp_servers.contains(&server))
+        };
         for (name, rojo) in &self.rojos {
             if let ToolSelection::Only(list) = &rojo.tools {
-                if let Some(unknown) = list.iter().find(|t| !loaded.contains(&t.as_str())) {
+                if let Some(unknown) = list.iter().find(|t| !known(t)) {
                     return Err(invalid(
                         format!("rojos.{name}.tools"),
                         format!(
@@ -878,9 +902,9 @@ tools = ["list_files"]
         let star =
             parse_live(&GOOD.replace(r#"tools = ["list_files"]"#, r#"tools = "*""#)).unwrap();
         assert_eq!(star.rojos["default"].tools, ToolSelection::All);
-        assert!(c.check_tools(&["list_files"]).is_ok());
+        assert!(c.check_tools(&["list_files"], &[]).is_ok());
         let e = c
-            .check_tools(&["delete_path", "move_path"])
+            .check_tools(&["delete_path", "move_path"], &[])
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -1003,5 +1027,55 @@ tools = ["list_files"]
         ] {
             assert_eq!(error(text), message, "{text}");
         }
+    }
+
+    #[test]
+    fn mcp_servers_are_read_with_secrets_from_the_environment() {
+        let text = format!(
+            "{GOOD}\n[mcp.servers.files]\ncommand = \"npx\"\nargs = [\"-y\", \"server\"]\nenv = {{ LEVEL = \"warn\" }}\nenv_from = {{ TOKEN = \"TEST_KEY\" }}\n"
+        );
+        let config = parse(&text).unwrap();
+        let [server] = config.mcp_servers.as_slice() else {
+            panic!("one server expected: {:?}", config.mcp_servers)
+        };
+        assert_eq!(server.name, "files");
+        assert_eq!(server.args, ["-y", "server"]);
+        assert_eq!(server.env["LEVEL"].expose(), "warn");
+        assert_eq!(server.env["TOKEN"].expose(), "sk-secret");
+        assert_eq!(server.start_timeout, Duration::from_secs(30));
+        assert!(!format!("{server:?}").contains("sk-secret"));
+    }
+
+    #[test]
+    fn bad_mcp_servers_are_refused_naming_the_key() {
+        let with = |table: &str| error(&format!("{GOOD}\n{table}"));
+        assert_eq!(
+            with("[mcp.servers.files]\ncommand = \"npx\"\nenv_from = { TOKEN = \"NOPE\" }"),
+            "mcp.servers.files.env_from.TOKEN: the environment variable NOPE is not set"
+        );
+        assert_eq!(
+            with("[mcp.servers.files]\ncommand = \"npx\"\nargs = [\"{project_root}\"]"),
+            "mcp.servers.files.args: {project_root} (a server per project) is not supported yet; see docs/mcp.md"
+        );
+        assert!(with("[mcp.servers.a__b]\ncommand = \"x\"")
+            .starts_with("mcp.servers.a__b: a server name must be"));
+        assert_eq!(
+            with("[mcp.servers.files]\ncommand = \" \""),
+            "mcp.servers.files.command: must not be empty"
+        );
+    }
+
+    #[test]
+    fn a_server_wildcard_enables_only_that_servers_tools() {
+        let only = ToolSelection::Only(BTreeSet::from(["files__*".to_owned(), "x".to_owned()]));
+        assert!(only.allows("files__read"));
+        assert!(only.allows("x"));
+        assert!(!only.allows("files_read"));
+        assert!(!only.allows("other__read"));
+        let c =
+            parse_live(&GOOD.replace(r#"tools = ["list_files"]"#, r#"tools = ["files__read"]"#))
+                .unwrap();
+        assert!(c.check_tools(&[], &["files"]).is_ok());
+        assert!(c.check_tools(&[], &["other"]).is_err());
     }
 }

@@ -12,7 +12,8 @@
 //! - [`plugins`]: loading a tool plugin library, running one call of it, the drop-in folder.
 //! - [`names`]: the list of valid names an "unknown name" message shows.
 //! - [`registry`]: the loaded tools as an atomically swapped snapshot; the OpenAI `tools`
-//!   array. It sits above [`plugins`] and consumes its tools; `plugins` never names it.
+//!   array. It sits above [`plugins`] and `mcp::client` and consumes their tools (a
+//!   `RegisteredTool` of either kind); neither names it.
 //! - [`probe`]: `rojos probe`, a provider's streaming and tool-call check.
 //! - [`live`]: rojos and providers, reloaded when `rojos.toml` is edited.
 //! - [`providers`]: the providers as the user knows them; their background checks, status
@@ -23,7 +24,8 @@
 //! - [`http`]: the routes, authentication, API errors and the NDJSON body; the accept loop
 //!   with its limits on slow and idle connections.
 //! - [`mcp`]: Rojos as an MCP server: a rojo's tools listed and called on one project
-//!   through the agent's confined call path (served over HTTP at `/mcp/{projectId}`).
+//!   through the agent's confined call path (served over HTTP at `/mcp/{projectId}`); and
+//!   `mcp::client`, the stdio MCP servers of `[mcp.servers.*]` as tool sources.
 //! - [`metrics`]: the Prometheus counters and histograms `GET /metrics` renders.
 //!
 //! [`serve`] runs the server on a bound listener until `shutdown` completes; the binary and

@@ -163,7 +163,7 @@ impl Live {
     pub fn reload(&self, path: &Path, registry: &RegistryHandle) -> Result<(), ReloadError> {
         let config = ConfigFile::load(path)?.live;
         let tools = registry.snapshot();
-        config.check_tools(&tools.names())?;
+        config.check_tools(&tools.names(), &registry.mcp_servers())?;
         self.current
             .store(Arc::new(Settings::from_config(&config)?));
         self.reloads.notify_one();

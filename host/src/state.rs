@@ -1,6 +1,6 @@
 //! `AppState`: everything a request handler needs, built once at start from the config:
-//! the opened storage, the plugin loader and tool registry, the token table, the
-//! conversation store and the agent that runs chats.
+//! the opened storage, the plugin loader, the MCP servers and the tool registry, the token
+//! table, the conversation store and the agent that runs chats.
 
 use std::sync::Arc;
 
@@ -12,10 +12,11 @@ use crate::{
     config::{Config, ConfigError, ConfigFile},
     http::{auth::Auth, limits::ChatLimits},
     live::{Live, ProviderError, Settings},
+    mcp::client::McpClients,
     metrics::Metrics,
-    plugins::{check_folder, DropIn, FolderError, LoadError, Loader, Tool},
+    plugins::{check_folder, DropIn, FolderError, LoadError, Loader},
     providers::status::StatusBoard,
-    registry::{Publisher, Registry, RegistryHandle},
+    registry::{Publisher, RegisteredTool, Registry, RegistryHandle},
     storage::Storage,
     watcher::WatchGuard,
 };
@@ -45,6 +46,8 @@ pub struct AppState {
     /// What the provider checks found. The checks themselves run only under
     /// [`crate::serve`], so `rojos check` and `rojos tools` contact no provider.
     pub statuses: Arc<StatusBoard>,
+    /// The MCP servers used as tool sources; stopped when the last state is dropped.
+    pub mcp: Arc<McpClients>,
     /// Stops the drop-in folder and config watchers when the last state is dropped.
     _watchers: Arc<Vec<WatchGuard>>,
 }
@@ -103,14 +106,17 @@ impl AppState {
             path: config.storage.display().to_string(),
             source,
         })?;
-        let (builtins, registry) = load_builtins(&config, &loader)?;
-        let registry = Arc::new(RegistryHandle::new(registry));
+        let plugins = load_builtins(&config, &loader)?;
+        let mcp = McpClients::start(&config.mcp_servers)?;
+        let (builtins, registry) = with_mcp_tools(plugins, &mcp);
+        let mcp_servers = mcp.server_names().into_iter().map(str::to_owned).collect();
+        let registry = Arc::new(RegistryHandle::with_mcp_servers(registry, mcp_servers));
         let mut watchers = Vec::new();
         if let Some(dir) = &config.plugins.dir {
             watchers.push(watch_dropins(dir, &loader, builtins, &registry)?);
         }
         let tools = registry.snapshot();
-        live.check_tools(&tools.names())?;
+        live.check_tools(&tools.names(), &registry.mcp_servers())?;
         let live = Arc::new(Live::new(Settings::from_config(&live)?));
         if config.path.is_file() {
             watchers.push(live.watch(config.path.clone(), Arc::clone(&registry)));
@@ -133,17 +139,14 @@ impl AppState {
             limits,
             live,
             statuses: Arc::new(StatusBoard::default()),
+            mcp: Arc::new(mcp),
             _watchers: Arc::new(watchers),
         })
     }
 }
 
-/// Loads every `[plugins].load` library and the registry of their tools; all must load, with
-/// no two giving one tool name.
-fn load_builtins(
-    config: &Config,
-    loader: &Loader,
-) -> Result<(Vec<Arc<Tool>>, Registry), StartError> {
+/// Loads every `[plugins].load` library; all must load, with no two giving one tool name.
+fn load_builtins(config: &Config, loader: &Loader) -> Result<Vec<RegisteredTool>, StartError> {
     let mut loaded = Vec::new();
     let mut errors = Vec::new();
     for path in &config.plugins.load {
@@ -152,13 +155,29 @@ fn load_builtins(
             Err(e) => errors.push(e),
         }
     }
-    let (registry, duplicates) = Registry::build(loaded.iter().cloned());
+    let loaded: Vec<RegisteredTool> = loaded.into_iter().map(RegisteredTool::Plugin).collect();
+    let (_, duplicates) = Registry::build(loaded.iter().cloned());
     errors.extend(duplicates);
     if errors.is_empty() {
-        Ok((loaded, registry))
+        Ok(loaded)
     } else {
         Err(StartError::Plugins(errors))
     }
+}
+
+/// The plugins' tools followed by the MCP servers' tools, and their registry: a plugin keeps
+/// a name an MCP tool also has (`docs/mcp.md`); the MCP tool is left out with a warning.
+fn with_mcp_tools(
+    plugins: Vec<RegisteredTool>,
+    mcp: &McpClients,
+) -> (Vec<RegisteredTool>, Registry) {
+    let mcp_tools = mcp.tools.iter().cloned().map(RegisteredTool::Mcp);
+    let builtins: Vec<RegisteredTool> = plugins.into_iter().chain(mcp_tools).collect();
+    let (registry, clashes) = Registry::build(builtins.iter().cloned());
+    for clash in clashes {
+        tracing::warn!("{clash}");
+    }
+    (builtins, registry)
 }
 
 /// Checks the drop-in folder, loads what it holds into `registry` beside the built-ins
@@ -166,7 +185,7 @@ fn load_builtins(
 fn watch_dropins(
     dir: &std::path::Path,
     loader: &Arc<Loader>,
-    builtins: Vec<Arc<Tool>>,
+    builtins: Vec<RegisteredTool>,
     registry: &Arc<RegistryHandle>,
 ) -> Result<WatchGuard, StartError> {
     check_folder(dir)?;

@@ -2,9 +2,9 @@
 //! malformed arguments, an unknown tool, a tool the rojo does not enable, a call repeating a
 //! successful one of this run (compared in canonical form) or a call made once a result
 //! budget is used up become error results the model sees; anything else runs through the
-//! plugin, and its text is cut to the per-result cap and the budgets.
+//! plugin or MCP server ([`RegisteredTool::invoke`]), and its text is cut to the per-result cap and the budgets.
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::{collections::HashMap, time::Duration};
 
 use rojos_llm::ToolCall;
 
@@ -15,8 +15,8 @@ use super::{
 use crate::{
     config::{RunBudgets, ToolSelection},
     metrics::{Metrics, UNKNOWN_TOOL},
-    plugins::{invoke, model_text, CallRequest, FailureKind, Tool, ToolArgs, ToolFailure},
-    registry::Registry,
+    plugins::{model_text, CallRequest, FailureKind, ToolArgs, ToolFailure},
+    registry::{RegisteredTool, Registry},
 };
 
 /// What a run remembers between its calls.
@@ -132,7 +132,7 @@ pub(super) async fn run_call<'r>(
             }
         }
     };
-    let outcome = invoke(admitted.tool, &admitted.args, request).await;
+    let outcome = admitted.tool.invoke(&admitted.args, request).await;
     drop(admitted.args);
     let failure = outcome.as_ref().err().map(|f| f.kind.clone());
     if failure.is_none() {
@@ -150,7 +150,7 @@ pub(super) async fn run_call<'r>(
 
 /// A call cleared to run.
 struct Admitted<'r> {
-    tool: &'r Arc<Tool>,
+    tool: &'r RegisteredTool,
     /// The arguments as the model wrote them, for the schema check and the plugin.
     args: ToolArgs,
     /// Tool name + canonical arguments, for the repeat check.
@@ -162,7 +162,7 @@ struct Admitted<'r> {
 /// budgets.
 fn admit<'r>(
     registry: &Registry,
-    loaded: Option<&'r Arc<Tool>>,
+    loaded: Option<&'r RegisteredTool>,
     enabled: &ToolSelection,
     ledger: &mut Ledger,
     call: &ToolCall,

@@ -67,11 +67,15 @@ pub(super) fn mcp(
     Ok((state, McpTarget { project, rojo }))
 }
 
-/// `rojos check`: every tool and the library it came from, then a summary line.
+/// `rojos check`: every tool and the library (or `mcp:SERVER`) it came from, a line per MCP
+/// server (its tool count, or why it did not start), then a summary line.
 pub(super) fn check(file: ConfigFile) -> Result<ExitCode, CliError> {
     let state = AppState::start(file)?;
     for tool in state.registry.snapshot().tools() {
-        println!("{:<24} {}", tool.name(), tool.source.display());
+        println!("{:<24} {}", tool.name(), tool.source().display());
+    }
+    for report in &state.mcp.reports {
+        println!("{report}");
     }
     println!("{}", summary(&state));
     Ok(ExitCode::SUCCESS)

@@ -22,6 +22,30 @@ pub(super) struct RawConfig {
     pub(super) rojos: BTreeMap<String, RawRojo>,
     #[serde(default)]
     pub(super) store: RawStore,
+    #[serde(default)]
+    pub(super) mcp: RawMcp,
+}
+
+/// `[mcp]`, see `super::mcp`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMcp {
+    #[serde(default)]
+    pub(super) servers: BTreeMap<String, RawMcpServer>,
+}
+
+/// `[mcp.servers.NAME]`: one stdio MCP server.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMcpServer {
+    pub(super) command: String,
+    #[serde(default)]
+    pub(super) args: Vec<String>,
+    #[serde(default)]
+    pub(super) env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub(super) env_from: BTreeMap<String, String>,
+    pub(super) start_timeout_secs: Option<f64>,
 }
 
 /// `[store]`, see `super::store`.

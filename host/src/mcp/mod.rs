@@ -5,7 +5,9 @@
 //! protocol handler (rmcp's `ServerHandler`): `tools/list` and `tools/call` for the
 //! [`McpTarget`] of each request; `stdio` serves one fixed target on stdin and stdout
 //! (`rojos mcp`). Streamable HTTP is mounted in `http::mcp`, behind the API's bearer tokens.
+//! `client` is the other direction: MCP servers as tool sources.
 
+pub mod client;
 mod server;
 mod stdio;
 mod tools;

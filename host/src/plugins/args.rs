@@ -16,6 +16,11 @@ impl ToolArgs {
         ToolArgs(Value::Object(fields))
     }
 
+    /// The arguments as the JSON object they are (for a schema check or an MCP server).
+    pub fn value(&self) -> &Value {
+        &self.0
+    }
+
     /// The text the plugin is given: the object's compact JSON, as serde_json writes it
     /// (keys sorted).
     pub fn text(&self) -> String {

@@ -115,6 +115,11 @@ impl RunningBinary {
         }
     }
 
+    /// The process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Kills the process with SIGKILL (no shutdown, nothing flushed) and waits for it.
     pub fn kill(&mut self) {
         self.child.kill().expect("kill rojos");

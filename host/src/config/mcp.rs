@@ -1,0 +1,112 @@
+//! `[mcp.servers.NAME]`: the stdio MCP servers whose tools join the registry
+//! (`docs/mcp.md`, "MCP servers as tool sources"). A server's name becomes the prefix of its
+//! tools' names, so it is held to the characters a tool name may use.
+
+use std::{collections::BTreeMap, time::Duration};
+
+use super::{invalid, raw::RawMcpServer, seconds_key, ConfigError, EnvLookup};
+use crate::secret::Secret;
+
+/// The placeholder for a per-project server, not supported yet (`docs/mcp.md`).
+const PROJECT_ROOT: &str = "{project_root}";
+
+/// One configured stdio MCP server.
+#[derive(Debug, Clone)]
+pub struct McpServerConfig {
+    /// The name in `[mcp.servers.NAME]`, the prefix of its tools' names.
+    pub name: String,
+    /// The program to start (looked up in `PATH` when it has no `/`).
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables set for it: `env`'s plain values and `env_from`'s values read from the
+    /// host's environment (secrets), on top of a few inherited ones (`docs/mcp.md`).
+    pub env: BTreeMap<String, Secret>,
+    /// How long starting it (process and MCP handshake and tool list) may take.
+    pub start_timeout: Duration,
+}
+
+/// Parses every `[mcp.servers.*]` table.
+pub(super) fn parse_servers(
+    raw: &BTreeMap<String, RawMcpServer>,
+    env: EnvLookup<'_>,
+) -> Result<Vec<McpServerConfig>, ConfigError> {
+    raw.iter()
+        .map(|(name, server)| parse_server(name, server, env))
+        .collect()
+}
+
+fn parse_server(
+    name: &str,
+    raw: &RawMcpServer,
+    env: EnvLookup<'_>,
+) -> Result<McpServerConfig, ConfigError> {
+    let key = format!("mcp.servers.{name}");
+    if !valid_server_name(name) {
+        return Err(invalid(
+            &key,
+            "a server name must be 1 to 32 letters, digits, '-' or '_', with no \"__\" (it \
+             prefixes its tools' names)",
+        ));
+    }
+    if raw.command.trim().is_empty() {
+        return Err(invalid(format!("{key}.command"), "must not be empty"));
+    }
+    if raw.args.iter().any(|a| a.contains(PROJECT_ROOT)) {
+        return Err(invalid(
+            format!("{key}.args"),
+            "{project_root} (a server per project) is not supported yet; see docs/mcp.md",
+        ));
+    }
+    let mut variables: BTreeMap<String, Secret> = raw
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), Secret::new(v.clone())))
+        .collect();
+    for (variable, source) in &raw.env_from {
+        let Some(value) = env(source) else {
+            return Err(invalid(
+                format!("{key}.env_from.{variable}"),
+                format!("the environment variable {source} is not set"),
+            ));
+        };
+        variables.insert(variable.clone(), Secret::new(value));
+    }
+    let start_timeout = seconds_key(
+        &format!("{key}.start_timeout_secs"),
+        raw.start_timeout_secs,
+        Duration::from_secs(30),
+        600.0,
+    )?;
+    Ok(McpServerConfig {
+        name: name.to_owned(),
+        command: raw.command.clone(),
+        args: raw.args.clone(),
+        env: variables,
+        start_timeout,
+    })
+}
+
+/// 1 to 32 of `[A-Za-z0-9_-]`, without `__` (the separator of the naming rule).
+fn valid_server_name(name: &str) -> bool {
+    (1..=32).contains(&name.len())
+        && !name.contains("__")
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_names_are_held_to_the_tool_name_characters() {
+        assert!(valid_server_name("files"));
+        assert!(valid_server_name("git-hub_2"));
+        assert!(!valid_server_name("a__b"));
+        assert!(!valid_server_name("a.b"));
+        assert!(!valid_server_name(""));
+        assert!(!valid_server_name(&"x".repeat(33)));
+    }
+}

@@ -1,0 +1,127 @@
+//! Starting one stdio MCP server: the child process (the leader of a process group of its
+//! own, so ending it kills whatever it started too; killed when dropped; with only a few
+//! inherited environment variables), its stderr forwarded to the log under the server's
+//! name, rmcp's client handshake and the server's tool list, all within the configured
+//! start time-out.
+
+use std::{process::Stdio, time::Duration};
+
+use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use rmcp::{
+    model::Tool,
+    service::{RunningService, ServiceExt},
+    transport::TokioChildProcess,
+    RoleClient,
+};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::config::McpServerConfig;
+
+/// A running server's client session, and its process group.
+pub(super) struct Session {
+    service: RunningService<RoleClient, ()>,
+    /// The process group the server leads (its pid), killed as a whole when the session is
+    /// stopped: the server may be gone already while what it started still runs.
+    group: Option<u32>,
+}
+
+impl std::ops::Deref for Session {
+    type Target = RunningService<RoleClient, ()>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.service
+    }
+}
+
+/// The variables a server inherits from the host; everything else it gets only from its
+/// `env` and `env_from` (`docs/mcp.md`), so the host's own secrets do not leak to it.
+const INHERITED: [&str; 7] = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG"];
+
+/// Why a server could not be started.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(super) enum StartFailure {
+    /// The process could not be spawned (e.g. the command is not installed).
+    #[error("cannot run {command:?}: {reason}")]
+    Spawn {
+        /// The configured command.
+        command: String,
+        /// The operating system's reason.
+        reason: String,
+    },
+    /// The process started but the MCP handshake or the tool list failed.
+    #[error("the MCP handshake failed: {0}")]
+    Handshake(String),
+    /// Starting took longer than `start_timeout_secs`.
+    #[error("it did not answer within {0:.1} s")]
+    Timeout(f64),
+}
+
+/// Starts the server of `config` and lists its tools. Must run on the MCP client runtime
+/// (`super::runtime`), which drives the child's pipes.
+pub(super) async fn start(config: &McpServerConfig) -> Result<(Session, Vec<Tool>), StartFailure> {
+    let limit = config.start_timeout;
+    tokio::time::timeout(limit, connect(config))
+        .await
+        .unwrap_or(Err(StartFailure::Timeout(limit.as_secs_f64())))
+}
+
+async fn connect(config: &McpServerConfig) -> Result<(Session, Vec<Tool>), StartFailure> {
+    let mut command = tokio::process::Command::new(&config.command);
+    command.args(&config.args).env_clear();
+    for name in INHERITED {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    for (name, value) in &config.env {
+        command.env(name, value.expose());
+    }
+    let mut wrapped = CommandWrap::from(command);
+    wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+    let (transport, stderr) = TokioChildProcess::builder(wrapped)
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| StartFailure::Spawn {
+            command: config.command.clone(),
+            reason: e.to_string(),
+        })?;
+    if let Some(stderr) = stderr {
+        tokio::spawn(forward_stderr(config.name.clone(), stderr));
+    }
+    let group = transport.id();
+    let service = ().serve(transport).await.map_err(|e| StartFailure::Handshake(e.to_string()))?;
+    let session = Session { service, group };
+    let tools = session
+        .peer()
+        .list_all_tools()
+        .await
+        .map_err(|e| StartFailure::Handshake(format!("tools/list: {e}")))?;
+    Ok((session, tools))
+}
+
+/// Logs each line the server writes on stderr, with its name, until the pipe closes.
+async fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::info!(mcp_server = %server, "stderr: {line}");
+    }
+}
+
+/// Ends `session` politely (closing the server's stdin), then kills what is left of its
+/// process group.
+pub(super) async fn stop(session: Session) {
+    let Session { service, group } = session;
+    if tokio::time::timeout(Duration::from_secs(3), service.cancel())
+        .await
+        .is_err()
+    {
+        tracing::warn!("an MCP server did not stop within 3 s; it is killed");
+    }
+    let leader = group
+        .and_then(|id| i32::try_from(id).ok())
+        .and_then(rustix::process::Pid::from_raw);
+    if let Some(leader) = leader {
+        // ESRCH (nothing left in the group) is the usual, quiet case.
+        let _ = rustix::process::kill_process_group(leader, rustix::process::Signal::KILL);
+    }
+}

@@ -1,0 +1,226 @@
+//! One configured MCP server while the host runs: its session (or why it is down), restarted
+//! on the next call after a crash, with a back-off after each failed start (1 s, 2 s, 4 s, …
+//! up to 60 s; `docs/mcp.md`). Starts and stops run on the MCP client runtime, which owns
+//! the child processes; calls are made from any runtime through the session's peer.
+
+use std::time::{Duration, Instant};
+
+use rmcp::{model::CallToolRequestParams, service::ServiceError, Peer, RoleClient};
+use tokio::{runtime::Handle, sync::Mutex};
+
+use super::process::{self, Session, StartFailure};
+use crate::{
+    config::McpServerConfig,
+    plugins::{FailureKind, ToolArgs, ToolFailure},
+};
+
+/// The longest wait between two start attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// One MCP server and its current session.
+pub struct McpServer {
+    config: McpServerConfig,
+    runtime: Handle,
+    state: Mutex<ServerState>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.config.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The session, or why there is none and when the next start may be tried.
+#[derive(Default)]
+struct ServerState {
+    session: Option<Session>,
+    /// Counts sessions, so a failure seen on an old session does not end a new one.
+    generation: u64,
+    /// Failed starts in a row.
+    failed_starts: u32,
+    /// No start is tried before this.
+    retry_at: Option<Instant>,
+    /// Why the server is down, for the model and the log.
+    down_because: Option<String>,
+}
+
+impl McpServer {
+    /// A server of `config` whose processes run on `runtime`, with `session` when it started.
+    pub(super) fn new(
+        config: McpServerConfig,
+        runtime: Handle,
+        started: Result<Session, StartFailure>,
+    ) -> McpServer {
+        let mut state = ServerState::default();
+        match started {
+            Ok(session) => state.session = Some(session),
+            Err(failure) => {
+                state.record_failed_start(&failure);
+            }
+        }
+        McpServer {
+            config,
+            runtime,
+            state: Mutex::new(state),
+        }
+    }
+
+    /// The name in `[mcp.servers.NAME]`.
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// Calls the server's tool `remote_name` with `args`, starting the server first if it is
+    /// down and its back-off has passed; everything within `timeout`.
+    pub(super) async fn call(
+        &self,
+        remote_name: &str,
+        args: &ToolArgs,
+        timeout: Duration,
+    ) -> Result<rmcp::model::CallToolResult, ToolFailure> {
+        let name = self.name();
+        let attempt = async {
+            let (peer, generation) = self.peer().await?;
+            let arguments = args.value().as_object().cloned().unwrap_or_default();
+            let params =
+                CallToolRequestParams::new(remote_name.to_owned()).with_arguments(arguments);
+            match peer.call_tool(params).await {
+                Ok(result) => Ok(result),
+                Err(error) => Err(self.call_failed(generation, &error).await),
+            }
+        };
+        match tokio::time::timeout(timeout, attempt).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                tracing::warn!(mcp_server = %name, tool = %remote_name, ?timeout, "MCP tool call timed out");
+                Err(ToolFailure::new(
+                    FailureKind::Timeout,
+                    format!(
+                        "MCP server {name} did not answer {remote_name} within {:.1} s",
+                        timeout.as_secs_f64()
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// The running session's peer and generation, starting the server if it is down.
+    async fn peer(&self) -> Result<(Peer<RoleClient>, u64), ToolFailure> {
+        let mut state = self.state.lock().await;
+        if let Some(session) = state.session.as_ref().filter(|s| !s.is_closed()) {
+            return Ok((session.peer().clone(), state.generation));
+        }
+        if let Some(old) = state.session.take() {
+            self.retire(old);
+        }
+        if let Some(retry_at) = state.retry_at.filter(|at| *at > Instant::now()) {
+            return Err(self.down(&state, retry_at.saturating_duration_since(Instant::now())));
+        }
+        let config = self.config.clone();
+        let started = self
+            .runtime
+            .spawn(async move { process::start(&config).await })
+            .await
+            .unwrap_or_else(|join| Err(StartFailure::Handshake(join.to_string())));
+        match started {
+            Ok((session, _tools)) => {
+                tracing::info!(mcp_server = %self.name(), "MCP server restarted");
+                let peer = session.peer().clone();
+                state.session = Some(session);
+                state.generation += 1;
+                state.failed_starts = 0;
+                state.retry_at = None;
+                state.down_because = None;
+                Ok((peer, state.generation))
+            }
+            Err(failure) => {
+                tracing::warn!(mcp_server = %self.name(), "MCP server cannot start: {failure}");
+                let wait = state.record_failed_start(&failure);
+                Err(self.down(&state, wait))
+            }
+        }
+    }
+
+    /// The failure for a call that `error` ended; a closed transport means the server is
+    /// gone: its session (if still `generation`) is dropped and the next call restarts it.
+    async fn call_failed(&self, generation: u64, error: &ServiceError) -> ToolFailure {
+        let name = self.name();
+        match error {
+            ServiceError::McpError(data) => ToolFailure::new(
+                FailureKind::Host,
+                format!("MCP server {name} refused the call: {}", data.message),
+            ),
+            _ => {
+                let mut state = self.state.lock().await;
+                if state.generation == generation {
+                    if let Some(old) = state.session.take() {
+                        self.retire(old);
+                    }
+                    state.down_because = Some(format!("it stopped during a call ({error})"));
+                }
+                tracing::warn!(mcp_server = %name, "MCP server stopped during a call: {error}");
+                ToolFailure::new(
+                    FailureKind::Host,
+                    format!(
+                        "MCP server {name} stopped during the call ({error}); it is restarted on the next call of one of its tools"
+                    ),
+                )
+            }
+        }
+    }
+
+    /// The failure for a call while the server is down for `wait` more.
+    fn down(&self, state: &ServerState, wait: Duration) -> ToolFailure {
+        let why = state.down_because.as_deref().unwrap_or("it is not running");
+        ToolFailure::new(
+            FailureKind::Host,
+            format!(
+                "MCP server {} is down: {why}; the next start is tried in {:.0} s; use other tools meanwhile, or ask the operator to check the server (see the host's log)",
+                self.name(),
+                wait.as_secs_f64().ceil()
+            ),
+        )
+    }
+
+    /// Ends an old session on the runtime that owns its process.
+    fn retire(&self, session: Session) {
+        self.runtime.spawn(process::stop(session));
+    }
+
+    /// Ends the current session; the host is stopping.
+    pub(super) async fn shut_down(&self) {
+        if let Some(session) = self.state.lock().await.session.take() {
+            process::stop(session).await;
+        }
+    }
+}
+
+impl ServerState {
+    /// Notes a failed start and returns how long until the next may be tried.
+    fn record_failed_start(&mut self, failure: &StartFailure) -> Duration {
+        self.failed_starts += 1;
+        let wait = backoff(self.failed_starts);
+        self.retry_at = Some(Instant::now() + wait);
+        self.down_because = Some(format!("it could not start: {failure}"));
+        wait
+    }
+}
+
+/// The wait after `failed` starts in a row: 1 s, 2 s, 4 s, … up to [`MAX_BACKOFF`].
+fn backoff(failed: u32) -> Duration {
+    let seconds = 1u64 << failed.saturating_sub(1).min(6);
+    Duration::from_secs(seconds).min(MAX_BACKOFF)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_backoff_doubles_up_to_a_minute() {
+        let waits: Vec<u64> = (1..=8).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60]);
+    }
+}

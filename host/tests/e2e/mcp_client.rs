@@ -1,0 +1,436 @@
+//! MCP servers as tool sources (`docs/mcp.md`), on the real binary: a stdio server of the
+//! tests' own (`mcp/tool_server.py`, the official Python SDK's MCPServer) is started by rojos
+//! from `[mcp.servers.pytools]`; its tools are listed as `pytools__TOOL`, offered only to the
+//! rojos that enable them, and called by the scripted model through the chat's dispatch:
+//! results in `TOOL_RESULT` and the stored history, bad arguments refused before the server
+//! sees them, a raised error, a crash (restarted on the next call), a hang (the time-out).
+//!
+//! Without python3 or the `mcp` package these tests fail with the command that installs it.
+
+use std::{path::Path, process::Command};
+
+use serde_json::{json, Value};
+
+use crate::support::{
+    binary::{self, RunningBinary},
+    host::{client, stored_messages_at, HostConfig, TOKEN},
+    ndjson::Stream,
+    upstream::{ScriptedUpstream, Turn},
+};
+
+/// The server script, committed beside this file.
+const SERVER_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/mcp/tool_server.py");
+
+/// What `.ci/run` runs to install the SDK.
+const INSTALL: &str = "python3 -m pip install 'mcp>=2.3,<3'";
+
+/// Every tool of the script, as rojos names them.
+const PYTOOLS: [&str; 7] = [
+    "pytools__add",
+    "pytools__crash",
+    "pytools__echo",
+    "pytools__fail",
+    "pytools__hang",
+    "pytools__pid",
+    "pytools__spawn_helper",
+];
+
+/// Fails (never skips) when python3 or the SDK is missing.
+fn require_python_sdk() {
+    let found = Command::new("python3")
+        .args(["-c", "import mcp.server.mcpserver"])
+        .output();
+    match found {
+        Ok(output) if output.status.success() => {}
+        Ok(output) => panic!(
+            "the MCP Python SDK is missing; install it with: {INSTALL}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        ),
+        Err(e) => panic!("python3 cannot be run ({e}); install python3, then: {INSTALL}"),
+    }
+}
+
+/// The config: the script as `pytools`, and rojos enabling none, one or all of its tools.
+fn config(upstream_url: Option<&ScriptedUpstream>) -> HostConfig {
+    let mut config = HostConfig::builtins().with(&format!(
+        r#"
+[mcp.servers.pytools]
+command = "python3"
+args = [{SERVER_SCRIPT:?}]
+
+[rojos.plain]
+provider = "scripted"
+tools = ["read_path_meta"]
+
+[rojos.echoer]
+provider = "scripted"
+tools = ["pytools__echo"]
+
+[rojos.allpy]
+provider = "scripted"
+tools = ["pytools__*", "read_path_meta"]
+"#
+    ));
+    if let Some(upstream) = upstream_url {
+        config = config.upstream(upstream);
+    }
+    config
+}
+
+/// The real binary serving `config` from a folder of its own, project `demo` created.
+struct Served {
+    binary: RunningBinary,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Served {
+    fn start(config: &HostConfig) -> Served {
+        require_python_sdk();
+        let dir = config.in_temp_folder();
+        std::fs::create_dir_all(dir.path().join("storage/demo/root")).unwrap();
+        let binary = RunningBinary::start(dir.path(), "info", &[]);
+        let url = binary.url();
+        Served {
+            binary,
+            url,
+            _dir: dir,
+        }
+    }
+
+    async fn tool_names(&self, rojo: &str) -> Vec<String> {
+        self.tools(rojo)
+            .await
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    async fn tools(&self, rojo: &str) -> Vec<Value> {
+        let response = client()
+            .get(format!("{}/tools?rojo={rojo}", self.url))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        response.json().await.unwrap()
+    }
+
+    async fn chat(&self, rojo: &str, message: &str) -> Stream {
+        let response = client()
+            .post(format!("{}/chat", self.url))
+            .bearer_auth(TOKEN)
+            .json(&json!({"projectId": "demo", "rojo": rojo, "message": message}))
+            .send()
+            .await
+            .expect("the chat reaches rojos");
+        Stream::read(response).await
+    }
+
+    fn log(&self) -> String {
+        self.binary.stderr.lock().unwrap().clone()
+    }
+
+    async fn metrics(&self) -> String {
+        let response = client()
+            .get(format!("{}/metrics", self.url))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        response.text().await.unwrap()
+    }
+
+    /// The pids of rojos's children that are zombies (exited, never reaped).
+    fn zombie_children(&self) -> Vec<String> {
+        let parent = self.binary.id().to_string();
+        let mut zombies = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            // `pid (comm) state ppid …`; comm may hold spaces, so split after the last ')'.
+            let Some((_, rest)) = stat.rsplit_once(')') else {
+                continue;
+            };
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            if fields.first() == Some(&"Z") && fields.get(1) == Some(&parent.as_str()) {
+                zombies.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+        zombies
+    }
+}
+
+/// The names of the tools the model was offered in upstream request `n`.
+fn offered(upstream: &ScriptedUpstream, n: usize) -> Vec<String> {
+    upstream.received()[n].body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_tools_are_listed_offered_only_where_enabled_and_called_in_a_chat() {
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::tool_calls(&[("c1", "pytools__echo", json!({"text": "hi"}))]),
+        Turn::text("done"),
+        Turn::text("plain answer"),
+    ])
+    .await;
+    let served = Served::start(&config(Some(&upstream)));
+
+    let all = served.tool_names("allpy").await;
+    for name in PYTOOLS {
+        assert!(all.contains(&name.to_owned()), "{name} missing in {all:?}");
+    }
+    assert!(all.contains(&"read_path_meta".to_owned()));
+    assert_eq!(served.tool_names("echoer").await, ["pytools__echo"]);
+    let plain = served.tool_names("plain").await;
+    assert_eq!(plain, ["read_path_meta"]);
+    let echo = served.tools("echoer").await.remove(0);
+    assert_eq!(echo["function"]["description"], "Echoes the text back.");
+    assert_eq!(
+        echo["function"]["parameters"]["properties"]["text"]["type"],
+        "string"
+    );
+    assert_eq!(echo["function"]["parameters"]["required"], json!(["text"]));
+
+    let stream = served.chat("echoer", "echo hi").await;
+    assert_eq!(
+        stream.results(),
+        [("pytools__echo".to_owned(), true, "echo: hi".to_owned())]
+    );
+    assert_eq!(offered(&upstream, 0), ["pytools__echo"]);
+    let (conversation, _) = stream.done();
+    let stored = stored_messages_at(&served.url, &conversation).await;
+    let tool_message = stored
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("a stored tool message");
+    assert_eq!(tool_message["content"], "echo: hi");
+
+    let plain_chat = served.chat("plain", "hello").await;
+    assert_eq!(plain_chat.text(), "plain answer");
+    assert_eq!(offered(&upstream, 2), ["read_path_meta"]);
+
+    let log = served.log();
+    assert!(
+        log.contains("mcp_server=pytools") && log.contains("called echo hi"),
+        "the server's stderr is not in the log under its name:\n{log}"
+    );
+    upstream.assert_consumed();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_failures_are_error_results_and_a_crashed_server_is_restarted() {
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::tool_calls(&[
+            ("c1", "pytools__pid", json!({})),
+            ("c2", "pytools__add", json!({"a": "x", "b": 1})),
+            ("c3", "pytools__fail", json!({"reason": "boom"})),
+        ]),
+        Turn::tool_calls(&[
+            ("c3b", "pytools__spawn_helper", json!({})),
+            ("c4", "pytools__crash", json!({})),
+            ("c5", "read_path_meta", json!({"path": "."})),
+        ]),
+        Turn::tool_calls(&[("c6", "pytools__pid", json!({"tag": "after"}))]),
+        Turn::tool_calls(&[("c7", "pytools__hang", json!({}))]),
+        Turn::tool_calls(&[("c8", "pytools__echo", json!({"text": "still here"}))]),
+        Turn::text("done"),
+    ])
+    .await;
+    let served = Served::start(&config(Some(&upstream)));
+    let stream = served.chat("allpy", "try everything").await;
+    let mut results = stream.results();
+    assert_eq!(results.len(), 9, "{results:#?}");
+    let (name, ok, helper) = results.remove(3);
+    assert!(name == "pytools__spawn_helper" && ok, "{helper}");
+
+    let (name, ok, first_pid) = &results[0];
+    assert!(name == "pytools__pid" && *ok, "{results:#?}");
+
+    let (_, ok, text) = &results[1];
+    assert!(!ok);
+    assert!(
+        text.starts_with(
+            "error: invalid arguments for pytools__add: /a: \"x\" is not of type \"integer\""
+        ),
+        "{text}"
+    );
+    assert!(
+        !served.log().contains("called add"),
+        "the server saw arguments the schema refuses"
+    );
+
+    let (_, ok, text) = &results[2];
+    assert!(!ok);
+    assert!(
+        text.starts_with("error: ") && text.contains("boom"),
+        "{text}"
+    );
+
+    let (_, ok, text) = &results[3];
+    assert!(!ok);
+    assert!(
+        text.contains("MCP server pytools stopped during the call")
+            && text.contains("restarted on the next call"),
+        "{text}"
+    );
+    let (name, ok, _) = &results[4];
+    assert!(name == "read_path_meta" && *ok, "{results:#?}");
+
+    let (_, ok, second_pid) = &results[5];
+    assert!(*ok, "{results:#?}");
+    assert_ne!(first_pid, second_pid, "the server was not restarted");
+
+    let (_, ok, text) = &results[6];
+    assert!(!ok);
+    assert_eq!(
+        text,
+        "error: MCP server pytools did not answer hang within 2.0 s"
+    );
+
+    let (_, ok, text) = &results[7];
+    assert!(*ok && text == "echo: still here", "{results:#?}");
+    upstream.assert_consumed();
+
+    let metrics = served.metrics().await;
+    for line in [
+        r#"rojos_tool_calls_total{tool="pytools__pid",outcome="ok"} 2"#,
+        r#"rojos_tool_calls_total{tool="pytools__crash",outcome="error"} 1"#,
+        r#"rojos_tool_calls_total{tool="pytools__hang",outcome="error"} 1"#,
+    ] {
+        assert!(metrics.contains(line), "{line} missing:\n{metrics}");
+    }
+    // The helper the crashed server started went with it (the server's process group is
+    // killed when its session ends), and the crashed process was reaped (its session is
+    // retired in the background).
+    let helper_gone = || {
+        !Path::new(&format!("/proc/{helper}")).exists()
+            || std::fs::read_to_string(format!("/proc/{helper}/stat"))
+                .is_ok_and(|s| s.contains(") Z "))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !helper_gone() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the crashed server's helper process {helper} still runs"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !served.zombie_children().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "zombie children of rojos: {:?}",
+            served.zombie_children()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[test]
+fn mcp_check_and_tools_show_each_servers_tools_or_why_it_did_not_start() {
+    require_python_sdk();
+    let config = config(None).with(
+        r#"
+[mcp.servers.broken]
+command = "no-such-command-for-rojos-tests"
+
+[rojos.brokenuser]
+provider = "scripted"
+tools = ["broken__anything"]
+"#,
+    );
+    let dir = config.in_temp_folder();
+    let path = dir.path().join("rojos.toml");
+    let ran = binary::run(binary::rojos(&[
+        "check",
+        "--config",
+        &path.to_string_lossy(),
+    ]));
+    assert_eq!(ran.code, Some(0), "{ran}");
+    assert!(ran.stdout.contains("MCP server pytools: 7 tools"), "{ran}");
+    assert!(
+        ran.stdout.contains(
+            "MCP server broken: not started: cannot run \"no-such-command-for-rojos-tests\""
+        ),
+        "{ran}"
+    );
+    assert!(ran.stdout.contains("pytools__echo"), "{ran}");
+
+    let ran = binary::run(binary::rojos(&[
+        "tools",
+        "--rojo",
+        "echoer",
+        "--config",
+        &path.to_string_lossy(),
+    ]));
+    assert_eq!(ran.code, Some(0), "{ran}");
+    let tools: Value = serde_json::from_str(&ran.stdout).expect("a JSON array");
+    assert_eq!(tools[0]["function"]["name"], "pytools__echo", "{ran}");
+    assert_eq!(tools.as_array().map(Vec::len), Some(1), "{ran}");
+}
+
+/// The reference filesystem server, installed by `.ci/run` into the tests' npm folder.
+const FILESYSTEM_SERVER: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/e2e/mcp/npm/node_modules/.bin/mcp-server-filesystem"
+);
+
+/// What `.ci/run` runs to install it.
+const NPM_INSTALL: &str = "(cd host/tests/e2e/mcp/npm && npm ci --no-audit --no-fund)";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_the_reference_filesystem_server_is_listed_and_called_in_a_chat() {
+    assert!(
+        Path::new(FILESYSTEM_SERVER).is_file(),
+        "the reference MCP filesystem server is missing; install it with: {NPM_INSTALL}"
+    );
+    let folder = tempfile::tempdir().unwrap();
+    let shared = folder.path().canonicalize().unwrap();
+    std::fs::write(shared.join("hello.txt"), "hello from the shared folder\n").unwrap();
+    let file = shared.join("hello.txt").display().to_string();
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::tool_calls(&[("c1", "docs__read_text_file", json!({"path": file}))]),
+        Turn::text("done"),
+    ])
+    .await;
+    let config = HostConfig::builtins().upstream(&upstream).with(&format!(
+        r#"
+[mcp.servers.docs]
+command = {FILESYSTEM_SERVER:?}
+args = [{shared:?}]
+start_timeout_secs = 60
+
+[rojos.docs]
+provider = "scripted"
+tools = ["docs__*"]
+"#,
+        shared = shared.display().to_string(),
+    ));
+    let served = Served::start(&config);
+    let names = served.tool_names("docs").await;
+    assert!(
+        names.contains(&"docs__read_text_file".to_owned())
+            && names.contains(&"docs__list_directory".to_owned())
+            && names.iter().all(|n| n.starts_with("docs__")),
+        "{names:?}"
+    );
+
+    let stream = served.chat("docs", "read hello.txt").await;
+    let results = stream.results();
+    assert_eq!(results.len(), 1, "{results:#?}");
+    let (name, ok, text) = &results[0];
+    assert!(name == "docs__read_text_file" && *ok, "{results:#?}");
+    assert!(text.contains("hello from the shared folder"), "{text}");
+    upstream.assert_consumed();
+}
