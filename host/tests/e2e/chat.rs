@@ -319,6 +319,44 @@ async fn a_runaway_loop_is_stopped_by_max_steps_with_a_last_turn_without_tools()
 }
 
 #[tokio::test]
+async fn calls_made_anyway_on_the_last_step_are_not_run_and_the_error_counts_them() {
+    let turns = vec![
+        Turn::tool_calls(&[("c0", "list_files", json!({"path": "."}))]),
+        // Asked to answer without tools, the model calls one anyway.
+        Turn::tool_calls(&[("c1", "list_files", json!({"path": "sub"}))]),
+    ];
+    let upstream = ScriptedUpstream::start(turns).await;
+    let config = HostConfig::builtins()
+        .upstream(&upstream)
+        .with("[rojos.default]\nprovider = \"scripted\"\nmax_steps = 2\n");
+    let host = TestHost::start(config).await;
+    let stream = Stream::read(host.chat(message("look around")).await).await;
+    assert_eq!(stream.results().len(), 1, "only the first step's call ran");
+    assert_eq!(
+        stream.errors(),
+        [
+            "step limit reached: 2 model turns; the model was asked to answer without tools \
+          (1 further tool call(s) were not run)"
+        ]
+    );
+    assert_eq!(stream.done().1, "max_steps");
+}
+
+#[tokio::test]
+async fn a_rojo_of_one_step_answers_without_a_step_limit_error() {
+    let upstream = ScriptedUpstream::start(vec![Turn::text("Hello.")]).await;
+    let config = HostConfig::builtins()
+        .upstream(&upstream)
+        .with("[rojos.default]\nprovider = \"scripted\"\nmax_steps = 1\n");
+    let host = TestHost::start(config).await;
+    let stream = Stream::read(host.chat(message("hi")).await).await;
+    assert_eq!(upstream.received()[0].body["tool_choice"], "none");
+    assert_eq!(stream.text(), "Hello.");
+    assert!(stream.errors().is_empty(), "{:?}", stream.errors());
+    assert_eq!(stream.done().1, "completed");
+}
+
+#[tokio::test]
 async fn a_repeated_identical_call_is_not_run_again() {
     let turns = vec![
         Turn::tool_calls(&[(
