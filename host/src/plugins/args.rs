@@ -55,10 +55,10 @@ pub(super) struct ArgsMismatch {
     pub expected: Value,
 }
 
-/// Checks `args` against the tool's schema (at most five violations are reported).
-pub(super) fn check_args(library: &Library, args: &ToolArgs) -> Result<(), ArgsMismatch> {
-    let problems: Vec<String> = library
-        .validator
+/// What in `args` breaks the schema `validator` checks: at most five violations, each with
+/// where it is (`/path: why`). Empty when the arguments fit. Plugin and MCP tools alike.
+pub(crate) fn schema_problems(validator: &jsonschema::Validator, args: &ToolArgs) -> Vec<String> {
+    validator
         .iter_errors(&args.0)
         .take(5)
         .map(|e| {
@@ -69,7 +69,12 @@ pub(super) fn check_args(library: &Library, args: &ToolArgs) -> Result<(), ArgsM
                 format!("{at}: {e}")
             }
         })
-        .collect();
+        .collect()
+}
+
+/// Checks `args` against the tool's schema (at most five violations are reported).
+pub(super) fn check_args(library: &Library, args: &ToolArgs) -> Result<(), ArgsMismatch> {
+    let problems = schema_problems(&library.validator, args);
     if problems.is_empty() {
         return Ok(());
     }

@@ -22,6 +22,7 @@ mod loader;
 mod outcome;
 mod trust;
 
+pub(crate) use args::schema_problems;
 pub use args::ToolArgs;
 pub use definition::{definition, DESTRUCTIVE_MARK};
 pub use dropin::{check_folder, DropIn, FolderError, Publish};

@@ -9,7 +9,9 @@ use rojos_plugin_api::ErrorKind;
 use serde_json::{json, Value};
 
 use super::server::McpServer;
-use crate::plugins::{CallRequest, FailureKind, ToolArgs, ToolFailure, ToolOutcome};
+use crate::plugins::{
+    schema_problems, CallRequest, FailureKind, ToolArgs, ToolFailure, ToolOutcome,
+};
 
 /// The longest tool name OpenAI accepts (`^[a-zA-Z0-9_-]{1,64}$`).
 const MAX_NAME: usize = 64;
@@ -129,19 +131,7 @@ impl McpTool {
     }
 
     fn check_args(&self, args: &ToolArgs) -> Result<(), ToolFailure> {
-        let problems: Vec<String> = self
-            .validator
-            .iter_errors(args.value())
-            .take(5)
-            .map(|e| {
-                let at = e.instance_path().to_string();
-                if at.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("{at}: {e}")
-                }
-            })
-            .collect();
+        let problems = schema_problems(&self.validator, args);
         if problems.is_empty() {
             return Ok(());
         }
