@@ -22,7 +22,7 @@ mod provider;
 mod raw;
 mod store;
 
-pub use mcp::McpServerConfig;
+pub use mcp::{McpServerConfig, PerProject};
 pub use provider::ProviderConfig;
 pub use store::StoreConfig;
 

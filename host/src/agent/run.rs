@@ -146,6 +146,7 @@ impl Run<'_> {
         let calls = CallRequest {
             project_id: self.request.project.to_string(),
             root,
+            root_path: self.agent.storage.project_root_path(&self.request.project),
             limits: self.agent.limits,
             timeout: self.agent.call_timeout,
         };

@@ -55,6 +55,7 @@ impl Agent {
         let request = CallRequest {
             project_id: project.to_string(),
             root: Arc::new(root),
+            root_path: self.storage.project_root_path(project),
             limits: self.limits,
             timeout: self.call_timeout,
         };

@@ -2,12 +2,13 @@
 //! (`docs/mcp.md`, "MCP servers as tool sources"). A server's name becomes the prefix of its
 //! tools' names, so it is held to the characters a tool name may use.
 
-use std::{collections::BTreeMap, time::Duration};
+use std::{collections::BTreeMap, path::Path, time::Duration};
 
 use super::{invalid, raw::RawMcpServer, seconds_key, ConfigError, EnvLookup};
 use crate::secret::Secret;
 
-/// The placeholder for a per-project server, not supported yet (`docs/mcp.md`).
+/// The placeholder that makes a server per-project: replaced by the project's root folder
+/// (`docs/mcp.md`, "Per-project servers").
 const PROJECT_ROOT: &str = "{project_root}";
 
 /// One configured stdio MCP server.
@@ -24,6 +25,35 @@ pub struct McpServerConfig {
     pub env: BTreeMap<String, Secret>,
     /// How long starting it (process and MCP handshake and tool list) may take.
     pub start_timeout: Duration,
+    /// Set when `args` or `env` hold `{project_root}`: one process per project.
+    pub per_project: Option<PerProject>,
+}
+
+/// The limits of a per-project server's processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PerProject {
+    /// At most this many run at once (`max_running`, default 8).
+    pub max_running: usize,
+    /// One idle this long is stopped (`idle_shutdown_secs`, default 300 s).
+    pub idle_shutdown: Duration,
+}
+
+impl McpServerConfig {
+    /// This config with `{project_root}` replaced by `root` in `args` and `env` values.
+    #[must_use]
+    pub fn for_root(&self, root: &Path) -> McpServerConfig {
+        let root = root.to_string_lossy();
+        let mut config = self.clone();
+        for arg in &mut config.args {
+            *arg = arg.replace(PROJECT_ROOT, &root);
+        }
+        for value in config.env.values_mut() {
+            if value.expose().contains(PROJECT_ROOT) {
+                *value = Secret::new(value.expose().replace(PROJECT_ROOT, &root));
+            }
+        }
+        config
+    }
 }
 
 /// Parses every `[mcp.servers.*]` table.
@@ -52,12 +82,6 @@ fn parse_server(
     if raw.command.trim().is_empty() {
         return Err(invalid(format!("{key}.command"), "must not be empty"));
     }
-    if raw.args.iter().any(|a| a.contains(PROJECT_ROOT)) {
-        return Err(invalid(
-            format!("{key}.args"),
-            "{project_root} (a server per project) is not supported yet; see docs/mcp.md",
-        ));
-    }
     let mut variables: BTreeMap<String, Secret> = raw
         .env
         .iter()
@@ -78,12 +102,43 @@ fn parse_server(
         Duration::from_secs(30),
         600.0,
     )?;
+    let per_project = raw.args.iter().any(|a| a.contains(PROJECT_ROOT))
+        || raw.env.values().any(|v| v.contains(PROJECT_ROOT));
+    let per_project = if per_project {
+        Some(parse_per_project(&key, raw)?)
+    } else if raw.max_running.is_some() || raw.idle_shutdown_secs.is_some() {
+        return Err(invalid(
+            &key,
+            "max_running and idle_shutdown_secs apply only to a server whose args or env use \
+             {project_root}",
+        ));
+    } else {
+        None
+    };
     Ok(McpServerConfig {
         name: name.to_owned(),
         command: raw.command.clone(),
         args: raw.args.clone(),
         env: variables,
         start_timeout,
+        per_project,
+    })
+}
+
+fn parse_per_project(key: &str, raw: &RawMcpServer) -> Result<PerProject, ConfigError> {
+    let max_running = raw.max_running.unwrap_or(8);
+    if !(1..=256).contains(&max_running) {
+        return Err(invalid(format!("{key}.max_running"), "must be 1 to 256"));
+    }
+    let idle_shutdown = seconds_key(
+        &format!("{key}.idle_shutdown_secs"),
+        raw.idle_shutdown_secs,
+        Duration::from_secs(300),
+        86_400.0,
+    )?;
+    Ok(PerProject {
+        max_running,
+        idle_shutdown,
     })
 }
 

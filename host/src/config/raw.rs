@@ -46,6 +46,8 @@ pub(super) struct RawMcpServer {
     #[serde(default)]
     pub(super) env_from: BTreeMap<String, String>,
     pub(super) start_timeout_secs: Option<f64>,
+    pub(super) max_running: Option<usize>,
+    pub(super) idle_shutdown_secs: Option<f64>,
 }
 
 /// `[store]`, see `super::store`.

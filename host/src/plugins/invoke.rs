@@ -28,6 +28,8 @@ pub struct CallRequest {
     pub project_id: String,
     /// The project's opened root, kept open until the plugin returns.
     pub root: Arc<Dir>,
+    /// The root's absolute path, for per-project MCP servers (plugins get `root` only).
+    pub root_path: std::path::PathBuf,
     /// Limits for file tools.
     pub limits: Limits,
     /// How long the call may take, waiting for a permit included.

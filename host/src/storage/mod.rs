@@ -8,7 +8,10 @@ mod project;
 
 pub use project::{ProjectId, ProjectIdError};
 
-use std::{io, path::Path};
+use std::{
+    io,
+    path::{Path, PathBuf},
+};
 
 use cap_fs_ext::DirExt;
 use cap_std::{ambient_authority, fs::Dir};
@@ -17,6 +20,8 @@ use cap_std::{ambient_authority, fs::Dir};
 #[derive(Debug)]
 pub struct Storage {
     dir: Dir,
+    /// The folder's absolute path, for per-project MCP servers' `{project_root}`.
+    path: PathBuf,
 }
 
 impl Storage {
@@ -28,7 +33,8 @@ impl Storage {
     pub fn open(path: &Path) -> io::Result<Storage> {
         std::fs::create_dir_all(path)?;
         let dir = Dir::open_ambient_dir(path, ambient_authority())?;
-        Ok(Storage { dir })
+        let path = std::fs::canonicalize(path)?;
+        Ok(Storage { dir, path })
     }
 
     /// The storage folder itself (for the database and other server files).
@@ -45,6 +51,12 @@ impl Storage {
     pub fn project_root(&self, id: &ProjectId) -> io::Result<Dir> {
         let project = open_or_create_dir(&self.dir, id.as_str())?;
         open_or_create_dir(&project, "root")
+    }
+
+    /// The absolute path of `<projectId>/root/` (what [`Storage::project_root`] opens), given
+    /// to per-project MCP servers, which are processes of their own (`docs/mcp.md`).
+    pub fn project_root_path(&self, id: &ProjectId) -> PathBuf {
+        self.path.join(id.as_str()).join("root")
     }
 }
 

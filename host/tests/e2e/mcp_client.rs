@@ -118,14 +118,25 @@ impl Served {
     }
 
     async fn chat(&self, rojo: &str, message: &str) -> Stream {
+        self.chat_in("demo", rojo, message).await
+    }
+
+    async fn chat_in(&self, project: &str, rojo: &str, message: &str) -> Stream {
         let response = client()
             .post(format!("{}/chat", self.url))
             .bearer_auth(TOKEN)
-            .json(&json!({"projectId": "demo", "rojo": rojo, "message": message}))
+            .json(&json!({"projectId": project, "rojo": rojo, "message": message}))
             .send()
             .await
             .expect("the chat reaches rojos");
         Stream::read(response).await
+    }
+
+    /// `project`'s root folder (absolute, created).
+    fn root(&self, project: &str) -> std::path::PathBuf {
+        let root = self._dir.path().join("storage").join(project).join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        root.canonicalize().unwrap()
     }
 
     fn log(&self) -> String {
@@ -432,5 +443,171 @@ tools = ["docs__*"]
     let (name, ok, text) = &results[0];
     assert!(name == "docs__read_text_file" && *ok, "{results:#?}");
     assert!(text.contains("hello from the shared folder"), "{text}");
+    upstream.assert_consumed();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_a_per_project_filesystem_server_sees_only_its_projects_root() {
+    assert!(
+        Path::new(FILESYSTEM_SERVER).is_file(),
+        "the reference MCP filesystem server is missing; install it with: {NPM_INSTALL}"
+    );
+    let config = HostConfig::builtins().with(&format!(
+        r#"
+[mcp.servers.docs]
+command = {FILESYSTEM_SERVER:?}
+args = ["{{project_root}}"]
+start_timeout_secs = 60
+
+[rojos.docs]
+provider = "scripted"
+tools = ["docs__*"]
+"#
+    ));
+    // The roots are known only once the host's folder is: the upstream is scripted after.
+    let upstream = ScriptedUpstream::start(Vec::new()).await;
+    let served = Served::start(&config.upstream(&upstream));
+    let names = served.tool_names("docs").await;
+    assert!(
+        names.contains(&"docs__read_text_file".to_owned())
+            && names.iter().all(|n| n.starts_with("docs__")),
+        "{names:?}"
+    );
+    let (root_a, root_b) = (served.root("alpha"), served.root("beta"));
+    std::fs::write(root_a.join("a.txt"), "text of alpha\n").unwrap();
+    std::fs::write(root_b.join("b.txt"), "text of beta\n").unwrap();
+    let path = |root: &Path, file: &str| root.join(file).display().to_string();
+    upstream.push(vec![
+        Turn::tool_calls(&[(
+            "c1",
+            "docs__read_text_file",
+            json!({"path": path(&root_a, "a.txt")}),
+        )]),
+        Turn::text("done"),
+        Turn::tool_calls(&[
+            (
+                "c2",
+                "docs__read_text_file",
+                json!({"path": path(&root_b, "b.txt")}),
+            ),
+            (
+                "c3",
+                "docs__read_text_file",
+                json!({"path": path(&root_a, "a.txt")}),
+            ),
+        ]),
+        Turn::text("done"),
+    ]);
+
+    let results = served.chat_in("alpha", "docs", "read a").await.results();
+    assert_eq!(results.len(), 1, "{results:#?}");
+    let (name, ok, text) = &results[0];
+    assert!(name == "docs__read_text_file" && *ok, "{results:#?}");
+    assert!(text.contains("text of alpha"), "{text}");
+
+    let results = served
+        .chat_in("beta", "docs", "read b, then a")
+        .await
+        .results();
+    assert_eq!(results.len(), 2, "{results:#?}");
+    let (_, ok, text) = &results[0];
+    assert!(*ok && text.contains("text of beta"), "{results:#?}");
+    let (_, ok, text) = &results[1];
+    assert!(
+        !ok && text.starts_with("error: ") && !text.contains("text of alpha"),
+        "project beta's server read alpha's file: {results:#?}"
+    );
+    assert!(text.to_lowercase().contains("access denied"), "{text}");
+    upstream.assert_consumed();
+}
+
+/// The config of the script as a per-project server, with `extra` keys in its table.
+fn per_project_config(upstream: &ScriptedUpstream, extra: &str) -> HostConfig {
+    HostConfig::builtins().upstream(upstream).with(&format!(
+        r#"
+[mcp.servers.pytools]
+command = "python3"
+args = [{SERVER_SCRIPT:?}, "{{project_root}}"]
+{extra}
+
+[rojos.pids]
+provider = "scripted"
+tools = ["pytools__pid"]
+"#
+    ))
+}
+
+/// The server pid a one-call chat of `project` returned.
+async fn pid_in(served: &Served, project: &str) -> String {
+    let results = served.chat_in(project, "pids", "pid").await.results();
+    assert_eq!(results.len(), 1, "{results:#?}");
+    let (_, ok, pid) = results.into_iter().next().unwrap();
+    assert!(ok, "{pid}");
+    pid
+}
+
+/// Two turns: the model calls `pytools__pid`, then answers.
+fn pid_turns() -> Vec<Turn> {
+    vec![
+        Turn::tool_calls(&[("p", "pytools__pid", json!({}))]),
+        Turn::text("done"),
+    ]
+}
+
+fn process_gone(pid: &str) -> bool {
+    !Path::new(&format!("/proc/{pid}")).exists()
+        || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
+}
+
+/// Waits (up to `secs`) for `pid` to end; fails with `why` if it does not.
+async fn wait_gone(pid: &str, secs: u64, why: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !process_gone(pid) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{why}: {pid} still runs"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_a_per_project_server_runs_one_process_per_project() {
+    let turns = [pid_turns(), pid_turns(), pid_turns()].concat();
+    let upstream = ScriptedUpstream::start(turns).await;
+    let served = Served::start(&per_project_config(&upstream, ""));
+    assert_eq!(served.tool_names("pids").await, ["pytools__pid"]);
+    let alpha = pid_in(&served, "alpha").await;
+    let beta = pid_in(&served, "beta").await;
+    assert_ne!(alpha, beta, "two projects share one process");
+    assert_eq!(
+        pid_in(&served, "alpha").await,
+        alpha,
+        "alpha's process was not reused"
+    );
+    assert!(!process_gone(&alpha) && !process_gone(&beta));
+    let log = served.log();
+    assert!(log.contains("pytools (project beta)"), "{log}");
+    upstream.assert_consumed();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_at_max_running_a_new_project_stops_the_least_recently_used_instance() {
+    let upstream = ScriptedUpstream::start([pid_turns(), pid_turns()].concat()).await;
+    let served = Served::start(&per_project_config(&upstream, "max_running = 1"));
+    let alpha = pid_in(&served, "alpha").await;
+    let beta = pid_in(&served, "beta").await;
+    assert_ne!(alpha, beta);
+    wait_gone(&alpha, 15, "alpha's instance outlived the cap of one").await;
+    assert!(!process_gone(&beta));
+    upstream.assert_consumed();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_an_idle_per_project_instance_is_stopped() {
+    let upstream = ScriptedUpstream::start(pid_turns()).await;
+    let served = Served::start(&per_project_config(&upstream, "idle_shutdown_secs = 1"));
+    let alpha = pid_in(&served, "alpha").await;
+    wait_gone(&alpha, 20, "alpha's idle instance was not stopped").await;
     upstream.assert_consumed();
 }

@@ -40,11 +40,13 @@ fn project(timeout: Duration) -> Project {
     let root = storage
         .project_root(&ProjectId::parse("p1").unwrap())
         .unwrap();
+    let root_path = dir.path().join("storage/p1/root");
     Project {
         _dir: dir,
         request: CallRequest {
             project_id: "p1".to_owned(),
             root: Arc::new(root),
+            root_path,
             limits: Default::default(),
             timeout,
         },

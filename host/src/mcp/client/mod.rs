@@ -5,10 +5,12 @@
 //!
 //! `process` starts one server (child process, stderr to the log, handshake, tool list);
 //! `server` keeps one server's session and restarts it after a crash; `tools` is the naming
-//! rule and one call; `runtime` is the thread whose runtime owns the child processes, so
+//! rule and one call; `projects` is a per-project server's instances (`{project_root}`);
+//! `runtime` is the thread whose runtime owns the child processes, so
 //! the servers live as long as the host whatever runtime (or none) started it.
 
 mod process;
+mod projects;
 mod runtime;
 mod server;
 mod tools;
@@ -68,7 +70,17 @@ impl McpClients {
             });
         }
         let runtime = ClientRuntime::start()?;
-        let started = runtime.start_all(configs);
+        // A per-project server's tools are listed by an instance on an empty throwaway
+        // folder, stopped once listed (`add`): the list is known before any project is.
+        let listing_root = tempfile::tempdir()?;
+        let listing: Vec<McpServerConfig> = configs
+            .iter()
+            .map(|c| match c.per_project {
+                Some(_) => c.for_root(listing_root.path()),
+                None => c.clone(),
+            })
+            .collect();
+        let started = runtime.start_all(&listing);
         let mut clients = McpClients {
             servers: Vec::new(),
             tools: Vec::new(),
@@ -93,7 +105,16 @@ impl McpClients {
             Err(failure) => (Err(failure), Vec::new()),
         };
         let report_error = session.as_ref().err().map(ToString::to_string);
-        let server = Arc::new(McpServer::new(config.clone(), runtime.handle(), session));
+        let server = match config.per_project {
+            Some(limits) => {
+                if let Ok(lister) = session {
+                    runtime.handle().spawn(process::stop(lister));
+                }
+                McpServer::per_project(config.clone(), limits, runtime.handle())
+            }
+            None => McpServer::new(config.clone(), runtime.handle(), session),
+        };
+        let server = Arc::new(server);
         let mut count = 0;
         for tool in &listed {
             match McpTool::new(&server, tool) {

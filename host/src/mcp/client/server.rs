@@ -3,15 +3,21 @@
 //! up to 60 s; `docs/mcp.md`). Starts and stops run on the MCP client runtime, which owns
 //! the child processes; calls are made from any runtime through the session's peer.
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use rmcp::{model::CallToolRequestParams, service::ServiceError, Peer, RoleClient};
 use tokio::{runtime::Handle, sync::Mutex};
 
-use super::process::{self, Session, StartFailure};
+use super::{
+    process::{self, Session, StartFailure},
+    projects::ProjectInstances,
+};
 use crate::{
-    config::McpServerConfig,
-    plugins::{FailureKind, ToolArgs, ToolFailure},
+    config::{McpServerConfig, PerProject},
+    plugins::{CallRequest, FailureKind, ToolArgs, ToolFailure},
 };
 
 /// The longest wait between two start attempts.
@@ -22,6 +28,8 @@ pub struct McpServer {
     config: McpServerConfig,
     runtime: Handle,
     state: Mutex<ServerState>,
+    /// A per-project server's instances; its calls go to them, never to `state`.
+    projects: Option<Arc<ProjectInstances>>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -64,6 +72,33 @@ impl McpServer {
             config,
             runtime,
             state: Mutex::new(state),
+            projects: None,
+        }
+    }
+
+    /// A server of `config` that starts on its first call.
+    pub(super) fn not_started(config: McpServerConfig, runtime: Handle) -> McpServer {
+        McpServer {
+            config,
+            runtime,
+            state: Mutex::new(ServerState::default()),
+            projects: None,
+        }
+    }
+
+    /// A per-project server of `config` (its tools listed already): one instance per
+    /// project, started on the project's first call.
+    pub(super) fn per_project(
+        config: McpServerConfig,
+        limits: PerProject,
+        runtime: Handle,
+    ) -> McpServer {
+        let projects = ProjectInstances::new(config.clone(), limits, runtime.clone());
+        McpServer {
+            config,
+            runtime,
+            state: Mutex::new(ServerState::default()),
+            projects: Some(projects),
         }
     }
 
@@ -72,9 +107,31 @@ impl McpServer {
         &self.config.name
     }
 
-    /// Calls the server's tool `remote_name` with `args`, starting the server first if it is
-    /// down and its back-off has passed; everything within `timeout`.
+    /// Calls the server's tool `remote_name` with `args` for the project of `request`: on
+    /// this server's own session, or, for a per-project server, on that project's instance.
     pub(super) async fn call(
+        &self,
+        remote_name: &str,
+        args: &ToolArgs,
+        request: &CallRequest,
+    ) -> Result<rmcp::model::CallToolResult, ToolFailure> {
+        let Some(projects) = &self.projects else {
+            return self.call_session(remote_name, args, request.timeout).await;
+        };
+        let instance = projects
+            .get(&request.project_id, &request.root_path)
+            .await?;
+        let outcome = instance
+            .call_session(remote_name, args, request.timeout)
+            .await;
+        drop(instance);
+        projects.done(&request.project_id).await;
+        outcome
+    }
+
+    /// Calls the tool on this server's session, starting the server first if it is down
+    /// and its back-off has passed; everything within `timeout`.
+    async fn call_session(
         &self,
         remote_name: &str,
         args: &ToolArgs,
@@ -126,7 +183,7 @@ impl McpServer {
             .unwrap_or_else(|join| Err(StartFailure::Handshake(join.to_string())));
         match started {
             Ok((session, _tools)) => {
-                tracing::info!(mcp_server = %self.name(), "MCP server restarted");
+                tracing::info!(mcp_server = %self.name(), "MCP server started");
                 let peer = session.peer().clone();
                 state.session = Some(session);
                 state.generation += 1;
@@ -191,6 +248,14 @@ impl McpServer {
 
     /// Ends the current session; the host is stopping.
     pub(super) async fn shut_down(&self) {
+        if let Some(projects) = &self.projects {
+            projects.shut_down().await;
+        }
+        self.stop_session().await;
+    }
+
+    /// Ends this server's own session, if it has one.
+    pub(super) async fn stop_session(&self) {
         if let Some(session) = self.state.lock().await.session.take() {
             process::stop(session).await;
         }

@@ -123,10 +123,7 @@ impl McpTool {
     /// server), then `tools/call` within `request.timeout`.
     pub async fn invoke(&self, args: &ToolArgs, request: &CallRequest) -> ToolOutcome {
         self.check_args(args)?;
-        let result = self
-            .server
-            .call(&self.remote_name, args, request.timeout)
-            .await?;
+        let result = self.server.call(&self.remote_name, args, request).await?;
         result_text(&self.name, result)
     }
 
