@@ -124,6 +124,8 @@ fn measure_invoke(
     let request = CallRequest {
         project_id: "bench".to_owned(),
         root: Arc::new(dir),
+        // Only per-project MCP servers read it; the bench calls a plugin.
+        root_path: std::path::PathBuf::new(),
         limits,
         timeout: Duration::from_secs(10),
     };
