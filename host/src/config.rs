@@ -1054,8 +1054,12 @@ tools = ["list_files"]
             "mcp.servers.files.env_from.TOKEN: the environment variable NOPE is not set"
         );
         assert_eq!(
-            with("[mcp.servers.files]\ncommand = \"npx\"\nargs = [\"{project_root}\"]"),
-            "mcp.servers.files.args: {project_root} (a server per project) is not supported yet; see docs/mcp.md"
+            with("[mcp.servers.files]\ncommand = \"npx\"\nargs = [\"{project_root}\"]\nmax_running = 0"),
+            "mcp.servers.files.max_running: must be 1 to 256"
+        );
+        assert!(
+            with("[mcp.servers.files]\ncommand = \"npx\"\nidle_shutdown_secs = 5")
+                .starts_with("mcp.servers.files: max_running and idle_shutdown_secs apply only")
         );
         assert!(with("[mcp.servers.a__b]\ncommand = \"x\"")
             .starts_with("mcp.servers.a__b: a server name must be"));

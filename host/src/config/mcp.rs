@@ -164,4 +164,19 @@ mod tests {
         assert!(!valid_server_name(""));
         assert!(!valid_server_name(&"x".repeat(33)));
     }
+
+    #[test]
+    fn project_root_is_replaced_in_args_and_env_values() {
+        let config = McpServerConfig {
+            name: "docs".to_owned(),
+            command: "x".to_owned(),
+            args: vec!["--root={project_root}".to_owned(), "-v".to_owned()],
+            env: BTreeMap::from([("DIR".to_owned(), Secret::new("{project_root}/sub"))]),
+            start_timeout: Duration::from_secs(1),
+            per_project: None,
+        };
+        let config = config.for_root(Path::new("/s/p/root"));
+        assert_eq!(config.args, ["--root=/s/p/root", "-v"]);
+        assert_eq!(config.env["DIR"].expose(), "/s/p/root/sub");
+    }
 }
