@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::support::{
     binary::{rojos, run, RunningBinary},
-    host::{client, stored_messages_at, HostConfig, TOKEN},
+    host::{chat_at, client, stored_messages_at, HostConfig},
     ndjson::Stream,
     upstream::{ScriptedUpstream, Turn},
 };
@@ -66,13 +66,7 @@ pub(super) async fn chat(url: &str, text: &str, conversation: Option<&str>) -> r
     if let Some(id) = conversation {
         body["conversationId"] = json!(id);
     }
-    client()
-        .post(format!("{url}/chat"))
-        .bearer_auth(TOKEN)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
+    chat_at(url, &body).await
 }
 
 async fn get(url: &str, path: &str) -> (u16, String) {

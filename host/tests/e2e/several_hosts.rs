@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::support::{
     binary::RunningBinary,
-    host::{client, HostConfig, TOKEN},
+    host::{chat_at, client, HostConfig, TOKEN},
     ndjson::{Event, Stream},
     nginx::Nginx,
     seed,
@@ -104,16 +104,6 @@ impl Deployment {
     }
 }
 
-async fn chat(url: &str, body: Value) -> reqwest::Response {
-    client()
-        .post(format!("{url}/chat"))
-        .bearer_auth(TOKEN)
-        .json(&body)
-        .send()
-        .await
-        .expect("the chat request is answered")
-}
-
 /// `GET url/path` with the token: status and body.
 async fn get(url: &str, path: &str) -> (u16, String) {
     let response = client()
@@ -199,7 +189,7 @@ async fn two_hosts_behind_nginx_stream_events_live_and_share_the_conversation() 
     for n in 1..=4 {
         let before = deployment.runs_finished();
         let body = json!({"projectId": "demo", "conversationId": conversation, "message": format!("question {n}")});
-        let reply = Stream::read(chat(nginx, body).await).await;
+        let reply = Stream::read(chat_at(nginx, &body).await).await;
         assert_eq!(reply.text(), format!("answer {n}"));
         served.push(deployment.host_of_run(before, n + 1));
     }
@@ -335,14 +325,16 @@ async fn two_hosts_writing_one_file_at_once_leave_one_whole_version() {
     let [host_a, host_b] = &deployment.urls;
     let (ran_a, ran_b) = tokio::join!(
         async {
-            Stream::read(chat(host_a, json!({"projectId": "demo", "message": "write it"})).await)
-                .await
+            Stream::read(
+                chat_at(host_a, &json!({"projectId": "demo", "message": "write it"})).await,
+            )
+            .await
         },
         async {
             Stream::read(
-                chat(
+                chat_at(
                     host_b,
-                    json!({"projectId": "demo", "rojo": "other", "message": "write it"}),
+                    &json!({"projectId": "demo", "rojo": "other", "message": "write it"}),
                 )
                 .await,
             )

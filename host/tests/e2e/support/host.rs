@@ -260,6 +260,18 @@ impl TestHost {
     }
 }
 
+/// `POST url/chat` with the all-projects token and `body`, to the server at `url` (a test
+/// host, a running binary or a proxy in front of them).
+pub async fn chat_at(url: &str, body: &serde_json::Value) -> reqwest::Response {
+    client()
+        .post(format!("{url}/chat"))
+        .bearer_auth(TOKEN)
+        .json(body)
+        .send()
+        .await
+        .expect("the chat request is answered")
+}
+
 /// `GET url/path` with the all-projects token from the server at `url` (a test host or a
 /// running binary): its JSON body, after asserting `200`.
 pub async fn get_json_at(url: &str, path: &str) -> serde_json::Value {
