@@ -153,8 +153,9 @@
   function openElement(token) {
     const e = document.createElement(token.tag);
     if (token.type === 'ordered_list_open') {
-      const start = Number(token.attrGet('start'));
-      if (Number.isInteger(start) && start !== 1) e.setAttribute('start', String(start));
+      // markdown-it sets `start` only when the list does not start at 1.
+      const start = token.attrGet('start');
+      if (start !== null && /^\d{1,9}$/.test(start)) e.setAttribute('start', start);
     }
     if (token.type === 'th_open' || token.type === 'td_open') {
       // markdown-it writes alignment as a style attribute, which the CSP would block: a class.

@@ -237,7 +237,7 @@
     }
 
     // Text is repainted at most once a frame, however fast chunks arrive; after a slow
-    // repaint (the whole markdown is rendered again: ~100 ms for 40 KB, docs/panel.md) the
+    // repaint (the whole markdown is rendered again: 50 ms or more for 40 KB, docs/panel.md) the
     // next waits as long, so rendering takes at most about half the time.
     schedule() {
       if (this.pending) return;

@@ -34,6 +34,10 @@ const MARKDOWN_REPLY = [
   '1. step one',
   '2. step two',
   '',
+  'Then, later:',
+  '',
+  '7. step seven',
+  '',
   '| Name | Size |',
   '|:-----|-----:|',
   '| a.txt | 12 |',
@@ -78,7 +82,11 @@ describe('replies rendered as markdown', () => {
     assert.equal(await page.textContent(`${bubble} h2`), 'The plan');
     assert.equal(await page.textContent(`${bubble} em`), 'careful');
     assert.deepEqual(await page.$$eval(`${bubble} ul > li`, (l) => l.map((e) => e.textContent)), ['first bullet', 'second bullet']);
-    assert.deepEqual(await page.$$eval(`${bubble} ol > li`, (l) => l.map((e) => e.textContent)), ['step one', 'step two']);
+    assert.deepEqual(
+      await page.$$eval(`${bubble} ol`, (l) => l.map((o) => [o.start, ...[...o.children].map((e) => e.textContent)])),
+      [[1, 'step one', 'step two'], [7, 'step seven']],
+      'each ordered list numbered from its first number',
+    );
     assert.deepEqual(
       await page.$eval(`${bubble} a`, (a) => ({ text: a.textContent, href: a.getAttribute('href'), rel: a.rel, target: a.target })),
       { text: 'the docs', href: 'https://example.com/docs?a=1', rel: 'noopener noreferrer nofollow', target: '_blank' },
