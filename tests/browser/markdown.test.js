@@ -64,7 +64,10 @@ function contrastIn(page, selector) {
       return (hi + 0.05) / (lo + 0.05);
     };
     return spans.map((s) => {
-      const background = getComputedStyle(s.closest('pre')).backgroundColor;
+      // The nearest background actually painted.
+      let under = s;
+      while (under && /^rgba\(.*, 0\)$|^transparent$/.test(getComputedStyle(under).backgroundColor)) under = under.parentElement;
+      const background = getComputedStyle(under || document.body).backgroundColor;
       const color = getComputedStyle(s).color;
       return { class: s.className, color, background, ratio: Math.round(ratio(color, background) * 100) / 100 };
     });
@@ -116,10 +119,11 @@ describe('replies rendered as markdown', () => {
     assert.equal(await page.textContent('#thread .msg.user'), 'Plan it, **plainly**');
     assert.equal(await page.$$eval('#thread .msg.user strong', (e) => e.length), 0);
 
-    // Every highlighted token is readable: 4.5:1 or more against the code background.
+    // Every highlighted token, the language label and the copy buttons are readable: 4.5:1 or
+    // more against what is under them.
     for (const scheme of ['light', 'dark']) {
       await page.emulateMedia({ colorScheme: scheme });
-      const figures = await contrastIn(page, `${bubble} pre code span`);
+      const figures = await contrastIn(page, `${bubble} pre code span, ${bubble} .code-head, ${bubble} .copy-btn`);
       t.diagnostic(`${scheme}: ${JSON.stringify(figures.map((f) => [f.class, f.color, f.ratio]))}`);
       const low = figures.filter((f) => f.ratio < 4.5);
       assert.deepEqual(low, [], `${scheme} scheme: tokens under 4.5:1`);
@@ -234,6 +238,14 @@ describe('replies rendered as markdown', () => {
     assert.equal(await page.evaluate(() => navigator.clipboard.readText()), RUST);
     assert.equal(await page.$eval('.code-block .copy-btn', (b) => [b.getAttribute('aria-label'), b.dataset.state].join(' ')), 'Copied copied');
     assert.equal(await page.$eval('.code-block .copy-btn', (b) => getComputedStyle(b, '::before').content), '"\u2713 Copied"');
+    for (const scheme of ['light', 'dark']) {
+      await page.emulateMedia({ colorScheme: scheme });
+      const [copied] = await contrastIn(page, '.code-block .copy-btn');
+      const [idle] = await contrastIn(page, '.msg-actions .copy-btn');
+      assert.notEqual(copied.color, idle.color, '"Copied" has its own colour');
+      assert.ok(copied.ratio >= 4.5, `${scheme} "Copied": ${JSON.stringify(copied)}`);
+    }
+    await page.emulateMedia({ colorScheme: 'light' });
 
     // The message's button, from the keyboard.
     await page.focus('#thread .msg.assistant .msg-actions .copy-btn');
