@@ -2,7 +2,8 @@
 // /conversations/{id}, and POST /chat (NDJSON events CHAT, TOOL_CALL, TOOL_RESULT, ERROR, DONE).
 //
 // Safety rule: text from the model, tools, files or the server is only ever put in the page
-// as text (textContent / text nodes); no markup is ever parsed from it.
+// as text (textContent / text nodes); no markup is ever parsed from it. Replies are markdown,
+// turned into elements one token at a time by panel-render.js (docs/panel.md, "Safety").
 'use strict';
 
 (() => {
@@ -60,41 +61,19 @@
     return child;
   }
 
-  // ---- rendering text: plain text, with `code`, **bold** and ``` fences as the only markup ----
+  // ---- rendering text: replies as markdown (panel-render.js), user text as typed ---------------
 
-  function renderInline(parent, text) {
-    const re = /`([^`\n]+)`|\*\*([^*\n]+)\*\*/g;
-    let last = 0;
-    let m;
-    while ((m = re.exec(text)) !== null) {
-      if (m.index > last) parent.appendChild(document.createTextNode(text.slice(last, m.index)));
-      if (m[1] !== undefined) parent.appendChild(node('code', null, m[1]));
-      else parent.appendChild(node('strong', null, m[2]));
-      last = re.lastIndex;
+  // A finished reply bubble gets its "Copy message" button (the markdown source).
+  function finishBubble(bubble) {
+    if (bubble && bubble.dataset.text.trim()) {
+      window.RojosRender.addMessageCopy(bubble, () => bubble.dataset.text);
     }
-    if (last < text.length) parent.appendChild(document.createTextNode(text.slice(last)));
-  }
-
-  function renderText(target, text) {
-    target.replaceChildren();
-    const parts = text.split(/^```[^\n]*\n?/m);
-    // Even parts are prose, odd parts are the inside of a fence (an open one while streaming).
-    parts.forEach((part, i) => {
-      if (i % 2 === 1) {
-        const pre = node('pre');
-        pre.appendChild(node('code', null, part.replace(/\n$/, '')));
-        target.appendChild(pre);
-      } else if (part) {
-        renderInline(target, i < parts.length - 1 ? part.replace(/\n$/, '') : part);
-      }
-    });
   }
 
   // ---- conversation items ------------------------------------------------------------------
 
   function addUser(text) {
-    const m = node('div', 'msg user');
-    renderText(m, text);
+    const m = node('div', 'msg user', text);
     return append(m);
   }
 
@@ -107,7 +86,7 @@
   function setAssistantText(bubble, text) {
     bubble.dataset.text = text;
     state.stick = nearBottom();
-    renderText(bubble, text);
+    window.RojosRender.renderMarkdown(bubble, text);
     scrollDown();
   }
 
@@ -227,6 +206,7 @@
           break;
         case 'TOOL_CALL':
           this.flush();
+          finishBubble(this.bubble);
           this.bubble = null;
           this.calls.set(event.id, addActivity(event.id, event.name, event.args));
           break;
@@ -239,6 +219,7 @@
         }
         case 'ERROR':
           this.flush();
+          finishBubble(this.bubble);
           this.bubble = null;
           this.failed = true;
           this.interrupt('The run ended with an error before this call finished.');
@@ -255,17 +236,24 @@
       }
     }
 
-    // Text is repainted at most once a frame, however fast chunks arrive.
+    // Text is repainted at most once a frame, however fast chunks arrive; after a slow
+    // repaint (the whole markdown is rendered again: 50 ms or more for 40 KB, docs/panel.md) the
+    // next waits as long, so rendering takes at most about half the time.
     schedule() {
       if (this.pending) return;
       this.pending = true;
-      requestAnimationFrame(() => this.flush());
+      const wait = Math.max(0, (this.nextAt || 0) - performance.now());
+      setTimeout(() => requestAnimationFrame(() => this.flush()), wait);
     }
 
     flush() {
       if (!this.pending) return;
       this.pending = false;
-      if (this.bubble) setAssistantText(this.bubble, this.text);
+      if (!this.bubble) return;
+      const start = performance.now();
+      setAssistantText(this.bubble, this.text);
+      const end = performance.now();
+      this.nextAt = end + (end - start);
     }
 
     interrupt(why) {
@@ -275,6 +263,7 @@
     // Whatever ended the stream, no line is left running.
     finish(why) {
       this.flush();
+      finishBubble(this.bubble);
       this.interrupt(why);
     }
   }
@@ -495,7 +484,11 @@
         addUser(contentText(m.content));
       } else if (m.role === 'assistant') {
         const text = contentText(m.content);
-        if (text.trim()) setAssistantText(addAssistant(), text);
+        if (text.trim()) {
+          const bubble = addAssistant();
+          setAssistantText(bubble, text);
+          finishBubble(bubble);
+        }
         for (const call of Array.isArray(m.tool_calls) ? m.tool_calls : []) {
           const fn = call.function || {};
           lines.set(call.id, addActivity(call.id, fn.name, parseArgs(fn.arguments)));

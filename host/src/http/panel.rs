@@ -1,7 +1,9 @@
 //! `GET /`: the chat panel, shipped inside the binary (no CDN, no separate server). The page,
 //! its script and its style sheet are embedded with `include_str!` from `host/assets/` and
 //! served with a strict Content-Security-Policy: scripts and styles only from this origin,
-//! no inline script, requests only back to this server. See `docs/panel.md`.
+//! no inline script, requests only back to this server. Replies are rendered as markdown by
+//! `panel-render.js` with the bundled `vendor/markdown.js` (markdown-it + lowlight, built by
+//! `scripts/vendor-panel`; the Rust build only embeds the committed file). See `docs/panel.md`.
 
 use axum::{
     http::{header, HeaderName},
@@ -11,6 +13,9 @@ use axum::{
 const HTML: &str = include_str!("../../assets/panel.html");
 const SCRIPT: &str = include_str!("../../assets/panel.js");
 const STYLE: &str = include_str!("../../assets/panel.css");
+const RENDER_SCRIPT: &str = include_str!("../../assets/panel-render.js");
+const RENDER_STYLE: &str = include_str!("../../assets/panel-render.css");
+const VENDOR_MARKDOWN: &str = include_str!("../../assets/vendor/markdown.js");
 
 /// The policy every panel response carries.
 pub(super) const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
@@ -30,6 +35,21 @@ pub(super) async fn script() -> Response {
 /// `GET /assets/panel.css`: the page's style sheet.
 pub(super) async fn style() -> Response {
     asset("text/css; charset=utf-8", STYLE)
+}
+
+/// `GET /assets/panel-render.js`: our markdown rendering (token stream to DOM nodes).
+pub(super) async fn render_script() -> Response {
+    asset("text/javascript; charset=utf-8", RENDER_SCRIPT)
+}
+
+/// `GET /assets/panel-render.css`: rendered markdown, code highlighting, copy buttons.
+pub(super) async fn render_style() -> Response {
+    asset("text/css; charset=utf-8", RENDER_STYLE)
+}
+
+/// `GET /assets/vendor/markdown.js`: the bundled markdown-it and lowlight.
+pub(super) async fn vendor_markdown() -> Response {
+    asset("text/javascript; charset=utf-8", VENDOR_MARKDOWN)
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
@@ -61,6 +81,9 @@ mod tests {
             (index().await, "text/html"),
             (script().await, "text/javascript"),
             (style().await, "text/css"),
+            (render_script().await, "text/javascript"),
+            (render_style().await, "text/css"),
+            (vendor_markdown().await, "text/javascript"),
         ] {
             let headers = response.headers();
             assert!(headers[header::CONTENT_TYPE]
@@ -78,10 +101,25 @@ mod tests {
     fn the_page_loads_its_script_and_style_from_this_server_only() {
         assert!(HTML.contains(r#"<script src="/assets/panel.js""#));
         assert!(HTML.contains(r#"href="/assets/panel.css""#));
+        assert!(HTML.contains(r#"<script src="/assets/vendor/markdown.js""#));
+        assert!(HTML.contains(r#"<script src="/assets/panel-render.js""#));
+        assert!(HTML.contains(r#"href="/assets/panel-render.css""#));
         assert!(!HTML.contains("http://") && !HTML.contains("https://"));
-        assert!(
-            !SCRIPT.contains("innerHTML"),
-            "model text is set as text only"
-        );
+        // Our own scripts never parse markup: model text becomes text nodes, markdown becomes
+        // elements created one token at a time (docs/panel.md, "Safety").
+        for (name, script) in [("panel.js", SCRIPT), ("panel-render.js", RENDER_SCRIPT)] {
+            for parser in [
+                "innerHTML",
+                "outerHTML",
+                "insertAdjacentHTML",
+                "DOMParser",
+                ".render(",
+            ] {
+                assert!(
+                    !script.contains(parser),
+                    "{name} uses {parser}: model text is set as text only"
+                );
+            }
+        }
     }
 }
