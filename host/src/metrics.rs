@@ -139,7 +139,7 @@ impl Metrics {
         );
         registry.register(
             "tool_calls",
-            "Tool calls, by tool and outcome (ok or error)",
+            "Tool calls, by tool and outcome (ok, error or cancelled)",
             metrics.tool_calls.clone(),
         );
         registry.register_with_unit(
@@ -223,10 +223,20 @@ impl Metrics {
 
     /// A tool call of `tool` (a loaded tool's name, or [`UNKNOWN_TOOL`]) ended.
     pub fn tool_call(&self, tool: &str, ok: bool, took: Duration) {
+        self.tool_call_ended(tool, if ok { "ok" } else { "error" }, took);
+    }
+
+    /// A tool call of `tool` was dropped before it settled: its caller cancelled it (an MCP
+    /// client's `notifications/cancelled`, `docs/mcp.md`).
+    pub fn tool_call_cancelled(&self, tool: &str, took: Duration) {
+        self.tool_call_ended(tool, "cancelled", took);
+    }
+
+    fn tool_call_ended(&self, tool: &str, outcome: &'static str, took: Duration) {
         self.tool_calls
             .get_or_create(&ToolLabels {
                 tool: tool.to_owned(),
-                outcome: if ok { "ok" } else { "error" },
+                outcome,
             })
             .inc();
         self.tool_call_seconds
@@ -337,6 +347,7 @@ mod tests {
         metrics.chat_started();
         metrics.chat_finished(StopReason::Completed);
         metrics.tool_call("list_files", true, Duration::from_micros(30));
+        metrics.tool_call_cancelled("list_files", Duration::from_micros(30));
         metrics.provider_error("status");
         metrics.tool_call_refused("calls_per_turn");
         let open = metrics.open_stream();
@@ -348,7 +359,8 @@ mod tests {
             "rojos_chats_started_total 1",
             r#"rojos_chats_finished_total{stop_reason="completed"} 1"#,
             r#"rojos_tool_calls_total{tool="list_files",outcome="ok"} 1"#,
-            r#"rojos_tool_call_duration_seconds_count{tool="list_files"} 1"#,
+            r#"rojos_tool_calls_total{tool="list_files",outcome="cancelled"} 1"#,
+            r#"rojos_tool_call_duration_seconds_count{tool="list_files"} 2"#,
             r#"rojos_provider_errors_total{kind="status"} 1"#,
             r#"rojos_tool_calls_refused_total{reason="calls_per_turn"} 1"#,
             "rojos_streams_open 1",

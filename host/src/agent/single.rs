@@ -10,7 +10,12 @@ use serde_json::{Map, Value};
 use tracing::Instrument;
 
 use super::{dispatch, Agent};
-use crate::{config::ToolSelection, plugins::CallRequest, storage::ProjectId};
+use crate::{
+    config::ToolSelection,
+    metrics::{Metrics, UNKNOWN_TOOL},
+    plugins::CallRequest,
+    storage::ProjectId,
+};
 
 /// The id the single call carries where a chat would carry the model's call id; it shows
 /// only in logs.
@@ -71,6 +76,12 @@ impl Agent {
         let mut ledger = dispatch::Ledger::new(self.budgets);
         let span = tracing::info_span!("tool", name = %name, project_id = %project);
         let started = Instant::now();
+        let tool = registry.get(name).map_or(UNKNOWN_TOOL, |_| name);
+        let unsettled = CancelledIfDropped {
+            metrics: &self.metrics,
+            tool,
+            started,
+        };
         let settled = dispatch::run_call(
             &registry,
             enabled,
@@ -81,10 +92,34 @@ impl Agent {
         )
         .instrument(span)
         .await;
+        unsettled.disarm();
         settled.count(&self.metrics, started.elapsed());
         Ok(SingleCallResult {
             ok: settled.ok(),
             text: settled.text,
         })
+    }
+}
+
+/// Counts a call as `cancelled` when its future is dropped before it settles (the caller
+/// stopped waiting: an MCP client's `notifications/cancelled`); a settled call is counted by
+/// its outcome instead, and forgets this guard.
+struct CancelledIfDropped<'a> {
+    metrics: &'a Metrics,
+    tool: &'a str,
+    started: Instant,
+}
+
+impl CancelledIfDropped<'_> {
+    /// The call settled: it is counted by its outcome, not here.
+    fn disarm(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for CancelledIfDropped<'_> {
+    fn drop(&mut self) {
+        self.metrics
+            .tool_call_cancelled(self.tool, self.started.elapsed());
     }
 }

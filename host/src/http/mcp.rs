@@ -3,7 +3,8 @@
 //! [`admit`] checks what every other route checks: the bearer token (`401`), the project id
 //! and the token's scope (`400`/`403`, as `POST /chat`), and the rojo (`400` when unknown,
 //! as `GET /tools`). The checked project and rojo travel to the handler as an
-//! [`McpTarget`] in the request's extensions.
+//! [`McpTarget`] in the request's extensions, with the token's chat limits
+//! ([`TokenLimits`]), which each `tools/call` passes as a chat does (`docs/mcp.md`, "Limits").
 
 use std::sync::Arc;
 
@@ -18,9 +19,13 @@ use rmcp::transport::streamable_http_server::{
 };
 use serde::Deserialize;
 
-use super::{auth::Caller, error::ApiError};
+use super::{auth::Caller, error::ApiError, limits::ChatLimits};
 use crate::{
-    mcp::{McpTarget, RojosMcpServer, TargetSource},
+    mcp::{
+        AdmittedCall, CallAdmission, CallRefused, McpAdmission, McpTarget, RojosMcpServer,
+        TargetSource,
+    },
+    metrics::Metrics,
     state::AppState,
     storage::ProjectId,
 };
@@ -83,5 +88,35 @@ async fn admit(
         .rojo(&rojo)
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
     request.extensions_mut().insert(McpTarget { project, rojo });
+    let limits = TokenLimits {
+        limits: Arc::clone(&state.limits),
+        metrics: Arc::clone(&state.metrics),
+        token: caller.token(),
+    };
+    request
+        .extensions_mut()
+        .insert(McpAdmission(Arc::new(limits)));
     Ok(next.run(request).await)
+}
+
+/// The limits of `POST /chat` ([`ChatLimits`]) for one token's MCP tool calls: a call takes a
+/// place among the server's open chats and the token's while it runs, and counts against the
+/// token's rate; a refusal says which limit and when to try again.
+#[derive(Debug)]
+struct TokenLimits {
+    limits: Arc<ChatLimits>,
+    metrics: Arc<Metrics>,
+    token: usize,
+}
+
+impl CallAdmission for TokenLimits {
+    fn admit(&self) -> Result<AdmittedCall, CallRefused> {
+        match self.limits.admit(self.token, &self.metrics) {
+            Ok(permit) => Ok(AdmittedCall::holding(permit)),
+            Err(ApiError::TooManyRequests { message, .. }) => Err(CallRefused(format!(
+                "not run: {message} (an MCP tool call counts as a chat while it runs)"
+            ))),
+            Err(other) => Err(CallRefused(format!("not run: {other}"))),
+        }
+    }
 }

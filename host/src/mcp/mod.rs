@@ -4,13 +4,16 @@
 //! `tools` turns the registry's OpenAI tool definitions into MCP tools; `server` is the
 //! protocol handler (rmcp's `ServerHandler`): `tools/list` and `tools/call` for the
 //! [`McpTarget`] of each request; `stdio` serves one fixed target on stdin and stdout
-//! (`rojos mcp`). Streamable HTTP is mounted in `http::mcp`, behind the API's bearer tokens.
+//! (`rojos mcp`); `admission` is how a transport puts each `tools/call` under its caller's
+//! limits. Streamable HTTP is mounted in `http::mcp`, behind the API's bearer tokens.
 //! `client` is the other direction: MCP servers as tool sources.
 
+mod admission;
 pub mod client;
 mod server;
 mod stdio;
 mod tools;
 
+pub use admission::{AdmittedCall, CallAdmission, CallRefused, McpAdmission};
 pub use server::{McpTarget, RojosMcpServer, TargetSource};
 pub use stdio::{serve_stdio, StdioError};

@@ -13,7 +13,7 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
 };
 
-use super::tools::mcp_tool;
+use super::{admission::McpAdmission, tools::mcp_tool};
 use crate::{
     agent::{Agent, SingleCallError},
     config::ToolSelection,
@@ -88,6 +88,16 @@ impl RojosMcpServer {
     }
 }
 
+/// The limits the request's transport puts each call under; none over stdio, where the
+/// user who launched `rojos mcp` is the only caller.
+fn admission(context: &RequestContext<RoleServer>) -> Option<McpAdmission> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<McpAdmission>())
+        .cloned()
+}
+
 impl ServerHandler for RojosMcpServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -114,6 +124,13 @@ impl ServerHandler for RojosMcpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let target = self.target(&context)?;
         let enabled = self.enabled_tools(&target.rojo)?;
+        // Held until the call settles or is dropped (`docs/mcp.md`, "Limits").
+        let _place = match admission(&context).map(|a| a.0.admit()).transpose() {
+            Ok(place) => place,
+            Err(refused) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(refused.0)]).into());
+            }
+        };
         let arguments = request.arguments.unwrap_or_default();
         let call = self
             .agent

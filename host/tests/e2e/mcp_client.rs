@@ -19,7 +19,8 @@ use crate::support::{
 };
 
 /// The server script, committed beside this file.
-const SERVER_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/mcp/tool_server.py");
+pub(crate) const SERVER_SCRIPT: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/mcp/tool_server.py");
 
 /// What `.ci/run` runs to install the SDK.
 const INSTALL: &str = "python3 -m pip install 'mcp>=2.3,<3'";
@@ -610,4 +611,51 @@ async fn mcp_an_idle_per_project_instance_is_stopped() {
     let alpha = pid_in(&served, "alpha").await;
     wait_gone(&alpha, 20, "alpha's idle instance was not stopped").await;
     upstream.assert_consumed();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_at_max_running_with_every_instance_busy_a_new_project_gets_an_error_result() {
+    // alpha's chat takes the first turn (its call hangs), beta's the next two; the last turn
+    // would be alpha's answer, which the test does not wait for.
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::tool_calls(&[("h", "pytools__hang", json!({}))]),
+        Turn::tool_calls(&[("p", "pytools__pid", json!({}))]),
+        Turn::text("done"),
+        Turn::text("never"),
+    ])
+    .await;
+    let mut config = per_project_config(&upstream, "max_running = 1").with(
+        "[rojos.hangs]\nprovider = \"scripted\"\ntools = [\"pytools__hang\", \"pytools__pid\"]\n",
+    );
+    // alpha's call stays busy for the whole test.
+    config.call_timeout_secs = 300.0;
+    let served = Served::start(&config);
+    let hanging = served.chat_in("alpha", "hangs", "hang");
+    let refused = async {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !served.log().contains("called hang") {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "alpha's call never started:\n{}",
+                served.log()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        served.chat_in("beta", "hangs", "pid").await.results()
+    };
+    let results = tokio::select! {
+        _ = hanging => panic!("alpha's hanging call ended:\n{}", served.log()),
+        results = refused => results,
+    };
+    assert_eq!(
+        results,
+        [(
+            "pytools__pid".to_owned(),
+            false,
+            "error: MCP server pytools runs one process per project and already runs its \
+             limit of 1 (max_running), all busy with calls of other projects; try again in a \
+             moment, or ask the operator to raise mcp.servers.pytools.max_running"
+                .to_owned()
+        )]
+    );
 }

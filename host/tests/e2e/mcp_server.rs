@@ -55,6 +55,46 @@ impl Served {
         std::fs::write(root.join(name), text).unwrap();
     }
 
+    /// Polls the server's log (up to 30 s) until it has `needle`, without blocking the runtime.
+    async fn wait_for_log(&self, needle: &str) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let log = self.binary.stderr.lock().unwrap().clone();
+            if log.contains(needle) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no {needle:?} in the log within 30 s:\n{log}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Polls `GET /metrics` (up to 30 s) until it has the line `line`.
+    async fn wait_for_metric(&self, line: &str) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let metrics = client()
+                .get(format!("{}/metrics", self.url))
+                .bearer_auth(TOKEN)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            if metrics.lines().any(|l| l == line) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no metric {line} within 30 s:\n{metrics}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     /// `GET path` with the all-projects token, as JSON.
     async fn get_json(&self, path: &str) -> Value {
         get_json_at(&self.url, path).await
@@ -417,4 +457,63 @@ async fn mcp_a_call_the_client_cancels_is_dropped() {
         "the cancelled call's error",
     );
     assert!(started.elapsed() < Duration::from_secs(15));
+    // Dropped, not forgotten: the call is counted with its own outcome.
+    served
+        .wait_for_metric(r#"rojos_tool_calls_total{tool="hang_tool",outcome="cancelled"} 1"#)
+        .await;
+}
+
+/// A rojo with the tests' own MCP server's `hang` (which logs `called hang` when it starts)
+/// and `echo`, for calls that must overlap.
+fn hang_and_echo_config() -> HostConfig {
+    let mut config = HostConfig::builtins()
+        .server("max_chats_per_token = 1")
+        .with(&format!(
+            "[mcp.servers.pytools]\ncommand = \"python3\"\nargs = [{:?}]\n\n\
+             [rojos.py]\nprovider = \"scripted\"\ntools = [\"pytools__hang\", \"pytools__echo\"]\n",
+            crate::mcp_client::SERVER_SCRIPT
+        ));
+    config.call_timeout_secs = 120.0;
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_a_tokens_calls_hold_its_chat_places_and_a_second_is_refused_with_an_error_result() {
+    let served = Served::start(&hang_and_echo_config());
+    let url = format!("{}/mcp/demo?rojo=py", served.url);
+    let echo = json!([["pytools__echo", {"text": "hi"}]]);
+    // The first session's call hangs until its client gives up (30 s, generous so that the
+    // second session surely runs meanwhile) and cancels it.
+    let hanging = sdk_session(&url, TOKEN, "legacy", json!([["pytools__hang", {}, 30]]));
+    let refused = async {
+        served.wait_for_log("called hang").await;
+        sdk_session(&url, TOKEN, "legacy", echo.clone()).await
+    };
+    let (hung, refused) = tokio::join!(hanging, refused);
+    assert_eq!(hung["calls"][0]["isError"], Value::Null, "{hung}");
+    assert_eq!(
+        call_results(&refused),
+        [(
+            true,
+            "not run: this token is at its limit of 1 open chats ([server] \
+             max_chats_per_token); try again when one ends (an MCP tool call counts as a chat \
+             while it runs)"
+                .to_owned()
+        )]
+    );
+    // The cancellation reaches the host after the client gave up; once the call is dropped
+    // (and counted), its place is free again.
+    served
+        .wait_for_metric(r#"rojos_tool_calls_total{tool="pytools__hang",outcome="cancelled"} 1"#)
+        .await;
+    let after = sdk_session(&url, TOKEN, "legacy", echo).await;
+    assert_eq!(
+        call_results(&after),
+        [(false, "echo: hi".to_owned())],
+        "{}",
+        served.binary.stderr.lock().unwrap()
+    );
+    served
+        .wait_for_metric(r#"rojos_requests_limited_total{limit="token"} 1"#)
+        .await;
 }

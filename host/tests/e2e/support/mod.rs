@@ -1,5 +1,6 @@
 //! The harness: where the built plugin libraries are, and a host started on loopback.
 
+pub mod bearer_proxy;
 pub mod binary;
 pub mod host;
 pub mod ndjson;
