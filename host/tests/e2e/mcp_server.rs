@@ -3,7 +3,9 @@
 //! to the rojo's `GET /tools`, `tools/call` through the chat's confined path (fs-guard's
 //! refusal, a disabled tool, bad arguments, the time-out and the result cap as `isError` or
 //! cut results, the same metrics), and the API's tokens and project scopes in front. Then the
-//! same handler over stdio, as `rojos mcp --project ID --rojo NAME`.
+//! same handler over stdio, as `rojos mcp --project ID --rojo NAME`. Last, live lists
+//! (`mcp/watch.py`): `notifications/tools/list_changed` reaches the sessions (and, under
+//! `2026-07-28`, the `subscriptions/listen` streams) whose rojo's tools changed, and no other.
 //!
 //! Without python3 or the `mcp` package these tests fail with the command that installs it.
 
@@ -443,10 +445,16 @@ impl Watcher {
     /// Opens a session at `endpoint` (a URL, or a JSON command line for stdio) that waits
     /// `wait_secs` for the notification once [`Watcher::outcome`] is asked for.
     async fn open(endpoint: &str, token: &str, wait_secs: u64) -> Watcher {
+        Watcher::open_as(endpoint, token, wait_secs, "legacy").await
+    }
+
+    /// [`Watcher::open`] with `mode`: `legacy` (a handshake session) or `modern` (the
+    /// `2026-07-28` revision, on a `subscriptions/listen` stream).
+    async fn open_as(endpoint: &str, token: &str, wait_secs: u64, mode: &str) -> Watcher {
         use tokio::io::AsyncBufReadExt;
         let mut child = tokio::process::Command::new("python3")
             .arg(WATCH_SCRIPT)
-            .args([endpoint, token, &wait_secs.to_string()])
+            .args([endpoint, token, &wait_secs.to_string(), mode])
             .stdout(std::process::Stdio::piped())
             .stdin(std::process::Stdio::piped())
             .kill_on_drop(true)
@@ -618,5 +626,37 @@ async fn mcp_a_stdio_session_is_notified_of_a_drop_in() {
     assert!(
         !notified,
         "the stdio session of `reader` was notified, but its tools did not change"
+    );
+}
+
+#[tokio::test]
+async fn mcp_a_current_revision_listen_stream_is_notified_of_a_drop_in() {
+    let config = dropin_config();
+    let dir = config.in_temp_folder();
+    std::fs::create_dir(dir.path().join("plugins.d")).unwrap();
+    let binary = RunningBinary::start(dir.path(), "info", &[]);
+    let url = binary.url();
+    let all = Watcher::open_as(
+        &format!("{url}/mcp/demo?rojo=all"),
+        TOKEN,
+        NOTIFIED_SECS,
+        "modern",
+    )
+    .await;
+    let reader = Watcher::open_as(
+        &format!("{url}/mcp/demo?rojo=reader"),
+        TOKEN,
+        QUIET_SECS,
+        "modern",
+    )
+    .await;
+    drop_in_list_files(dir.path());
+    let (notified, tools) = all.outcome().await;
+    assert!(notified, "the listen stream of `all` got no list_changed");
+    assert!(tools.contains(&"list_files".to_owned()), "{tools:?}");
+    let (notified, _) = reader.outcome().await;
+    assert!(
+        !notified,
+        "the listen stream of `reader` got list_changed, but its tools did not change"
     );
 }
