@@ -133,6 +133,9 @@ pub struct Live {
     current: ArcSwap<Settings>,
     /// Told of each reload, so the providers that changed are checked at once.
     reloads: tokio::sync::Notify,
+    /// Counts reloads, for any number of watchers (MCP sessions whose rojo's tools may have
+    /// changed, `mcp::server`).
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl Live {
@@ -141,7 +144,13 @@ impl Live {
         Live {
             current: ArcSwap::from_pointee(settings),
             reloads: tokio::sync::Notify::new(),
+            changes: tokio::sync::watch::Sender::new(0),
         }
+    }
+
+    /// A receiver that sees each later reload.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     /// Completes after the next reload (at once if one happened since the last call).
@@ -167,6 +176,7 @@ impl Live {
         self.current
             .store(Arc::new(Settings::from_config(&config)?));
         self.reloads.notify_one();
+        self.changes.send_modify(|count| *count += 1);
         Ok(())
     }
 

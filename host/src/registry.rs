@@ -4,17 +4,18 @@
 //!
 //! The registry sits above `plugins` and `mcp::client`: it consumes the [`Tool`]s the loader
 //! produces (each with its OpenAI definition already computed), the drop-in folder's current
-//! set through [`Publisher`], and the MCP servers' [`McpTool`]s; each is a
+//! set and the MCP servers' current [`McpTool`]s, all through [`ToolSources`]; each is a
 //! [`RegisteredTool`], whose [`RegisteredTool::invoke`] is the one place the two kinds part.
 
 use std::{
     collections::{BTreeMap, HashSet},
     path::PathBuf,
-    sync::Arc,
+    sync::{Arc, Mutex},
 };
 
 use arc_swap::ArcSwap;
 use serde_json::Value;
+use tokio::sync::watch;
 
 use crate::{
     config::ToolSelection,
@@ -125,6 +126,9 @@ pub struct RegistryHandle {
     /// The configured MCP servers (fixed at start), running or not: a rojo may name their
     /// tools before they are listed (`LiveConfig::check_tools`).
     mcp_servers: Vec<String>,
+    /// Counts replacements, so MCP sessions learn that their offered list may have changed
+    /// (`mcp::server`).
+    changes: watch::Sender<u64>,
 }
 
 impl RegistryHandle {
@@ -138,6 +142,7 @@ impl RegistryHandle {
         RegistryHandle {
             current: ArcSwap::from_pointee(registry),
             mcp_servers,
+            changes: watch::Sender::new(0),
         }
     }
 
@@ -154,40 +159,149 @@ impl RegistryHandle {
     /// Replaces the registry; snapshots already taken are unaffected.
     pub fn replace(&self, registry: Registry) {
         self.current.store(Arc::new(registry));
+        self.changes.send_modify(|count| *count += 1);
+    }
+
+    /// A receiver that sees each later [`RegistryHandle::replace`].
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 }
 
-/// Publishes the built-in tools plus the drop-in folder's current ones (`plugins::DropIn`):
-/// built-ins always win a name clash, then drop-ins in the order given; each clash is logged
-/// once, not at every change. `builtins` holds the MCP servers' tools after the plugins'.
+/// Every source of tools, and the registry built from them, rebuilt whenever one changes:
+/// the configured plugins (fixed), each MCP server's current list (`mcp::client`: changed by
+/// `notifications/tools/list_changed`, a restart or a late start) and the drop-in folder's
+/// current set (`plugins::DropIn`). A name clash keeps the first of: configured plugin, MCP
+/// tool (servers in configuration order), drop-in (in the order given), as `docs/mcp.md`
+/// says; each clash is logged once, not at every change.
 #[derive(Debug)]
-pub struct Publisher {
-    builtins: Vec<RegisteredTool>,
+pub struct ToolSources {
     handle: Arc<RegistryHandle>,
+    inner: Mutex<Sources>,
+}
+
+#[derive(Debug, Default)]
+struct Sources {
+    plugins: Vec<RegisteredTool>,
+    mcp: Vec<(String, Vec<RegisteredTool>)>,
+    dropins: Vec<RegisteredTool>,
     reported: HashSet<String>,
 }
 
-impl Publisher {
-    /// A publisher into `handle` of `builtins` and whatever drop-ins it is given.
-    pub fn new(builtins: Vec<RegisteredTool>, handle: Arc<RegistryHandle>) -> Publisher {
-        Publisher {
-            builtins,
+impl ToolSources {
+    /// The sources `plugins` and `mcp` (each configured server's name and tools, in
+    /// configuration order), published into `handle` at once.
+    pub fn new(
+        plugins: Vec<RegisteredTool>,
+        mcp: Vec<(String, Vec<Arc<McpTool>>)>,
+        handle: Arc<RegistryHandle>,
+    ) -> ToolSources {
+        let mcp = mcp
+            .into_iter()
+            .map(|(server, tools)| (server, tools.into_iter().map(RegisteredTool::Mcp).collect()))
+            .collect();
+        let sources = ToolSources {
             handle,
-            reported: HashSet::new(),
-        }
+            inner: Mutex::new(Sources {
+                plugins,
+                mcp,
+                ..Sources::default()
+            }),
+        };
+        sources.publish(&mut sources.lock());
+        sources
     }
 
-    /// Builds and swaps in the registry of the built-ins and `dropins`.
-    pub fn publish(&mut self, dropins: Vec<Arc<Tool>>) {
-        let dropins = dropins.into_iter().map(RegisteredTool::Plugin);
-        let (registry, clashes) = Registry::build(self.builtins.iter().cloned().chain(dropins));
+    /// Replaces the drop-in folder's tools and publishes.
+    pub fn set_dropins(&self, dropins: Vec<Arc<Tool>>) {
+        let mut sources = self.lock();
+        sources.dropins = dropins.into_iter().map(RegisteredTool::Plugin).collect();
+        self.publish(&mut sources);
+    }
+
+    /// Replaces MCP server `server`'s tools and publishes, unless they are the same names
+    /// and definitions as before; a change is logged once (`MCP server X: tools changed:
+    /// +a −b ~c`, `~` for a changed definition).
+    pub fn set_mcp_tools(&self, server: &str, tools: Vec<Arc<McpTool>>) {
+        let mut sources = self.lock();
+        let new: Vec<RegisteredTool> = tools.into_iter().map(RegisteredTool::Mcp).collect();
+        let Some(slot) = sources.mcp.iter_mut().find(|(name, _)| name == server) else {
+            tracing::warn!(
+                "MCP server {server}: tools listed by a server that is not configured; ignored"
+            );
+            return;
+        };
+        let Some(change) = ListChange::between(&slot.1, &new) else {
+            return;
+        };
+        tracing::info!(mcp_server = %server, "MCP server {server}: tools changed: {change}");
+        slot.1 = new;
+        self.publish(&mut sources);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Sources> {
+        // A panic while publishing leaves the sources whole (each field is replaced at once).
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn publish(&self, sources: &mut Sources) {
+        let all = sources
+            .plugins
+            .iter()
+            .chain(sources.mcp.iter().flat_map(|(_, tools)| tools))
+            .chain(&sources.dropins)
+            .cloned()
+            .collect::<Vec<_>>();
+        let (registry, clashes) = Registry::build(all);
         for clash in clashes {
             let line = clash.to_string();
-            if self.reported.insert(line.clone()) {
+            if sources.reported.insert(line.clone()) {
                 tracing::warn!("{line}");
             }
         }
         self.handle.replace(registry);
+    }
+}
+
+/// What changed between two lists of one server's tools.
+#[derive(Debug, PartialEq, Eq)]
+struct ListChange {
+    added: Vec<String>,
+    removed: Vec<String>,
+    changed: Vec<String>,
+}
+
+impl ListChange {
+    /// The change from `old` to `new`, or `None` when they offer the same.
+    fn between(old: &[RegisteredTool], new: &[RegisteredTool]) -> Option<ListChange> {
+        let old: BTreeMap<&str, &Value> = old.iter().map(|t| (t.name(), t.definition())).collect();
+        let new: BTreeMap<&str, &Value> = new.iter().map(|t| (t.name(), t.definition())).collect();
+        let names = |keep: &dyn Fn(&&str) -> bool, from: &BTreeMap<&str, &Value>| {
+            from.keys()
+                .filter(|n| keep(n))
+                .map(|n| (*n).to_owned())
+                .collect::<Vec<_>>()
+        };
+        let change = ListChange {
+            added: names(&|n| !old.contains_key(n), &new),
+            removed: names(&|n| !new.contains_key(n), &old),
+            changed: names(&|n| old.get(n).is_some_and(|d| Some(d) != new.get(n)), &old),
+        };
+        let same =
+            change.added.is_empty() && change.removed.is_empty() && change.changed.is_empty();
+        (!same).then_some(change)
+    }
+}
+
+impl std::fmt::Display for ListChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = (self.added.iter().map(|n| format!("+{n}")))
+            .chain(self.removed.iter().map(|n| format!("\u{2212}{n}")))
+            .chain(self.changed.iter().map(|n| format!("~{n}")))
+            .collect();
+        f.write_str(&parts.join(" "))
     }
 }
 

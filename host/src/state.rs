@@ -16,7 +16,7 @@ use crate::{
     metrics::Metrics,
     plugins::{check_folder, DropIn, FolderError, LoadError, Loader},
     providers::status::StatusBoard,
-    registry::{Publisher, RegisteredTool, Registry, RegistryHandle},
+    registry::{RegisteredTool, Registry, RegistryHandle, ToolSources},
     storage::Storage,
     watcher::WatchGuard,
 };
@@ -108,12 +108,22 @@ impl AppState {
         })?;
         let plugins = load_builtins(&config, &loader)?;
         let mcp = McpClients::start(&config.mcp_servers)?;
-        let (builtins, registry) = with_mcp_tools(plugins, &mcp);
         let mcp_servers = mcp.server_names().into_iter().map(str::to_owned).collect();
-        let registry = Arc::new(RegistryHandle::with_mcp_servers(registry, mcp_servers));
+        let registry = Arc::new(RegistryHandle::with_mcp_servers(
+            Registry::default(),
+            mcp_servers,
+        ));
+        let sources = Arc::new(ToolSources::new(
+            plugins,
+            mcp.listed_tools(),
+            Arc::clone(&registry),
+        ));
+        // Each server's later lists (list_changed, a restart, a late start) replace its tools.
+        let for_mcp = Arc::clone(&sources);
+        mcp.follow_tool_lists(move |server, tools| for_mcp.set_mcp_tools(server, tools));
         let mut watchers = Vec::new();
         if let Some(dir) = &config.plugins.dir {
-            watchers.push(watch_dropins(dir, &loader, builtins, &registry)?);
+            watchers.push(watch_dropins(dir, &loader, sources)?);
         }
         let tools = registry.snapshot();
         live.check_tools(&tools.names(), &registry.mcp_servers())?;
@@ -165,35 +175,18 @@ fn load_builtins(config: &Config, loader: &Loader) -> Result<Vec<RegisteredTool>
     }
 }
 
-/// The plugins' tools followed by the MCP servers' tools, and their registry: a plugin keeps
-/// a name an MCP tool also has (`docs/mcp.md`); the MCP tool is left out with a warning.
-fn with_mcp_tools(
-    plugins: Vec<RegisteredTool>,
-    mcp: &McpClients,
-) -> (Vec<RegisteredTool>, Registry) {
-    let mcp_tools = mcp.tools.iter().cloned().map(RegisteredTool::Mcp);
-    let builtins: Vec<RegisteredTool> = plugins.into_iter().chain(mcp_tools).collect();
-    let (registry, clashes) = Registry::build(builtins.iter().cloned());
-    for clash in clashes {
-        tracing::warn!("{clash}");
-    }
-    (builtins, registry)
-}
-
-/// Checks the drop-in folder, loads what it holds into `registry` beside the built-ins
-/// (which always win a name clash, then drop-ins in file-name order), and watches it.
+/// Checks the drop-in folder, loads what it holds into `sources` beside the plugins and MCP
+/// tools (which win a name clash, then drop-ins in file-name order), and watches it.
 fn watch_dropins(
     dir: &std::path::Path,
     loader: &Arc<Loader>,
-    builtins: Vec<RegisteredTool>,
-    registry: &Arc<RegistryHandle>,
+    sources: Arc<ToolSources>,
 ) -> Result<WatchGuard, StartError> {
     check_folder(dir)?;
-    let mut publisher = Publisher::new(builtins, Arc::clone(registry));
     let mut dropin = DropIn::new(
         dir.to_owned(),
         Arc::clone(loader),
-        Box::new(move |dropins| publisher.publish(dropins)),
+        Box::new(move |dropins| sources.set_dropins(dropins)),
     );
     dropin.scan();
     Ok(dropin.spawn())

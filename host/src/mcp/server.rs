@@ -1,17 +1,21 @@
 //! The MCP protocol handler: `initialize` (with rmcp's version negotiation), `ping`,
-//! `tools/list` and `tools/call` for one project and rojo. Everything else (sessions,
-//! cancellation notifications, the transports' framing) is rmcp's.
+//! `tools/list` and `tools/call` for one project and rojo, and
+//! `notifications/tools/list_changed` when the rojo's offered tools change (to a handshake
+//! session's peer, or on a `subscriptions/listen` stream of the `2026-07-28` revision).
+//! Everything else (sessions, cancellation notifications, the transports' framing) is rmcp's.
 
-use std::sync::Arc;
+use std::{future::Future, sync::Arc, time::Duration};
 
 use rmcp::{
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
         ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+        SubscriptionFilter,
     },
-    service::RequestContext,
+    service::{NotificationContext, RequestContext, SubscriptionContext},
     ErrorData, RoleServer, ServerHandler,
 };
+use serde_json::Value;
 
 use super::{admission::McpAdmission, tools::mcp_tool};
 use crate::{
@@ -65,10 +69,14 @@ impl RojosMcpServer {
 
     /// The target of the request `context` carries.
     fn target(&self, context: &RequestContext<RoleServer>) -> Result<McpTarget, ErrorData> {
+        self.target_in(&context.extensions)
+    }
+
+    /// The target of the message whose extensions are `extensions`.
+    fn target_in(&self, extensions: &rmcp::model::Extensions) -> Result<McpTarget, ErrorData> {
         match &self.target {
             TargetSource::Fixed(target) => Ok(target.clone()),
-            TargetSource::PerHttpRequest => context
-                .extensions
+            TargetSource::PerHttpRequest => extensions
                 .get::<axum::http::request::Parts>()
                 .and_then(|parts| parts.extensions.get::<McpTarget>())
                 .cloned()
@@ -86,6 +94,57 @@ impl RojosMcpServer {
             .map(|config| config.tools.clone())
             .map_err(|unknown| ErrorData::invalid_request(unknown.to_string(), None))
     }
+
+    /// The tool definitions `rojo` offers now (none once the rojo is gone).
+    fn offered(&self, rojo: &str) -> Vec<Value> {
+        match self.enabled_tools(rojo) {
+            Ok(enabled) => self.agent.registry.snapshot().definitions(&enabled),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Calls `notify` each time the tools `rojo` offers change (a registry replace: drop-ins,
+    /// MCP sources; or a reload of `rojos.toml`), until `ended` completes or `notify` returns
+    /// false (the client is gone). Changes that leave the offered list as it was send nothing.
+    async fn follow_offered<F, Fut>(
+        &self,
+        rojo: &str,
+        mut notify: F,
+        ended: impl Future<Output = ()>,
+    ) where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = bool>,
+    {
+        let mut registry = self.agent.registry.changes();
+        let mut settings = self.live.changes();
+        let mut last = self.offered(rojo);
+        tokio::pin!(ended);
+        loop {
+            tokio::select! {
+                () = &mut ended => return,
+                changed = registry.changed() => if changed.is_err() { return },
+                changed = settings.changed() => if changed.is_err() { return },
+            }
+            let now = self.offered(rojo);
+            if now != last {
+                last = now;
+                if !notify().await {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// How often a handshake session's follower checks whether the session has ended (rmcp
+/// gives no signal for it).
+const SESSION_CHECK: Duration = Duration::from_secs(5);
+
+/// Completes once `peer`'s session has ended.
+async fn session_ended(peer: rmcp::Peer<RoleServer>) {
+    while !peer.is_transport_closed() {
+        tokio::time::sleep(SESSION_CHECK).await;
+    }
 }
 
 /// The limits the request's transport puts each call under; none over stdio, where the
@@ -100,9 +159,56 @@ fn admission(context: &RequestContext<RoleServer>) -> Option<McpAdmission> {
 
 impl ServerHandler for RojosMcpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("rojos", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("rojos", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    /// A handshake session is open: from now on it is told when its rojo's offered tools
+    /// change (over HTTP, rmcp delivers the notification on the session's GET stream).
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let Ok(target) = self.target_in(&context.extensions) else {
+            return;
+        };
+        let server = self.clone();
+        let peer = context.peer;
+        tokio::spawn(async move {
+            let notify = || {
+                let peer = peer.clone();
+                async move { peer.notify_tool_list_changed().await.is_ok() }
+            };
+            server
+                .follow_offered(&target.rojo, notify, session_ended(peer.clone()))
+                .await;
+        });
+    }
+
+    /// `subscriptions/listen` (the `2026-07-28` revision, which has no session): the only
+    /// notification offered is `notifications/tools/list_changed`.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// One `subscriptions/listen` stream: `notifications/tools/list_changed` on it while it
+    /// is open, each time the rojo's offered tools change.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let target = self.target(context.request_context())?;
+        let sink = context.sink().clone();
+        let notify = || {
+            let sink = sink.clone();
+            async move { sink.notify_tool_list_changed().await.is_ok() }
+        };
+        self.follow_offered(&target.rojo, notify, context.cancelled())
+            .await;
+        Ok(())
     }
 
     async fn list_tools(

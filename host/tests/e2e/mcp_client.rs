@@ -4,6 +4,8 @@
 //! rojos that enable them, and called by the scripted model through the chat's dispatch:
 //! results in `TOOL_RESULT` and the stored history, bad arguments refused before the server
 //! sees them, a raised error, a crash (restarted on the next call), a hang (the time-out).
+//! Live lists: `list_changed` adds and removes tools, a restart and a late start publish the
+//! list the server gives then.
 //!
 //! Without python3 or the `mcp` package these tests fail with the command that installs it.
 
@@ -26,13 +28,15 @@ pub(crate) const SERVER_SCRIPT: &str =
 const INSTALL: &str = "python3 -m pip install 'mcp>=2.3,<3'";
 
 /// Every tool of the script, as rojos names them.
-const PYTOOLS: [&str; 7] = [
+const PYTOOLS: [&str; 9] = [
     "pytools__add",
+    "pytools__add_tool",
     "pytools__crash",
     "pytools__echo",
     "pytools__fail",
     "pytools__hang",
     "pytools__pid",
+    "pytools__remove_tool",
     "pytools__spawn_helper",
 ];
 
@@ -370,7 +374,7 @@ tools = ["broken__anything"]
         &path.to_string_lossy(),
     ]));
     assert_eq!(ran.code, Some(0), "{ran}");
-    assert!(ran.stdout.contains("MCP server pytools: 7 tools"), "{ran}");
+    assert!(ran.stdout.contains("MCP server pytools: 9 tools"), "{ran}");
     assert!(
         ran.stdout.contains(
             "MCP server broken: not started: cannot run \"no-such-command-for-rojos-tests\""
@@ -524,7 +528,11 @@ tools = ["docs__*"]
 
 /// The config of the script as a per-project server, with `extra` keys in its table.
 fn per_project_config(upstream: &ScriptedUpstream, extra: &str) -> HostConfig {
-    HostConfig::builtins().upstream(upstream).with(&format!(
+    let mut config = HostConfig::builtins().upstream(upstream);
+    // An instance starts within its first call: room for a slow Python start on a busy
+    // machine (3 to 5 s seen with the full suite running beside other builds).
+    config.call_timeout_secs = 20.0;
+    config.with(&format!(
         r#"
 [mcp.servers.pytools]
 command = "python3"
@@ -658,4 +666,164 @@ async fn mcp_at_max_running_with_every_instance_busy_a_new_project_gets_an_error
                 .to_owned()
         )]
     );
+}
+
+// Live tool lists (`docs/mcp.md`, "Live tool lists").
+
+/// How long a live change may take to show on a busy machine.
+const LIVE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl Served {
+    /// Polls `GET /tools?rojo=` until `ready` holds of the names, failing after
+    /// [`LIVE_DEADLINE`] with `what` and the last names seen.
+    async fn wait_for_tools(&self, rojo: &str, what: &str, ready: impl Fn(&[String]) -> bool) {
+        let deadline = std::time::Instant::now() + LIVE_DEADLINE;
+        loop {
+            let names = self.tool_names(rojo).await;
+            if ready(&names) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what}: not within {LIVE_DEADLINE:?}; the tools are {names:?}\n{}",
+                self.log()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    }
+}
+
+fn has(names: &[String], name: &str) -> bool {
+    names.iter().any(|n| n == name)
+}
+
+/// A config of `pytools` whose start is shaped by `env` (see `mcp/tool_server.py`), a rojo
+/// `allpy` with all its tools.
+fn live_config(upstream: Option<&ScriptedUpstream>, env: &str) -> HostConfig {
+    let mut config = HostConfig::builtins().with(&format!(
+        r#"
+[mcp.servers.pytools]
+command = "python3"
+args = [{SERVER_SCRIPT:?}]
+env = {{ {env} }}
+
+[rojos.allpy]
+provider = "scripted"
+tools = ["pytools__*"]
+"#
+    ));
+    // A restart happens within a call: room for a slow Python start on a busy machine.
+    config.call_timeout_secs = 20.0;
+    if let Some(upstream) = upstream {
+        config = config.upstream(upstream);
+    }
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_list_changed_adds_and_removes_tools_live() {
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::tool_calls(&[("c1", "pytools__add_tool", json!({"name": "fresh"}))]),
+        Turn::text("added"),
+        Turn::tool_calls(&[("c2", "pytools__fresh", json!({"text": "hi"}))]),
+        Turn::text("called"),
+        Turn::tool_calls(&[("c3", "pytools__remove_tool", json!({"name": "fresh"}))]),
+        Turn::text("removed"),
+    ])
+    .await;
+    let served = Served::start(&config(Some(&upstream)));
+    assert!(!has(&served.tool_names("allpy").await, "pytools__fresh"));
+
+    let added = served.chat("allpy", "add a tool").await;
+    assert_eq!(
+        added.results(),
+        [(
+            "pytools__add_tool".to_owned(),
+            true,
+            "added fresh".to_owned()
+        )]
+    );
+    served
+        .wait_for_tools("allpy", "pytools__fresh after list_changed", |names| {
+            has(names, "pytools__fresh")
+        })
+        .await;
+    let fresh = served
+        .tools("allpy")
+        .await
+        .into_iter()
+        .find(|t| t["function"]["name"] == "pytools__fresh")
+        .unwrap();
+    assert_eq!(fresh["function"]["description"], "The added tool fresh.");
+
+    let called = served.chat("allpy", "call it").await;
+    assert!(offered(&upstream, 2).contains(&"pytools__fresh".to_owned()));
+    assert_eq!(
+        called.results(),
+        [("pytools__fresh".to_owned(), true, "fresh: hi".to_owned())]
+    );
+
+    let removed = served.chat("allpy", "remove it").await;
+    assert!(removed.results()[0].1, "{:?}", removed.results());
+    served
+        .wait_for_tools("allpy", "pytools__fresh gone after list_changed", |names| {
+            !has(names, "pytools__fresh") && has(names, "pytools__echo")
+        })
+        .await;
+    let log = served.log();
+    assert!(
+        log.contains("MCP server pytools: tools changed: +pytools__fresh")
+            && log.contains("MCP server pytools: tools changed: \u{2212}pytools__fresh"),
+        "each change is logged:\n{log}"
+    );
+    upstream.assert_consumed();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_a_restarted_server_offers_the_tools_it_lists_now() {
+    let state = tempfile::tempdir().unwrap();
+    let extras = state.path().join("extra-tools");
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::tool_calls(&[("c1", "pytools__crash", json!({}))]),
+        Turn::tool_calls(&[("c2", "pytools__pid", json!({"tag": "restart"}))]),
+        Turn::text("done"),
+    ])
+    .await;
+    let env = format!(
+        "PYTOOLS_EXTRA_TOOLS_FILE = {:?}",
+        extras.display().to_string()
+    );
+    let served = Served::start(&live_config(Some(&upstream), &env));
+    assert!(!has(&served.tool_names("allpy").await, "pytools__later"));
+    std::fs::write(&extras, "later\n").unwrap();
+
+    let stream = served.chat("allpy", "crash, then call again").await;
+    let results = stream.results();
+    assert!(!results[0].1 && results[1].1, "{results:#?}");
+    served
+        .wait_for_tools("allpy", "the restarted server's new tool", |names| {
+            has(names, "pytools__later")
+        })
+        .await;
+    upstream.assert_consumed();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_a_server_that_could_not_start_is_retried_and_its_tools_appear() {
+    let state = tempfile::tempdir().unwrap();
+    let marker = state.path().join("may-start");
+    let env = format!("PYTOOLS_START_ONLY_IF = {:?}", marker.display().to_string());
+    let served = Served::start(&live_config(None, &env));
+    assert!(served.tool_names("allpy").await.is_empty());
+    binary::RunningBinary::wait_for(
+        &served.binary.stderr,
+        "does not exist",
+        "the server's first refusal to start",
+    );
+    std::fs::write(&marker, "").unwrap();
+    served
+        .wait_for_tools("allpy", "the late server's tools", |names| {
+            has(names, "pytools__echo")
+        })
+        .await;
 }

@@ -3,7 +3,9 @@
 //! to the rojo's `GET /tools`, `tools/call` through the chat's confined path (fs-guard's
 //! refusal, a disabled tool, bad arguments, the time-out and the result cap as `isError` or
 //! cut results, the same metrics), and the API's tokens and project scopes in front. Then the
-//! same handler over stdio, as `rojos mcp --project ID --rojo NAME`.
+//! same handler over stdio, as `rojos mcp --project ID --rojo NAME`. Last, live lists
+//! (`mcp/watch.py`): `notifications/tools/list_changed` reaches the sessions (and, under
+//! `2026-07-28`, the `subscriptions/listen` streams) whose rojo's tools changed, and no other.
 //!
 //! Without python3 or the `mcp` package these tests fail with the command that installs it.
 
@@ -516,4 +518,244 @@ async fn mcp_a_tokens_calls_hold_its_chat_places_and_a_second_is_refused_with_an
     served
         .wait_for_metric(r#"rojos_requests_limited_total{limit="token"} 1"#)
         .await;
+}
+
+// Live tool lists: `notifications/tools/list_changed` (`docs/mcp.md`, "Protocol").
+
+/// The watching session's script, committed beside this file.
+const WATCH_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/mcp/watch.py");
+
+/// How long a session that must not be notified waits, after the change has reached another
+/// session (a bounded negative).
+const QUIET_SECS: u64 = 3;
+
+/// How long a session that must be notified may wait, on a busy machine.
+const NOTIFIED_SECS: u64 = 60;
+
+/// One open session of `mcp/watch.py`, waiting for `notifications/tools/list_changed`.
+struct Watcher {
+    child: tokio::process::Child,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    /// The tools listed when the session opened.
+    tools: Vec<String>,
+}
+
+impl Watcher {
+    /// Opens a session at `endpoint` (a URL, or a JSON command line for stdio) that waits
+    /// `wait_secs` for the notification once [`Watcher::outcome`] is asked for.
+    async fn open(endpoint: &str, token: &str, wait_secs: u64) -> Watcher {
+        Watcher::open_as(endpoint, token, wait_secs, "legacy").await
+    }
+
+    /// [`Watcher::open`] with `mode`: `legacy` (a handshake session) or `modern` (the
+    /// `2026-07-28` revision, on a `subscriptions/listen` stream).
+    async fn open_as(endpoint: &str, token: &str, wait_secs: u64, mode: &str) -> Watcher {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = tokio::process::Command::new("python3")
+            .arg(WATCH_SCRIPT)
+            .args([endpoint, token, &wait_secs.to_string(), mode])
+            .stdout(std::process::Stdio::piped())
+            .stdin(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("python3 cannot be run ({e}): install Python 3, then {INSTALL}")
+            });
+        let stdout = child.stdout.take().unwrap();
+        let mut watcher = Watcher {
+            child,
+            lines: tokio::io::BufReader::new(stdout).lines(),
+            tools: Vec::new(),
+        };
+        let first = watcher.line("its first tools/list").await;
+        watcher.tools = names_of(&first);
+        watcher
+    }
+
+    /// The next line the script prints, as JSON.
+    async fn line(&mut self, what: &str) -> Value {
+        let next = tokio::time::timeout(
+            Duration::from_secs(NOTIFIED_SECS + 30),
+            self.lines.next_line(),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("the watching session printed nothing for {what}"));
+        match next.unwrap() {
+            Some(line) => serde_json::from_str(&line).unwrap(),
+            None => {
+                let status = self.child.wait().await.unwrap();
+                assert_ne!(
+                    status.code(),
+                    Some(3),
+                    "the MCP Python SDK is missing; install it with: {INSTALL}"
+                );
+                panic!("the watching session ended ({status}) before {what}");
+            }
+        }
+    }
+
+    /// Whether the session was notified (since it opened, or within its wait from now),
+    /// and the tools it lists after.
+    async fn outcome(mut self) -> (bool, Vec<String>) {
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = self.child.stdin.take().unwrap();
+        stdin.write_all(b"wait\n").await.unwrap();
+        stdin.flush().await.unwrap();
+        let last = self.line("the end of its wait").await;
+        (last["notified"].as_bool().unwrap(), names_of(&last))
+    }
+}
+
+fn names_of(line: &Value) -> Vec<String> {
+    line["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Rojo `all` (every tool) beside `reader`, a drop-in folder, and no `list_files` loaded.
+fn dropin_config() -> HostConfig {
+    let mut config = HostConfig::builtins()
+        .with(READER_ROJO)
+        .with("[rojos.all]\nprovider = \"scripted\"\ntools = \"*\"\n");
+    config
+        .load
+        .retain(|p| !p.ends_with("librojos_tool_list_files.so"));
+    config.dropin = true;
+    config
+}
+
+/// Drops `list_files` into `dir`'s drop-in folder (copied under a dot-name, then renamed).
+fn drop_in_list_files(dir: &Path) {
+    let folder = dir.join("plugins.d");
+    let tmp = folder.join(".liblist.so.tmp");
+    std::fs::copy(plugin_lib("rojos_tool_list_files"), &tmp).unwrap();
+    std::fs::rename(&tmp, folder.join("liblist.so")).unwrap();
+}
+
+#[tokio::test]
+async fn mcp_sessions_whose_tools_change_are_notified_over_http() {
+    let config = dropin_config();
+    let dir = config.in_temp_folder();
+    std::fs::create_dir(dir.path().join("plugins.d")).unwrap();
+    let binary = RunningBinary::start(dir.path(), "info", &[]);
+    let url = binary.url();
+
+    // A drop-in: `all` gains list_files, `reader` offers the same.
+    let all = Watcher::open(&format!("{url}/mcp/demo?rojo=all"), TOKEN, NOTIFIED_SECS).await;
+    let reader = Watcher::open(&format!("{url}/mcp/demo?rojo=reader"), TOKEN, QUIET_SECS).await;
+    assert!(
+        !all.tools.contains(&"list_files".to_owned()),
+        "{:?}",
+        all.tools
+    );
+    drop_in_list_files(dir.path());
+    let (notified, tools) = all.outcome().await;
+    assert!(
+        notified,
+        "the session of `all` was not notified of the drop-in"
+    );
+    assert!(tools.contains(&"list_files".to_owned()), "{tools:?}");
+    let (notified, tools) = reader.outcome().await;
+    assert!(
+        !notified,
+        "the session of `reader` was notified, but its tools did not change"
+    );
+    assert_eq!(tools, ["get_text_content", "read_path_meta"]);
+
+    // An edit of `reader`'s tools in rojos.toml: only `reader` is notified.
+    let reader = Watcher::open(&format!("{url}/mcp/demo?rojo=reader"), TOKEN, NOTIFIED_SECS).await;
+    let all = Watcher::open(&format!("{url}/mcp/demo?rojo=all"), TOKEN, QUIET_SECS).await;
+    let mut edited = config.clone();
+    edited.extra = edited.extra.replace(
+        "tools = [\"read_path_meta\", \"get_text_content\"]",
+        "tools = [\"read_path_meta\"]",
+    );
+    std::fs::write(dir.path().join(".rojos.toml.tmp"), edited.render()).unwrap();
+    std::fs::rename(
+        dir.path().join(".rojos.toml.tmp"),
+        dir.path().join("rojos.toml"),
+    )
+    .unwrap();
+    let (notified, tools) = reader.outcome().await;
+    assert!(
+        notified,
+        "the session of `reader` was not notified of the edit"
+    );
+    assert_eq!(tools, ["read_path_meta"]);
+    let (notified, _) = all.outcome().await;
+    assert!(
+        !notified,
+        "the session of `all` was notified, but its tools did not change"
+    );
+}
+
+#[tokio::test]
+async fn mcp_a_stdio_session_is_notified_of_a_drop_in() {
+    let config = dropin_config();
+    let dir = config.in_temp_folder();
+    std::fs::create_dir(dir.path().join("plugins.d")).unwrap();
+    std::fs::create_dir_all(dir.path().join("storage/demo/root")).unwrap();
+    let config_path = dir.path().join("rojos.toml").display().to_string();
+    let command = |rojo: &str| {
+        json!([
+            env!("CARGO_BIN_EXE_rojos"),
+            "--config",
+            config_path,
+            "mcp",
+            "--project",
+            "demo",
+            "--rojo",
+            rojo,
+        ])
+        .to_string()
+    };
+    let all = Watcher::open(&command("all"), "", NOTIFIED_SECS).await;
+    let reader = Watcher::open(&command("reader"), "", QUIET_SECS).await;
+    drop_in_list_files(dir.path());
+    let (notified, tools) = all.outcome().await;
+    assert!(
+        notified,
+        "the stdio session of `all` was not notified of the drop-in"
+    );
+    assert!(tools.contains(&"list_files".to_owned()), "{tools:?}");
+    let (notified, _) = reader.outcome().await;
+    assert!(
+        !notified,
+        "the stdio session of `reader` was notified, but its tools did not change"
+    );
+}
+
+#[tokio::test]
+async fn mcp_a_current_revision_listen_stream_is_notified_of_a_drop_in() {
+    let config = dropin_config();
+    let dir = config.in_temp_folder();
+    std::fs::create_dir(dir.path().join("plugins.d")).unwrap();
+    let binary = RunningBinary::start(dir.path(), "info", &[]);
+    let url = binary.url();
+    let all = Watcher::open_as(
+        &format!("{url}/mcp/demo?rojo=all"),
+        TOKEN,
+        NOTIFIED_SECS,
+        "modern",
+    )
+    .await;
+    let reader = Watcher::open_as(
+        &format!("{url}/mcp/demo?rojo=reader"),
+        TOKEN,
+        QUIET_SECS,
+        "modern",
+    )
+    .await;
+    drop_in_list_files(dir.path());
+    let (notified, tools) = all.outcome().await;
+    assert!(notified, "the listen stream of `all` got no list_changed");
+    assert!(tools.contains(&"list_files".to_owned()), "{tools:?}");
+    let (notified, _) = reader.outcome().await;
+    assert!(
+        !notified,
+        "the listen stream of `reader` got list_changed, but its tools did not change"
+    );
 }

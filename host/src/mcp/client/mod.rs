@@ -4,23 +4,28 @@
 //! dispatch as a plugin call (`agent::dispatch`).
 //!
 //! `process` starts one server (child process, stderr to the log, handshake, tool list);
+//! `lists` carries a server's later tool lists (`list_changed`, restarts, late starts);
 //! `server` keeps one server's session and restarts it after a crash; `tools` is the naming
 //! rule and one call; `projects` is a per-project server's instances (`{project_root}`);
 //! `runtime` is the thread whose runtime owns the child processes, so
 //! the servers live as long as the host whatever runtime (or none) started it.
 
+mod lists;
 mod process;
 mod projects;
 mod runtime;
 mod server;
 mod tools;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
 
 pub use server::McpServer;
 pub use tools::{qualified_name, McpTool, Unusable, MCP_TOOL_ERROR};
 
 use crate::config::McpServerConfig;
+use lists::{ListFeed, ListedTools};
 use runtime::ClientRuntime;
 
 /// What starting one server gave, for the log and `rojos check`.
@@ -46,11 +51,13 @@ impl std::fmt::Display for ServerReport {
 #[derive(Debug)]
 pub struct McpClients {
     servers: Vec<Arc<McpServer>>,
-    /// Every usable tool of the servers that started.
-    pub tools: Vec<Arc<McpTool>>,
+    /// Each server's usable tools as listed at start, in configuration order.
+    listed: Vec<(String, Vec<Arc<McpTool>>)>,
     /// One report per configured server, in name order.
     pub reports: Vec<ServerReport>,
     runtime: Option<ClientRuntime>,
+    /// The servers' later lists, until [`McpClients::follow_tool_lists`] takes them.
+    updates: Mutex<Option<mpsc::UnboundedReceiver<ListedTools>>>,
 }
 
 impl McpClients {
@@ -64,11 +71,17 @@ impl McpClients {
         if configs.is_empty() {
             return Ok(McpClients {
                 servers: Vec::new(),
-                tools: Vec::new(),
+                listed: Vec::new(),
                 reports: Vec::new(),
                 runtime: None,
+                updates: Mutex::new(None),
             });
         }
+        let (sender, updates) = mpsc::unbounded_channel();
+        let feeds: Vec<ListFeed> = configs
+            .iter()
+            .map(|c| ListFeed::new(&c.name, sender.clone()))
+            .collect();
         let runtime = ClientRuntime::start()?;
         // A per-project server's tools are listed by an instance on an empty throwaway
         // folder, stopped once listed (`add`): the list is known before any project is.
@@ -80,15 +93,16 @@ impl McpClients {
                 None => c.clone(),
             })
             .collect();
-        let started = runtime.start_all(&listing);
+        let started = runtime.start_all(&listing, &feeds);
         let mut clients = McpClients {
             servers: Vec::new(),
-            tools: Vec::new(),
+            listed: Vec::new(),
             reports: Vec::new(),
             runtime: None,
+            updates: Mutex::new(Some(updates)),
         };
-        for (config, outcome) in configs.iter().zip(started) {
-            clients.add(config, outcome, &runtime);
+        for ((config, outcome), feed) in configs.iter().zip(started).zip(feeds) {
+            clients.add(config, outcome, &runtime, feed);
         }
         clients.runtime = Some(runtime);
         Ok(clients)
@@ -99,6 +113,7 @@ impl McpClients {
         config: &McpServerConfig,
         outcome: Result<(process::Session, Vec<rmcp::model::Tool>), process::StartFailure>,
         runtime: &ClientRuntime,
+        feed: ListFeed,
     ) {
         let (session, listed) = match outcome {
             Ok((session, listed)) => (Ok(session), listed),
@@ -110,21 +125,17 @@ impl McpClients {
                 if let Ok(lister) = session {
                     runtime.handle().spawn(process::stop(lister));
                 }
-                McpServer::per_project(config.clone(), limits, runtime.handle())
+                McpServer::per_project(config.clone(), limits, runtime.handle(), feed)
             }
-            None => McpServer::new(config.clone(), runtime.handle(), session),
+            None => McpServer::new(config.clone(), runtime.handle(), session, feed),
         };
         let server = Arc::new(server);
-        let mut count = 0;
-        for tool in &listed {
-            match McpTool::new(&server, tool) {
-                Ok(tool) => {
-                    self.tools.push(Arc::new(tool));
-                    count += 1;
-                }
-                Err(unusable) => tracing::warn!("{unusable}"),
-            }
+        if report_error.is_some() && config.per_project.is_none() {
+            McpServer::retry_in_background(&server);
         }
+        let tools = usable_tools(&server, &listed);
+        let count = tools.len();
+        self.listed.push((config.name.clone(), tools));
         let report = ServerReport {
             name: config.name.clone(),
             outcome: report_error.map_or(Ok(count), Err),
@@ -141,6 +152,49 @@ impl McpClients {
     pub fn server_names(&self) -> Vec<&str> {
         self.servers.iter().map(|s| s.name()).collect()
     }
+
+    /// Each server's name and usable tools as listed at start, in configuration order (a
+    /// server that did not start has none).
+    pub fn listed_tools(&self) -> Vec<(String, Vec<Arc<McpTool>>)> {
+        self.listed.clone()
+    }
+
+    /// Calls `apply` with a server's name and usable tools each time it lists them anew
+    /// (`notifications/tools/list_changed`, a restart, a late start), on the client runtime,
+    /// until the host stops. Only the first call has an effect.
+    pub fn follow_tool_lists(&self, apply: impl Fn(&str, Vec<Arc<McpTool>>) + Send + 'static) {
+        let updates = self
+            .updates
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let (Some(mut updates), Some(runtime)) = (updates, &self.runtime) else {
+            return;
+        };
+        let servers = self.servers.clone();
+        runtime.handle().spawn(async move {
+            while let Some(listed) = updates.recv().await {
+                let Some(server) = servers.iter().find(|s| s.name() == listed.server) else {
+                    continue;
+                };
+                apply(&listed.server, usable_tools(server, &listed.tools));
+            }
+        });
+    }
+}
+
+/// The registry tools of `listed`, a list `server` gave; each unusable one is logged.
+fn usable_tools(server: &Arc<McpServer>, listed: &[rmcp::model::Tool]) -> Vec<Arc<McpTool>> {
+    listed
+        .iter()
+        .filter_map(|tool| match McpTool::new(server, tool) {
+            Ok(tool) => Some(Arc::new(tool)),
+            Err(unusable) => {
+                tracing::warn!("{unusable}");
+                None
+            }
+        })
+        .collect()
 }
 
 impl Drop for McpClients {

@@ -15,18 +15,19 @@ use rmcp::{
 };
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+use super::lists::ListFeed;
 use crate::config::McpServerConfig;
 
 /// A running server's client session, and its process group.
 pub(super) struct Session {
-    service: RunningService<RoleClient, ()>,
+    service: RunningService<RoleClient, ListFeed>,
     /// The process group the server leads (its pid), killed as a whole when the session is
     /// stopped: the server may be gone already while what it started still runs.
     group: Option<u32>,
 }
 
 impl std::ops::Deref for Session {
-    type Target = RunningService<RoleClient, ()>;
+    type Target = RunningService<RoleClient, ListFeed>;
 
     fn deref(&self) -> &Self::Target {
         &self.service
@@ -56,16 +57,22 @@ pub(super) enum StartFailure {
     Timeout(f64),
 }
 
-/// Starts the server of `config` and lists its tools. Must run on the MCP client runtime
-/// (`super::runtime`), which drives the child's pipes.
-pub(super) async fn start(config: &McpServerConfig) -> Result<(Session, Vec<Tool>), StartFailure> {
+/// Starts the server of `config` and lists its tools; its later lists go to `feed`. Must
+/// run on the MCP client runtime (`super::runtime`), which drives the child's pipes.
+pub(super) async fn start(
+    config: &McpServerConfig,
+    feed: ListFeed,
+) -> Result<(Session, Vec<Tool>), StartFailure> {
     let limit = config.start_timeout;
-    tokio::time::timeout(limit, connect(config))
+    tokio::time::timeout(limit, connect(config, feed))
         .await
         .unwrap_or(Err(StartFailure::Timeout(limit.as_secs_f64())))
 }
 
-async fn connect(config: &McpServerConfig) -> Result<(Session, Vec<Tool>), StartFailure> {
+async fn connect(
+    config: &McpServerConfig,
+    feed: ListFeed,
+) -> Result<(Session, Vec<Tool>), StartFailure> {
     let mut command = tokio::process::Command::new(&config.command);
     command.args(&config.args).env_clear();
     for name in INHERITED {
@@ -89,7 +96,10 @@ async fn connect(config: &McpServerConfig) -> Result<(Session, Vec<Tool>), Start
         tokio::spawn(forward_stderr(config.name.clone(), stderr));
     }
     let group = transport.id();
-    let service = ().serve(transport).await.map_err(|e| StartFailure::Handshake(e.to_string()))?;
+    let service = feed
+        .serve(transport)
+        .await
+        .map_err(|e| StartFailure::Handshake(e.to_string()))?;
     let session = Session { service, group };
     let tools = session
         .peer()

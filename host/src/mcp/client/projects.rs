@@ -14,7 +14,7 @@ use std::{
 
 use tokio::{runtime::Handle, sync::Mutex};
 
-use super::server::McpServer;
+use super::{lists::ListFeed, server::McpServer};
 use crate::{
     config::{McpServerConfig, PerProject},
     plugins::{FailureKind, ToolFailure},
@@ -27,6 +27,9 @@ pub(super) struct ProjectInstances {
     limits: PerProject,
     runtime: Handle,
     running: Mutex<HashMap<String, Instance>>,
+    /// The server's feed: an instance's lists (at its start, after `list_changed`) replace
+    /// the server's offered tools (`docs/mcp.md`, "Live tool lists").
+    feed: ListFeed,
 }
 
 /// One project's server and when it last had a call.
@@ -51,12 +54,14 @@ impl ProjectInstances {
         config: McpServerConfig,
         limits: PerProject,
         runtime: Handle,
+        feed: ListFeed,
     ) -> Arc<ProjectInstances> {
         let instances = Arc::new(ProjectInstances {
             config,
             limits,
             runtime: runtime.clone(),
             running: Mutex::new(HashMap::new()),
+            feed,
         });
         runtime.spawn(sweep(Arc::downgrade(&instances), limits.idle_shutdown));
         instances
@@ -95,7 +100,11 @@ impl ProjectInstances {
         let mut config = self.config.for_root(root);
         // The instance's name, in its log lines and error messages, says whose it is.
         config.name = format!("{} (project {project})", self.config.name);
-        let server = Arc::new(McpServer::not_started(config, self.runtime.clone()));
+        let server = Arc::new(McpServer::not_started(
+            config,
+            self.runtime.clone(),
+            self.feed.clone(),
+        ));
         running.insert(
             project.to_owned(),
             Instance {

@@ -8,6 +8,7 @@ use rmcp::model::Tool;
 use tokio::{runtime::Handle, sync::oneshot};
 
 use super::{
+    lists::ListFeed,
     process::{self, Session, StartFailure},
     McpServer,
 };
@@ -52,19 +53,23 @@ impl ClientRuntime {
         self.handle.clone()
     }
 
-    /// Starts every server of `configs` at once, waiting (this thread blocks) until each has
-    /// started or failed; results in the order of `configs`.
+    /// Starts every server of `configs` at once (each with its feed, in the same order),
+    /// waiting (this thread blocks) until each has started or failed; results in the order
+    /// of `configs`.
     pub(super) fn start_all(
         &self,
         configs: &[McpServerConfig],
+        feeds: &[ListFeed],
     ) -> Vec<Result<(Session, Vec<Tool>), StartFailure>> {
         let receivers: Vec<_> = configs
             .iter()
-            .map(|config| {
+            .zip(feeds)
+            .map(|(config, feed)| {
                 let (sender, receiver) = std::sync::mpsc::channel();
                 let config = config.clone();
+                let feed = feed.clone();
                 self.handle.spawn(async move {
-                    let _ = sender.send(process::start(&config).await);
+                    let _ = sender.send(process::start(&config, feed).await);
                 });
                 receiver
             })

@@ -12,6 +12,7 @@ use rmcp::{model::CallToolRequestParams, service::ServiceError, Peer, RoleClient
 use tokio::{runtime::Handle, sync::Mutex};
 
 use super::{
+    lists::ListFeed,
     process::{self, Session, StartFailure},
     projects::ProjectInstances,
 };
@@ -30,6 +31,8 @@ pub struct McpServer {
     state: Mutex<ServerState>,
     /// A per-project server's instances; its calls go to them, never to `state`.
     projects: Option<Arc<ProjectInstances>>,
+    /// Where the lists read at each (re)start and after `list_changed` go.
+    feed: ListFeed,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -60,6 +63,7 @@ impl McpServer {
         config: McpServerConfig,
         runtime: Handle,
         started: Result<Session, StartFailure>,
+        feed: ListFeed,
     ) -> McpServer {
         let mut state = ServerState::default();
         match started {
@@ -73,16 +77,22 @@ impl McpServer {
             runtime,
             state: Mutex::new(state),
             projects: None,
+            feed,
         }
     }
 
     /// A server of `config` that starts on its first call.
-    pub(super) fn not_started(config: McpServerConfig, runtime: Handle) -> McpServer {
+    pub(super) fn not_started(
+        config: McpServerConfig,
+        runtime: Handle,
+        feed: ListFeed,
+    ) -> McpServer {
         McpServer {
             config,
             runtime,
             state: Mutex::new(ServerState::default()),
             projects: None,
+            feed,
         }
     }
 
@@ -92,13 +102,15 @@ impl McpServer {
         config: McpServerConfig,
         limits: PerProject,
         runtime: Handle,
+        feed: ListFeed,
     ) -> McpServer {
-        let projects = ProjectInstances::new(config.clone(), limits, runtime.clone());
+        let projects = ProjectInstances::new(config.clone(), limits, runtime.clone(), feed.clone());
         McpServer {
             config,
             runtime,
             state: Mutex::new(ServerState::default()),
             projects: Some(projects),
+            feed,
         }
     }
 
@@ -175,14 +187,24 @@ impl McpServer {
         if let Some(retry_at) = state.retry_at.filter(|at| *at > Instant::now()) {
             return Err(self.down(&state, retry_at.saturating_duration_since(Instant::now())));
         }
+        self.start_now(&mut state).await
+    }
+
+    /// Starts the server (its session is gone) and hands the list it reads to the feed, so
+    /// a restarted server's tools are the ones it lists now.
+    async fn start_now(
+        &self,
+        state: &mut ServerState,
+    ) -> Result<(Peer<RoleClient>, u64), ToolFailure> {
         let config = self.config.clone();
+        let feed = self.feed.clone();
         let started = self
             .runtime
-            .spawn(async move { process::start(&config).await })
+            .spawn(async move { process::start(&config, feed).await })
             .await
             .unwrap_or_else(|join| Err(StartFailure::Handshake(join.to_string())));
         match started {
-            Ok((session, _tools)) => {
+            Ok((session, tools)) => {
                 tracing::info!(mcp_server = %self.name(), "MCP server started");
                 let peer = session.peer().clone();
                 state.session = Some(session);
@@ -190,14 +212,46 @@ impl McpServer {
                 state.failed_starts = 0;
                 state.retry_at = None;
                 state.down_because = None;
+                self.feed.send(tools);
                 Ok((peer, state.generation))
             }
             Err(failure) => {
                 tracing::warn!(mcp_server = %self.name(), "MCP server cannot start: {failure}");
                 let wait = state.record_failed_start(&failure);
-                Err(self.down(&state, wait))
+                Err(self.down(state, wait))
             }
         }
+    }
+
+    /// Keeps trying to start a server that could not start, with the back-off, until it
+    /// runs (then its tools appear through the feed) or the host stops: it has no tools, so
+    /// no call would start it (`docs/mcp.md`, "Live tool lists").
+    pub(super) fn retry_in_background(server: &Arc<McpServer>) {
+        let weak = Arc::downgrade(server);
+        server.runtime.spawn(async move {
+            loop {
+                let wait = {
+                    let Some(server) = weak.upgrade() else { return };
+                    let mut state = server.state.lock().await;
+                    if state.session.as_ref().is_some_and(|s| !s.is_closed()) {
+                        return;
+                    }
+                    match state.retry_at.filter(|at| *at > Instant::now()) {
+                        Some(at) => at.saturating_duration_since(Instant::now()),
+                        None => {
+                            if let Some(old) = state.session.take() {
+                                server.retire(old);
+                            }
+                            if server.start_now(&mut state).await.is_ok() {
+                                return;
+                            }
+                            continue;
+                        }
+                    }
+                };
+                tokio::time::sleep(wait).await;
+            }
+        });
     }
 
     /// The failure for a call that `error` ended; a closed transport means the server is

@@ -1,6 +1,11 @@
 """A stdio MCP server of the tests' own (official Python SDK, MCPServer), started by rojos as
 `[mcp.servers.pytools]`: tools that answer, refuse, raise, crash the process and hang, each
-logging its calls on stderr so the tests can tell what reached the server."""
+logging its calls on stderr so the tests can tell what reached the server; and tools that
+change its tool list (`add_tool`, `remove_tool`), sending `notifications/tools/list_changed`.
+
+Two environment variables shape a start: `PYTOOLS_EXTRA_TOOLS_FILE`, a file whose lines name
+tools to register at start (when it exists); `PYTOOLS_START_ONLY_IF`, a file without which
+the server exits at once with status 1."""
 
 import os
 import subprocess
@@ -8,7 +13,7 @@ import sys
 
 import anyio
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer("pytools")
@@ -72,6 +77,43 @@ def pid(tag: str = "") -> str:
     return str(os.getpid())
 
 
+def extra_tool(name: str):
+    """A tool called NAME that echoes its text with its name."""
+
+    def extra(text: str = "") -> str:
+        log(f"called {name} {text}")
+        return f"{name}: {text}"
+
+    return extra
+
+
+@server.tool()
+async def add_tool(name: str, ctx: Context) -> str:
+    """Registers a tool called NAME and tells the client the tool list changed."""
+    server.add_tool(extra_tool(name), name=name, description=f"The added tool {name}.")
+    await ctx.session.send_tool_list_changed()
+    log(f"called add_tool {name}")
+    return f"added {name}"
+
+
+@server.tool()
+async def remove_tool(name: str, ctx: Context) -> str:
+    """Removes the tool called NAME and tells the client the tool list changed."""
+    server.remove_tool(name)
+    await ctx.session.send_tool_list_changed()
+    log(f"called remove_tool {name}")
+    return f"removed {name}"
+
+
 if __name__ == "__main__":
+    required = os.environ.get("PYTOOLS_START_ONLY_IF")
+    if required and not os.path.exists(required):
+        log(f"not starting: {required} does not exist")
+        sys.exit(1)
+    extras = os.environ.get("PYTOOLS_EXTRA_TOOLS_FILE")
+    if extras and os.path.exists(extras):
+        with open(extras) as names:
+            for name in filter(None, (line.strip() for line in names)):
+                server.add_tool(extra_tool(name), name=name, description=f"The extra tool {name}.")
     log("started")
     server.run("stdio")
