@@ -142,7 +142,10 @@ impl McpServer {
     }
 
     /// Calls the tool on this server's session, starting the server first if it is down
-    /// and its back-off has passed; everything within `timeout`.
+    /// and its back-off has passed. A start is bounded by the server's `start_timeout_secs`
+    /// and the call itself by `timeout`: a slow start (`npx` fetching a package, a Python
+    /// server importing its SDK) does not eat the call's time, and a start that succeeds
+    /// is kept even when the call then times out (`docs/mcp.md`, "Failures").
     async fn call_session(
         &self,
         remote_name: &str,
@@ -150,18 +153,12 @@ impl McpServer {
         timeout: Duration,
     ) -> Result<rmcp::model::CallToolResult, ToolFailure> {
         let name = self.name();
-        let attempt = async {
-            let (peer, generation) = self.peer().await?;
-            let arguments = args.value().as_object().cloned().unwrap_or_default();
-            let params =
-                CallToolRequestParams::new(remote_name.to_owned()).with_arguments(arguments);
-            match peer.call_tool(params).await {
-                Ok(result) => Ok(result),
-                Err(error) => Err(self.call_failed(generation, &error).await),
-            }
-        };
-        match tokio::time::timeout(timeout, attempt).await {
-            Ok(outcome) => outcome,
+        let (peer, generation) = self.peer().await?;
+        let arguments = args.value().as_object().cloned().unwrap_or_default();
+        let params = CallToolRequestParams::new(remote_name.to_owned()).with_arguments(arguments);
+        match tokio::time::timeout(timeout, peer.call_tool(params)).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(error)) => Err(self.call_failed(generation, &error).await),
             Err(_) => {
                 tracing::warn!(mcp_server = %name, tool = %remote_name, ?timeout, "MCP tool call timed out");
                 Err(ToolFailure::new(

@@ -5,11 +5,13 @@ change its tool list (`add_tool`, `remove_tool`), sending `notifications/tools/l
 
 Two environment variables shape a start: `PYTOOLS_EXTRA_TOOLS_FILE`, a file whose lines name
 tools to register at start (when it exists); `PYTOOLS_START_ONLY_IF`, a file without which
-the server exits at once with status 1."""
+the server exits at once with status 1; `PYTOOLS_START_DELAY_SECS`, seconds to wait before
+answering the handshake (a slow start, as `npx` fetching a package)."""
 
 import os
 import subprocess
 import sys
+import time
 
 import anyio
 
@@ -106,6 +108,10 @@ async def remove_tool(name: str, ctx: Context) -> str:
 
 
 if __name__ == "__main__":
+    delay = float(os.environ.get("PYTOOLS_START_DELAY_SECS", "0"))
+    if delay:
+        log(f"starting slowly: {delay} s")
+        time.sleep(delay)
     required = os.environ.get("PYTOOLS_START_ONLY_IF")
     if required and not os.path.exists(required):
         log(f"not starting: {required} does not exist")
