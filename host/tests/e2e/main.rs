@@ -19,6 +19,7 @@ mod init;
 mod limits;
 mod load;
 mod mcp_client;
+mod mcp_http;
 mod mcp_server;
 mod metrics;
 mod model_turns;

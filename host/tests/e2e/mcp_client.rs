@@ -19,7 +19,8 @@ use crate::support::{
 };
 
 /// The server script, committed beside this file.
-const SERVER_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/mcp/tool_server.py");
+pub(crate) const SERVER_SCRIPT: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/mcp/tool_server.py");
 
 /// What `.ci/run` runs to install the SDK.
 const INSTALL: &str = "python3 -m pip install 'mcp>=2.3,<3'";
@@ -36,7 +37,7 @@ const PYTOOLS: [&str; 7] = [
 ];
 
 /// Fails (never skips) when python3 or the SDK is missing.
-fn require_python_sdk() {
+pub(crate) fn require_python_sdk() {
     let found = Command::new("python3")
         .args(["-c", "import mcp.server.mcpserver"])
         .output();

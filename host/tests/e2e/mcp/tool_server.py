@@ -1,6 +1,10 @@
-"""A stdio MCP server of the tests' own (official Python SDK, MCPServer), started by rojos as
+"""An MCP server of the tests' own (official Python SDK, MCPServer), started by rojos as
 `[mcp.servers.pytools]`: tools that answer, refuse, raise, crash the process and hang, each
-logging its calls on stderr so the tests can tell what reached the server."""
+logging its calls on stderr so the tests can tell what reached the server.
+
+`tool_server.py` serves over stdio; `tool_server.py --http PORT` serves the same tools over
+Streamable HTTP at `http://127.0.0.1:PORT/mcp` (started by the tests, reached by rojos's
+`url`)."""
 
 import os
 import subprocess
@@ -73,5 +77,9 @@ def pid(tag: str = "") -> str:
 
 
 if __name__ == "__main__":
-    log("started")
-    server.run("stdio")
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        log(f"started on port {sys.argv[2]}")
+        server.run("streamable-http", port=int(sys.argv[2]))
+    else:
+        log("started")
+        server.run("stdio")
