@@ -271,6 +271,11 @@ async fn mcp_http_a_crashed_sdk_server_is_an_error_result_and_reconnected_when_b
     );
     server.wait_ended();
 
+    // Nothing listens on the port now: the connection is refused.
+    let refused = a.chat("http", "pid while down?").await.results();
+    let (_, ok, text) = &refused[0];
+    assert!(!ok && text.contains("MCP server pyhttp"), "{refused:#?}");
+
     let restarted = SdkServer::start(port);
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
