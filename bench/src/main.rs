@@ -8,7 +8,9 @@
 //! stream and a sample of the files written, and prints conversations/s, latency
 //! percentiles, time to first event, errors and the host's peak RSS for the three scenarios of
 //! the LangChain.js measurements, then the abuse scenario (a tool-call flood, a huge SSE line,
-//! partial request heads: `abuse`), the plugin boundary cost and the drop-in deploy time.
+//! partial request heads: `abuse`), the plugin boundary cost, one tool call through each path
+//! (plugin, MCP stdio, MCP over HTTP: `mcp_paths`, `--only mcp`, `--no-mcp`) and the drop-in
+//! deploy time.
 //! `--store postgres` runs S1–S3 on a throwaway PostgreSQL cluster instead of SQLite, and
 //! `--store both` on each, compared side by side (`store`).
 //! Figures, never pass/fail: the goals are printed beside them.
@@ -21,6 +23,7 @@ mod client;
 mod dropin;
 mod host;
 mod load;
+mod mcp_paths;
 mod report;
 mod store;
 mod upstream;
@@ -56,12 +59,16 @@ struct Options {
     /// Concurrent clients in S3.
     #[arg(long, default_value_t = 1000)]
     s3_clients: usize,
-    /// Only run these scenarios (`S1`, `S2`, `S3`, `abuse`; e.g. `--only S2`); repeat for more.
+    /// Only run these scenarios (`S1`, `S2`, `S3`, `abuse`, `mcp`; e.g. `--only S2`); repeat
+    /// for more.
     #[arg(long)]
     only: Vec<String>,
     /// Skip the plugin boundary measurement.
     #[arg(long)]
     no_boundary: bool,
+    /// Skip the tool call through each path (plugin, MCP stdio, MCP over HTTP).
+    #[arg(long)]
+    no_mcp: bool,
     /// Skip the drop-in folder measurement.
     #[arg(long)]
     no_dropin: bool,
@@ -134,6 +141,11 @@ async fn run(options: Options) -> anyhow::Result<()> {
         report::boundary(&boundary);
         Some(boundary)
     };
+    if options.selects("mcp") && !options.no_mcp {
+        println!();
+        let paths = mcp_paths::measure(&build, &upstream.base_url).await?;
+        report::mcp_paths(&paths);
+    }
     let dropin = if options.no_dropin {
         None
     } else {

@@ -11,6 +11,7 @@ use crate::{
     client::Ending,
     host::ABUSE_HEADER_READ_TIMEOUT_SECS,
     load::Outcome,
+    mcp_paths::McpPaths,
     store::Backend,
     upstream::{FLOOD_CALLS, FLOOD_FILE, HUGE_LINE_BYTES},
     watch::PROBE_TIMEOUT,
@@ -402,6 +403,35 @@ pub(crate) fn boundary(b: &Boundary) {
     println!(
         "    of which a spawn_blocking round trip (empty closure, same runtime)  {:>8.0} ns",
         ns(b.handoff)
+    );
+}
+
+/// One tool call through each path, side by side.
+pub(crate) fn mcp_paths(p: &McpPaths) {
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!("one tool call through each path: read_path_meta on a 5-byte file, one client, median per call");
+    let line = |name: &str, d: Duration, what: &str| {
+        println!(
+            "  {name:<18} {:>8.1} µs   {:>+8.1} µs over the plugin   {:>7.0} calls/s   {what}",
+            us(d),
+            us(d) - us(p.plugin),
+            1.0 / d.as_secs_f64()
+        );
+    };
+    line(
+        "plugin",
+        p.plugin,
+        "invoke: schema, permit, spawn_blocking, the .so's call",
+    );
+    line(
+        "MCP stdio",
+        p.stdio,
+        "+ JSON-RPC over pipes to `rojos mcp`, its invoke, the result back",
+    );
+    line(
+        "MCP over HTTP",
+        p.http,
+        "+ a POST on loopback to a host's /mcp (token check, session), its invoke, the answer",
     );
 }
 

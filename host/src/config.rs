@@ -22,7 +22,7 @@ mod provider;
 mod raw;
 mod store;
 
-pub use mcp::{McpServerConfig, PerProject};
+pub use mcp::{HttpServer, McpServerConfig, McpTransport, PerProject, StdioServer};
 pub use provider::ProviderConfig;
 pub use store::StoreConfig;
 
@@ -101,7 +101,7 @@ pub struct Config {
     pub max_conversation_page_bytes: usize,
     /// Chats each token may start per minute (`429` beyond); `None`: no rate limit.
     pub rate_limit_per_minute: Option<u32>,
-    /// The stdio MCP servers whose tools join the registry (`[mcp.servers.*]`), by name.
+    /// The MCP servers (stdio or Streamable HTTP) whose tools join the registry (`[mcp.servers.*]`), by name.
     pub mcp_servers: Vec<McpServerConfig>,
 }
 
@@ -1039,9 +1039,12 @@ tools = ["list_files"]
             panic!("one server expected: {:?}", config.mcp_servers)
         };
         assert_eq!(server.name, "files");
-        assert_eq!(server.args, ["-y", "server"]);
-        assert_eq!(server.env["LEVEL"].expose(), "warn");
-        assert_eq!(server.env["TOKEN"].expose(), "sk-secret");
+        let McpTransport::Stdio(stdio) = &server.transport else {
+            panic!("a command server is a stdio one: {server:?}")
+        };
+        assert_eq!(stdio.args, ["-y", "server"]);
+        assert_eq!(stdio.env["LEVEL"].expose(), "warn");
+        assert_eq!(stdio.env["TOKEN"].expose(), "sk-secret");
         assert_eq!(server.start_timeout, Duration::from_secs(30));
         assert!(!format!("{server:?}").contains("sk-secret"));
     }
@@ -1066,6 +1069,62 @@ tools = ["list_files"]
         assert_eq!(
             with("[mcp.servers.files]\ncommand = \" \""),
             "mcp.servers.files.command: must not be empty"
+        );
+    }
+
+    #[test]
+    fn url_servers_are_read_with_headers_from_the_environment() {
+        let config = parse(&format!(
+            "{GOOD}\n[mcp.servers.peer]\nurl = \"https://mcp.example.com/mcp\"\nheaders = {{ X-Team = \"a\" }}\nheaders_from = {{ Authorization = \"TEST_KEY\" }}\nstart_timeout_secs = 5\n"
+        ))
+        .unwrap();
+        let [server] = config.mcp_servers.as_slice() else {
+            panic!("one server expected: {:?}", config.mcp_servers)
+        };
+        let McpTransport::Http(http) = &server.transport else {
+            panic!("a url server is an HTTP one: {server:?}")
+        };
+        assert_eq!(http.url, "https://mcp.example.com/mcp");
+        assert_eq!(http.headers["X-Team"].expose(), "a");
+        assert_eq!(http.headers["Authorization"].expose(), "sk-secret");
+        assert_eq!(server.start_timeout, Duration::from_secs(5));
+        assert!(server.per_project.is_none());
+        assert!(!format!("{server:?}").contains("sk-secret"));
+    }
+
+    #[test]
+    fn bad_url_servers_are_refused_saying_why() {
+        let with = |table: &str| error(&format!("{GOOD}\n[mcp.servers.peer]\n{table}"));
+        assert!(with("command = \"x\"\nurl = \"http://h/mcp\"").starts_with(
+            "mcp.servers.peer: set either command (a stdio server Rojos starts) or url"
+        ));
+        assert!(with("args = [\"x\"]")
+            .starts_with("mcp.servers.peer: set command (a stdio server Rojos starts) or url"));
+        assert!(with("url = \"http://h/mcp\"\nargs = [\"x\"]").starts_with(
+            "mcp.servers.peer: args, env and env_from apply only to a command server"
+        ));
+        assert!(
+            with("url = \"http://h/mcp\"\nenv_from = { A = \"TEST_KEY\" }")
+                .starts_with("mcp.servers.peer: args, env and env_from apply only")
+        );
+        assert!(with("command = \"x\"\nheaders = { A = \"b\" }")
+            .starts_with("mcp.servers.peer: headers and headers_from apply only to a url server"));
+        assert_eq!(
+            with("url = \"ftp://h/mcp\""),
+            "mcp.servers.peer.url: \"ftp://h/mcp\" is not an http:// or https:// URL with a host"
+        );
+        assert!(
+            with("url = \"not a url\"").starts_with("mcp.servers.peer.url: \"not a url\" is not")
+        );
+        assert!(with("url = \"http://h/{project_root}/mcp\"")
+            .starts_with("mcp.servers.peer: {project_root} is not replaced in a url"));
+        assert_eq!(
+            with("url = \"http://h/mcp\"\nheaders_from = { Authorization = \"NOPE\" }"),
+            "mcp.servers.peer.headers_from.Authorization: the environment variable NOPE is not set"
+        );
+        assert!(
+            with("url = \"http://h/mcp\"\nheaders = { \"bad name\" = \"v\" }")
+                .starts_with("mcp.servers.peer.headers.bad name: is not a valid HTTP header name")
         );
     }
 

@@ -25,7 +25,8 @@
 //!   with its limits on slow and idle connections.
 //! - [`mcp`]: Rojos as an MCP server: a rojo's tools listed and called on one project
 //!   through the agent's confined call path (served over HTTP at `/mcp/{projectId}`); and
-//!   `mcp::client`, the stdio MCP servers of `[mcp.servers.*]` as tool sources.
+//!   `mcp::client`, the MCP servers of `[mcp.servers.*]` (stdio or Streamable HTTP) as tool
+//!   sources.
 //! - [`metrics`]: the Prometheus counters and histograms `GET /metrics` renders.
 //!
 //! [`serve`] runs the server on a bound listener until `shutdown` completes; the binary and

@@ -1,6 +1,7 @@
-//! `[mcp.servers.NAME]`: the stdio MCP servers whose tools join the registry
-//! (`docs/mcp.md`, "MCP servers as tool sources"). A server's name becomes the prefix of its
-//! tools' names, so it is held to the characters a tool name may use.
+//! `[mcp.servers.NAME]`: the MCP servers whose tools join the registry (`docs/mcp.md`, "MCP
+//! servers as tool sources"), each reached over stdio (`command`) or Streamable HTTP (`url`).
+//! A server's name becomes the prefix of its tools' names, so it is held to the characters a
+//! tool name may use.
 
 use std::{collections::BTreeMap, path::Path, time::Duration};
 
@@ -11,11 +12,32 @@ use crate::secret::Secret;
 /// (`docs/mcp.md`, "Per-project servers").
 const PROJECT_ROOT: &str = "{project_root}";
 
-/// One configured stdio MCP server.
+/// One configured MCP server.
 #[derive(Debug, Clone)]
 pub struct McpServerConfig {
     /// The name in `[mcp.servers.NAME]`, the prefix of its tools' names.
     pub name: String,
+    /// How it is reached: a process of ours, or a URL.
+    pub transport: McpTransport,
+    /// How long starting it (process or connection, MCP handshake and tool list) may take.
+    pub start_timeout: Duration,
+    /// Set when a stdio server's `args` or `env` hold `{project_root}`: one process per
+    /// project.
+    pub per_project: Option<PerProject>,
+}
+
+/// How an MCP server is reached.
+#[derive(Debug, Clone)]
+pub enum McpTransport {
+    /// A child process speaking MCP on its stdin and stdout (`command`).
+    Stdio(StdioServer),
+    /// A Streamable HTTP endpoint (`url`).
+    Http(HttpServer),
+}
+
+/// A stdio server's process.
+#[derive(Debug, Clone)]
+pub struct StdioServer {
     /// The program to start (looked up in `PATH` when it has no `/`).
     pub command: String,
     /// Its arguments.
@@ -23,10 +45,16 @@ pub struct McpServerConfig {
     /// Variables set for it: `env`'s plain values and `env_from`'s values read from the
     /// host's environment (secrets), on top of a few inherited ones (`docs/mcp.md`).
     pub env: BTreeMap<String, Secret>,
-    /// How long starting it (process and MCP handshake and tool list) may take.
-    pub start_timeout: Duration,
-    /// Set when `args` or `env` hold `{project_root}`: one process per project.
-    pub per_project: Option<PerProject>,
+}
+
+/// A Streamable HTTP server's endpoint.
+#[derive(Debug, Clone)]
+pub struct HttpServer {
+    /// The endpoint, `http://` or `https://`.
+    pub url: String,
+    /// Headers sent with every request: `headers`' plain values and `headers_from`'s values
+    /// read from the host's environment (secrets, e.g. `Authorization`).
+    pub headers: BTreeMap<String, Secret>,
 }
 
 /// The limits of a per-project server's processes.
@@ -39,15 +67,19 @@ pub struct PerProject {
 }
 
 impl McpServerConfig {
-    /// This config with `{project_root}` replaced by `root` in `args` and `env` values.
+    /// This config with `{project_root}` replaced by `root` in a stdio server's `args` and
+    /// `env` values (an HTTP server has none).
     #[must_use]
     pub fn for_root(&self, root: &Path) -> McpServerConfig {
         let root = root.to_string_lossy();
         let mut config = self.clone();
-        for arg in &mut config.args {
+        let McpTransport::Stdio(stdio) = &mut config.transport else {
+            return config;
+        };
+        for arg in &mut stdio.args {
             *arg = arg.replace(PROJECT_ROOT, &root);
         }
-        for value in config.env.values_mut() {
+        for value in stdio.env.values_mut() {
             if value.expose().contains(PROJECT_ROOT) {
                 *value = Secret::new(value.expose().replace(PROJECT_ROOT, &root));
             }
@@ -79,23 +111,23 @@ fn parse_server(
              prefixes its tools' names)",
         ));
     }
-    if raw.command.trim().is_empty() {
-        return Err(invalid(format!("{key}.command"), "must not be empty"));
-    }
-    let mut variables: BTreeMap<String, Secret> = raw
-        .env
-        .iter()
-        .map(|(k, v)| (k.clone(), Secret::new(v.clone())))
-        .collect();
-    for (variable, source) in &raw.env_from {
-        let Some(value) = env(source) else {
+    let transport = match (&raw.command, &raw.url) {
+        (Some(command), None) => McpTransport::Stdio(parse_stdio(&key, command, raw, env)?),
+        (None, Some(url)) => McpTransport::Http(parse_http(&key, url, raw, env)?),
+        (Some(_), Some(_)) => {
             return Err(invalid(
-                format!("{key}.env_from.{variable}"),
-                format!("the environment variable {source} is not set"),
-            ));
-        };
-        variables.insert(variable.clone(), Secret::new(value));
-    }
+                &key,
+                "set either command (a stdio server Rojos starts) or url (a Streamable HTTP \
+                 server), not both",
+            ))
+        }
+        (None, None) => {
+            return Err(invalid(
+                &key,
+                "set command (a stdio server Rojos starts) or url (a Streamable HTTP server)",
+            ))
+        }
+    };
     let start_timeout = seconds_key(
         &format!("{key}.start_timeout_secs"),
         raw.start_timeout_secs,
@@ -117,12 +149,117 @@ fn parse_server(
     };
     Ok(McpServerConfig {
         name: name.to_owned(),
-        command: raw.command.clone(),
-        args: raw.args.clone(),
-        env: variables,
+        transport,
         start_timeout,
         per_project,
     })
+}
+
+fn parse_stdio(
+    key: &str,
+    command: &str,
+    raw: &RawMcpServer,
+    env: EnvLookup<'_>,
+) -> Result<StdioServer, ConfigError> {
+    if command.trim().is_empty() {
+        return Err(invalid(format!("{key}.command"), "must not be empty"));
+    }
+    if !raw.headers.is_empty() || !raw.headers_from.is_empty() {
+        return Err(invalid(
+            key,
+            "headers and headers_from apply only to a url server; a command server gets \
+             its secrets through env and env_from",
+        ));
+    }
+    let mut variables = plain_secrets(&raw.env);
+    variables.extend(secrets_from(
+        &format!("{key}.env_from"),
+        &raw.env_from,
+        env,
+    )?);
+    Ok(StdioServer {
+        command: command.to_owned(),
+        args: raw.args.clone(),
+        env: variables,
+    })
+}
+
+fn parse_http(
+    key: &str,
+    url: &str,
+    raw: &RawMcpServer,
+    env: EnvLookup<'_>,
+) -> Result<HttpServer, ConfigError> {
+    if !raw.args.is_empty() || !raw.env.is_empty() || !raw.env_from.is_empty() {
+        return Err(invalid(
+            key,
+            "args, env and env_from apply only to a command server; a url server is not \
+             started by Rojos (send its secrets with headers_from)",
+        ));
+    }
+    if url.contains(PROJECT_ROOT) || raw.headers.values().any(|v| v.contains(PROJECT_ROOT)) {
+        return Err(invalid(
+            key,
+            "{project_root} is not replaced in a url: a remote server cannot see this \
+             host's project folders; use a command server for per-project instances",
+        ));
+    }
+    let scheme_ok = url::Url::parse(url).is_ok_and(|u| {
+        matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty())
+    });
+    if !scheme_ok {
+        return Err(invalid(
+            format!("{key}.url"),
+            format!("{url:?} is not an http:// or https:// URL with a host"),
+        ));
+    }
+    let mut headers = plain_secrets(&raw.headers);
+    headers.extend(secrets_from(
+        &format!("{key}.headers_from"),
+        &raw.headers_from,
+        env,
+    )?);
+    for (header, value) in &headers {
+        let valid = axum::http::HeaderName::try_from(header.as_str()).is_ok()
+            && axum::http::HeaderValue::try_from(value.expose()).is_ok();
+        if !valid {
+            return Err(invalid(
+                format!("{key}.headers.{header}"),
+                "is not a valid HTTP header name, or its value has characters a header \
+                 may not hold (e.g. a line break)",
+            ));
+        }
+    }
+    Ok(HttpServer {
+        url: url.to_owned(),
+        headers,
+    })
+}
+
+/// `values` as secrets (so they never show in logs, though they were written in the file).
+fn plain_secrets(values: &BTreeMap<String, String>) -> BTreeMap<String, Secret> {
+    values
+        .iter()
+        .map(|(k, v)| (k.clone(), Secret::new(v.clone())))
+        .collect()
+}
+
+/// `sources`' values read from the host's environment: name → variable's whole value.
+fn secrets_from(
+    key: &str,
+    sources: &BTreeMap<String, String>,
+    env: EnvLookup<'_>,
+) -> Result<BTreeMap<String, Secret>, ConfigError> {
+    sources
+        .iter()
+        .map(|(name, source)| match env(source) {
+            Some(value) => Ok((name.clone(), Secret::new(value))),
+            None => Err(invalid(
+                format!("{key}.{name}"),
+                format!("the environment variable {source} is not set"),
+            )),
+        })
+        .collect()
 }
 
 fn parse_per_project(key: &str, raw: &RawMcpServer) -> Result<PerProject, ConfigError> {
@@ -169,14 +306,19 @@ mod tests {
     fn project_root_is_replaced_in_args_and_env_values() {
         let config = McpServerConfig {
             name: "docs".to_owned(),
-            command: "x".to_owned(),
-            args: vec!["--root={project_root}".to_owned(), "-v".to_owned()],
-            env: BTreeMap::from([("DIR".to_owned(), Secret::new("{project_root}/sub"))]),
+            transport: McpTransport::Stdio(StdioServer {
+                command: "x".to_owned(),
+                args: vec!["--root={project_root}".to_owned(), "-v".to_owned()],
+                env: BTreeMap::from([("DIR".to_owned(), Secret::new("{project_root}/sub"))]),
+            }),
             start_timeout: Duration::from_secs(1),
             per_project: None,
         };
         let config = config.for_root(Path::new("/s/p/root"));
-        assert_eq!(config.args, ["--root=/s/p/root", "-v"]);
-        assert_eq!(config.env["DIR"].expose(), "/s/p/root/sub");
+        let McpTransport::Stdio(stdio) = config.transport else {
+            panic!("a stdio server stays one")
+        };
+        assert_eq!(stdio.args, ["--root=/s/p/root", "-v"]);
+        assert_eq!(stdio.env["DIR"].expose(), "/s/p/root/sub");
     }
 }

@@ -34,17 +34,22 @@ pub(super) struct RawMcp {
     pub(super) servers: BTreeMap<String, RawMcpServer>,
 }
 
-/// `[mcp.servers.NAME]`: one stdio MCP server.
+/// `[mcp.servers.NAME]`: one MCP server, stdio (`command`) or Streamable HTTP (`url`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawMcpServer {
-    pub(super) command: String,
+    pub(super) command: Option<String>,
     #[serde(default)]
     pub(super) args: Vec<String>,
     #[serde(default)]
     pub(super) env: BTreeMap<String, String>,
     #[serde(default)]
     pub(super) env_from: BTreeMap<String, String>,
+    pub(super) url: Option<String>,
+    #[serde(default)]
+    pub(super) headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub(super) headers_from: BTreeMap<String, String>,
     pub(super) start_timeout_secs: Option<f64>,
     pub(super) max_running: Option<usize>,
     pub(super) idle_shutdown_secs: Option<f64>,

@@ -20,6 +20,7 @@ mod limits;
 mod load;
 mod mcp_client;
 mod mcp_conformance;
+mod mcp_http;
 mod mcp_server;
 mod metrics;
 mod model_turns;

@@ -41,7 +41,7 @@ const PYTOOLS: [&str; 9] = [
 ];
 
 /// Fails (never skips) when python3 or the SDK is missing.
-fn require_python_sdk() {
+pub(crate) fn require_python_sdk() {
     let found = Command::new("python3")
         .args(["-c", "import mcp.server.mcpserver"])
         .output();

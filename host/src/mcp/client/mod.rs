@@ -1,15 +1,17 @@
-//! Rojos as an MCP client (`docs/mcp.md`, "MCP servers as tool sources"): the stdio servers
-//! of `[mcp.servers.*]` are started with the host, their tools enter the registry as
+//! Rojos as an MCP client (`docs/mcp.md`, "MCP servers as tool sources"): the servers of
+//! `[mcp.servers.*]` (stdio or Streamable HTTP) are started or connected to with the host, their tools enter the registry as
 //! `SERVER__TOOL` beside the plugins', and a chat's call to one runs through the same
 //! dispatch as a plugin call (`agent::dispatch`).
 //!
-//! `process` starts one server (child process, stderr to the log, handshake, tool list);
+//! `process` starts one server (child process, stderr to the log, handshake, tool list) and
+//! `http` connects to one over Streamable HTTP, both giving the same session;
 //! `lists` carries a server's later tool lists (`list_changed`, restarts, late starts);
 //! `server` keeps one server's session and restarts it after a crash; `tools` is the naming
 //! rule and one call; `projects` is a per-project server's instances (`{project_root}`);
 //! `runtime` is the thread whose runtime owns the child processes, so
 //! the servers live as long as the host whatever runtime (or none) started it.
 
+mod http;
 mod lists;
 mod process;
 mod projects;

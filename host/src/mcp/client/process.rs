@@ -1,8 +1,10 @@
-//! Starting one stdio MCP server: the child process (the leader of a process group of its
-//! own, so ending it kills whatever it started too; killed when dropped; with only a few
-//! inherited environment variables), its stderr forwarded to the log under the server's
-//! name, rmcp's client handshake and the server's tool list, all within the configured
-//! start time-out.
+//! Starting one MCP server's session, whatever its transport, and ending it. A stdio server
+//! is a child process (the leader of a process group of its own, so ending it kills whatever
+//! it started too; killed when dropped; with only a few inherited environment variables),
+//! its stderr forwarded to the log under the server's name; a Streamable HTTP server is
+//! connected to by `super::http`. Then rmcp's client handshake and the server's tool list,
+//! all within the configured start time-out. Both give the same [`Session`], so restarts,
+//! time-outs and calls (`super::server`) do not know the transport.
 
 use std::{process::Stdio, time::Duration};
 
@@ -16,14 +18,35 @@ use rmcp::{
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::lists::ListFeed;
-use crate::config::McpServerConfig;
+use crate::config::{McpServerConfig, McpTransport, StdioServer};
 
 /// A running server's client session, and its process group.
 pub(super) struct Session {
     service: RunningService<RoleClient, ListFeed>,
-    /// The process group the server leads (its pid), killed as a whole when the session is
-    /// stopped: the server may be gone already while what it started still runs.
+    /// The process group a stdio server leads (its pid), killed as a whole when the session
+    /// is stopped: the server may be gone already while what it started still runs. `None`
+    /// for an HTTP server, which is not ours to kill.
     group: Option<u32>,
+}
+
+impl Session {
+    /// The session of a server Rojos did not start (an HTTP one).
+    pub(super) fn remote(service: RunningService<RoleClient, ListFeed>) -> Session {
+        Session {
+            service,
+            group: None,
+        }
+    }
+
+    /// This session's tools, once the handshake is done.
+    pub(super) async fn listed(self) -> Result<(Session, Vec<Tool>), StartFailure> {
+        let tools = self
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| StartFailure::Handshake(format!("tools/list: {e}")))?;
+        Ok((self, tools))
+    }
 }
 
 impl std::ops::Deref for Session {
@@ -49,9 +72,28 @@ pub(super) enum StartFailure {
         /// The operating system's reason.
         reason: String,
     },
-    /// The process started but the MCP handshake or the tool list failed.
+    /// The process started (or the connection was made) but the MCP handshake or the tool
+    /// list failed.
     #[error("the MCP handshake failed: {0}")]
     Handshake(String),
+    /// An HTTP server refused the connection (nothing listens, or a proxy in the way).
+    #[error("cannot connect to {url}: {reason}; check that the server runs and the url is right")]
+    Unreachable {
+        /// The configured url.
+        url: String,
+        /// What the connection reported.
+        reason: String,
+    },
+    /// An HTTP server answered 401 Unauthorized or 403 Forbidden.
+    #[error("{url} answered {status}: {reason}; check the server's headers and headers_from (e.g. that the variable behind Authorization holds a valid \"Bearer …\" token for that server)")]
+    Unauthorized {
+        /// The configured url.
+        url: String,
+        /// "401 Unauthorized" or "403 Forbidden".
+        status: &'static str,
+        /// What the transport reported.
+        reason: String,
+    },
     /// Starting took longer than `start_timeout_secs`.
     #[error("it did not answer within {0:.1} s")]
     Timeout(f64),
@@ -73,6 +115,14 @@ async fn connect(
     config: &McpServerConfig,
     feed: ListFeed,
 ) -> Result<(Session, Vec<Tool>), StartFailure> {
+    match &config.transport {
+        McpTransport::Stdio(stdio) => spawn(&config.name, stdio, feed).await?.listed().await,
+        McpTransport::Http(http) => super::http::connect(http, feed).await?.listed().await,
+    }
+}
+
+/// Starts a stdio server's process and does the handshake.
+async fn spawn(name: &str, config: &StdioServer, feed: ListFeed) -> Result<Session, StartFailure> {
     let mut command = tokio::process::Command::new(&config.command);
     command.args(&config.args).env_clear();
     for name in INHERITED {
@@ -93,20 +143,14 @@ async fn connect(
             reason: e.to_string(),
         })?;
     if let Some(stderr) = stderr {
-        tokio::spawn(forward_stderr(config.name.clone(), stderr));
+        tokio::spawn(forward_stderr(name.to_owned(), stderr));
     }
     let group = transport.id();
     let service = feed
         .serve(transport)
         .await
         .map_err(|e| StartFailure::Handshake(e.to_string()))?;
-    let session = Session { service, group };
-    let tools = session
-        .peer()
-        .list_all_tools()
-        .await
-        .map_err(|e| StartFailure::Handshake(format!("tools/list: {e}")))?;
-    Ok((session, tools))
+    Ok(Session { service, group })
 }
 
 /// Logs each line the server writes on stderr, with its name, until the pipe closes.
@@ -117,15 +161,16 @@ async fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
     }
 }
 
-/// Ends `session` politely (closing the server's stdin), then kills what is left of its
-/// process group.
+/// Ends `session` politely (closing a stdio server's stdin; for an HTTP server, rmcp sends
+/// the session's DELETE), within 3 s, then kills what is left of a stdio server's process
+/// group.
 pub(super) async fn stop(session: Session) {
     let Session { service, group } = session;
     if tokio::time::timeout(Duration::from_secs(3), service.cancel())
         .await
         .is_err()
     {
-        tracing::warn!("an MCP server did not stop within 3 s; it is killed");
+        tracing::warn!("an MCP server did not end its session within 3 s; it is left (a stdio server is killed)");
     }
     let leader = group
         .and_then(|id| i32::try_from(id).ok())

@@ -1,4 +1,4 @@
-"""A stdio MCP server of the tests' own (official Python SDK, MCPServer), started by rojos as
+"""An MCP server of the tests' own (official Python SDK, MCPServer), started by rojos as
 `[mcp.servers.pytools]`: tools that answer, refuse, raise, crash the process and hang, each
 logging its calls on stderr so the tests can tell what reached the server; and tools that
 change its tool list (`add_tool`, `remove_tool`), sending `notifications/tools/list_changed`.
@@ -6,7 +6,11 @@ change its tool list (`add_tool`, `remove_tool`), sending `notifications/tools/l
 Two environment variables shape a start: `PYTOOLS_EXTRA_TOOLS_FILE`, a file whose lines name
 tools to register at start (when it exists); `PYTOOLS_START_ONLY_IF`, a file without which
 the server exits at once with status 1; `PYTOOLS_START_DELAY_SECS`, seconds to wait before
-answering the handshake (a slow start, as `npx` fetching a package)."""
+answering the handshake (a slow start, as `npx` fetching a package).
+
+`tool_server.py` serves over stdio; `tool_server.py --http PORT` serves the same tools over
+Streamable HTTP at `http://127.0.0.1:PORT/mcp` (started by the tests, reached by rojos's
+`url`)."""
 
 import os
 import subprocess
@@ -121,5 +125,9 @@ if __name__ == "__main__":
         with open(extras) as names:
             for name in filter(None, (line.strip() for line in names)):
                 server.add_tool(extra_tool(name), name=name, description=f"The extra tool {name}.")
-    log("started")
-    server.run("stdio")
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        log(f"started on port {sys.argv[2]}")
+        server.run("streamable-http", port=int(sys.argv[2]))
+    else:
+        log("started")
+        server.run("stdio")
