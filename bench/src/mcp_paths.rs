@@ -76,10 +76,10 @@ pub(crate) async fn measure(build: &Path, provider_url: &str) -> anyhow::Result<
     }
     let tool = |name: &str| -> anyhow::Result<Arc<McpTool>> {
         clients
-            .tools
-            .iter()
+            .listed_tools()
+            .into_iter()
+            .flat_map(|(_, tools)| tools)
             .find(|t| t.name == name)
-            .cloned()
             .with_context(|| format!("no MCP tool {name}"))
     };
     let (stdio, http) = (
