@@ -68,7 +68,10 @@ async fn deleting_removes_the_conversation_and_its_messages_only(backend: Backen
     assert!(!store.delete(&gone).await.unwrap(), "already gone");
 
     assert_eq!(store.get(&gone).await.unwrap(), None);
-    assert_eq!(ids(&store.list("demo", 10).await.unwrap()), [kept.clone()]);
+    assert_eq!(
+        ids(&store.list("demo", 10).await.unwrap()),
+        std::slice::from_ref(&kept)
+    );
     assert_eq!(
         fx.query_i64(&format!(
             "SELECT count(*) FROM messages WHERE conversation_id = '{gone}'"
@@ -151,7 +154,7 @@ async fn search_takes_wildcards_and_quotes_literally(backend: Backend) {
 
     for text in ["100%", "a_b", "\"quoted\"", "\\ back"] {
         let found = store.search("demo", text, 10).await.unwrap();
-        assert_eq!(ids(&found), [percent.clone()], "{text}");
+        assert_eq!(ids(&found), std::slice::from_ref(&percent), "{text}");
     }
     assert_eq!(store.search("demo", "%", 10).await.unwrap().len(), 1);
     assert_eq!(store.search("demo", "_", 10).await.unwrap().len(), 1);
@@ -278,7 +281,7 @@ async fn sqlite_search_ignores_case_beyond_ascii() {
     store.append(&id, vec![assistant("Ünïcode")]).await.unwrap();
     assert_eq!(
         ids(&store.search("demo", "école", 10).await.unwrap()),
-        [id.clone()]
+        std::slice::from_ref(&id)
     );
     assert_eq!(ids(&store.search("demo", "ünÏ", 10).await.unwrap()), [id]);
 }

@@ -127,7 +127,19 @@ impl Run<'_> {
             first.push(assistant_text_message(INTERRUPTED));
         }
         first.push(user_message(&self.request.message));
-        self.store(first).await?;
+        match self.request.replace_from {
+            None => self.store(first).await?,
+            // The dropped messages and this step go together: if storing fails, nothing is
+            // dropped (`ConversationStore::replace_from`).
+            Some(from) => {
+                let store = &self.agent.store;
+                store
+                    .replace_from(&self.request.conversation, from, first.clone())
+                    .await?;
+                self.history_bytes += history::stored_size(&first);
+                self.history.extend(first);
+            }
+        }
         let rojo = &self.request.rojo;
         let client = &self.request.client;
         let root = match self.agent.storage.project_root(&self.request.project) {

@@ -12,6 +12,7 @@ mod metrics;
 mod ndjson;
 mod panel;
 mod projects;
+mod replace;
 mod rojos;
 pub(crate) mod server;
 mod tools;
@@ -34,7 +35,12 @@ pub fn router(state: AppState) -> Router {
         .route("/tools", get(tools::list))
         .route("/chat", post(chat::chat))
         .route("/metrics", get(metrics::get))
-        .route("/conversations/{id}", get(conversations::get))
+        .route(
+            "/conversations/{id}",
+            get(conversations::get)
+                .patch(conversations::rename)
+                .delete(conversations::delete),
+        )
         .route("/conversations", get(conversations::list))
         .route("/rojos", get(rojos::list))
         .route("/projects", get(projects::list))
