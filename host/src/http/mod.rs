@@ -47,6 +47,14 @@ pub fn router(state: AppState) -> Router {
         .route("/", get(panel::index))
         .route("/assets/panel.js", get(panel::script))
         .route("/assets/panel.css", get(panel::style))
+        .route(
+            "/assets/panel-conversations.js",
+            get(panel::conversations_script),
+        )
+        .route(
+            "/assets/panel-conversations.css",
+            get(panel::conversations_style),
+        )
         .merge(mcp::routes(&state))
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(TraceLayer::new_for_http())

@@ -11,6 +11,9 @@ use axum::{
 const HTML: &str = include_str!("../../assets/panel.html");
 const SCRIPT: &str = include_str!("../../assets/panel.js");
 const STYLE: &str = include_str!("../../assets/panel.css");
+/// Conversation management: the sidebar's menu and search, Regenerate and Edit.
+const CONVERSATIONS_SCRIPT: &str = include_str!("../../assets/panel-conversations.js");
+const CONVERSATIONS_STYLE: &str = include_str!("../../assets/panel-conversations.css");
 
 /// The policy every panel response carries.
 pub(super) const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
@@ -30,6 +33,16 @@ pub(super) async fn script() -> Response {
 /// `GET /assets/panel.css`: the page's style sheet.
 pub(super) async fn style() -> Response {
     asset("text/css; charset=utf-8", STYLE)
+}
+
+/// `GET /assets/panel-conversations.js`: conversation management.
+pub(super) async fn conversations_script() -> Response {
+    asset("text/javascript; charset=utf-8", CONVERSATIONS_SCRIPT)
+}
+
+/// `GET /assets/panel-conversations.css`: its style sheet.
+pub(super) async fn conversations_style() -> Response {
+    asset("text/css; charset=utf-8", CONVERSATIONS_STYLE)
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
@@ -61,6 +74,8 @@ mod tests {
             (index().await, "text/html"),
             (script().await, "text/javascript"),
             (style().await, "text/css"),
+            (conversations_script().await, "text/javascript"),
+            (conversations_style().await, "text/css"),
         ] {
             let headers = response.headers();
             assert!(headers[header::CONTENT_TYPE]
@@ -79,9 +94,12 @@ mod tests {
         assert!(HTML.contains(r#"<script src="/assets/panel.js""#));
         assert!(HTML.contains(r#"href="/assets/panel.css""#));
         assert!(!HTML.contains("http://") && !HTML.contains("https://"));
-        assert!(
-            !SCRIPT.contains("innerHTML"),
-            "model text is set as text only"
-        );
+        assert!(HTML.contains(r#"<script src="/assets/panel-conversations.js" defer>"#));
+        for script in [SCRIPT, CONVERSATIONS_SCRIPT] {
+            assert!(
+                !script.contains("innerHTML"),
+                "model text is set as text only"
+            );
+        }
     }
 }

@@ -67,7 +67,8 @@ pub(super) fn check_body(
              to send a different one",
         ),
         (_, Some(message)) if !message.trim().is_empty() => Ok(Some(message)),
-        _ => bad("message must not be empty"),
+        (_, Some(_)) => bad("message must not be empty"),
+        (_, None) => bad("invalid body: missing field `message` (the text to send)"),
     }
 }
 

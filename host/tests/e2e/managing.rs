@@ -441,7 +441,10 @@ async fn regenerate_and_edit_are_refused_with_400_403_404_and_409_without_touchi
             "regenerate and editLast cannot be combined: regenerate sends the last message \
              again, editLast sends a new one in its place",
         ),
-        (with(json!({"editLast": true})), "message must not be empty"),
+        (
+            with(json!({"editLast": true})),
+            "invalid body: missing field `message` (the text to send)",
+        ),
         (
             json!({"projectId": "demo", "regenerate": true}),
             "regenerate and editLast need the conversationId of the conversation to change",
@@ -477,4 +480,48 @@ async fn regenerate_and_edit_are_refused_with_400_403_404_and_409_without_touchi
         ])
     );
     upstream.assert_consumed();
+}
+
+#[tokio::test]
+async fn a_failed_runs_note_is_stored_for_the_panel_but_never_sent_upstream() {
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::status(400, "the provider refused"),
+        Turn::text("fine now"),
+    ])
+    .await;
+    let host = TestHost::start(HostConfig::builtins().upstream(&upstream)).await;
+    let failed = Stream::read(
+        host.chat(json!({"projectId": "demo", "message": "one"}))
+            .await,
+    )
+    .await;
+    let (id, stop) = failed.done();
+    assert_eq!(stop, "provider_error");
+    let error = failed.errors()[0].clone();
+
+    let body = json!({"projectId": "demo", "conversationId": id, "message": "two"});
+    Stream::read(host.chat(body).await).await;
+
+    let stored = host.stored_messages(&id).await;
+    assert_eq!(
+        stored[1],
+        json!({"role": "assistant", "content": format!("(no answer: {error})"),
+               "rojos": {"error": error, "noAnswer": true}})
+    );
+    let sent = upstream.received()[1].body["messages"].clone();
+    assert!(
+        sent.as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m.get("rojos").is_none()),
+        "{sent}"
+    );
+    assert_eq!(
+        content_of(sent.as_array().unwrap()),
+        pairs(&[
+            ("user", "one"),
+            ("assistant", &format!("(no answer: {error})")),
+            ("user", "two"),
+        ])
+    );
 }
