@@ -1,7 +1,9 @@
 //! Managing conversations over real HTTP: `PATCH` (rename), `DELETE` (refused `409` while a
 //! reply is written), `GET /conversations?q=` (search), and `POST /chat` with `regenerate` or
 //! `editLast` (the upstream sees the history without the replaced messages, the store keeps
-//! the new ones), each with its refusals: 400, 401, 403, 404, 409, 422.
+//! the new ones), each with its refusals: 400, 401, 403, 404, 409, 422. A failed run's
+//! note for the panel is stored but never sent upstream. The same on the real binary over a
+//! PostgreSQL store (its leases in the database).
 
 use std::time::Duration;
 
@@ -524,4 +526,75 @@ async fn a_failed_runs_note_is_stored_for_the_panel_but_never_sent_upstream() {
             ("user", "two"),
         ])
     );
+}
+
+/// `method url+path` with the all-projects token and an optional JSON body.
+async fn send_at(
+    url: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> reqwest::Response {
+    let mut request = client()
+        .request(method, format!("{url}{path}"))
+        .bearer_auth(TOKEN);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    request.send().await.expect("the host answers")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgresql_conversations_are_renamed_searched_regenerated_and_deleted() {
+    use crate::postgres::{cluster, config_dir, serve};
+    use crate::support::host::{chat_at, stored_messages_at};
+
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::text("first answer"),
+        Turn::text("second answer").chunk_delay(Duration::from_millis(700)),
+        Turn::text("second answer, regenerated"),
+    ])
+    .await;
+    let dir = config_dir(cluster(), &upstream);
+    let (_rojos, url) = serve(cluster(), &dir);
+    let first = json!({"projectId": "demo", "message": "Where is the README?"});
+    let (id, _) = Stream::read(chat_at(&url, &first).await).await.done();
+    let body = json!({"projectId": "demo", "conversationId": id, "message": "two"});
+    let writing = chat_at(&url, &body).await;
+    upstream.until_received(2).await;
+    let path = format!("/conversations/{id}");
+    let busy = send_at(&url, reqwest::Method::DELETE, &path, None).await;
+    assert_eq!(busy.status(), 409, "the run's lease is in the database");
+    Stream::read(writing).await;
+
+    let renamed = json!({"title": "Docs"});
+    let renamed = send_at(&url, reqwest::Method::PATCH, &path, Some(renamed)).await;
+    assert_eq!(renamed.status(), 204);
+    let search = "/conversations?projectId=demo&q=readme";
+    let found: Vec<Value> = send_at(&url, reqwest::Method::GET, search, None)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0]["title"], "Docs");
+
+    let again = json!({"projectId": "demo", "conversationId": id, "regenerate": true});
+    let stream = Stream::read(chat_at(&url, &again).await).await;
+    assert_eq!(stream.text(), "second answer, regenerated");
+    assert_eq!(
+        content_of(&stored_messages_at(&url, &id).await),
+        pairs(&[
+            ("user", "Where is the README?"),
+            ("assistant", "first answer"),
+            ("user", "two"),
+            ("assistant", "second answer, regenerated"),
+        ])
+    );
+
+    let deleted = send_at(&url, reqwest::Method::DELETE, &path, None).await;
+    assert_eq!(deleted.status(), 204);
+    let gone = send_at(&url, reqwest::Method::GET, &path, None).await;
+    assert_eq!(gone.status(), 404);
+    upstream.assert_consumed();
 }
