@@ -207,7 +207,7 @@ window.RojosConversations = (() => {
   // ---- regenerate and edit -----------------------------------------------------------------
 
   function lastUserBubble() {
-    const all = document.querySelectorAll('#thread .msg.user');
+    const all = document.querySelectorAll('#thread .msg.user:not(.refused)');
     return all.length ? all[all.length - 1] : null;
   }
 

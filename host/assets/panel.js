@@ -375,7 +375,9 @@
     if (state.conversationId) body.conversationId = state.conversationId;
     const replaced = (regenerate || editLast) && conv ? conv.hideReplaced() : null;
 
-    addUser(text);
+    const bubble = addUser(text);
+    // A message the server never took is not the conversation's last one for Edit/Regenerate.
+    const refused = () => bubble.classList.add('refused');
     if (!regenerate) el.input.value = '';
     autosize();
     setBusy(true);
@@ -391,6 +393,7 @@
       });
       if (!response.ok) {
         if (replaced) replaced.undo();
+        refused();
         addError(await errorText(response));
         if (response.status === 503) setTimeout(refreshRojos, 0);
         if (!regenerate) restoreText(text);
@@ -409,6 +412,7 @@
     } catch (e) {
       if (e instanceof AuthError) {
         if (replaced) replaced.undo();
+        refused();
         if (!regenerate) restoreText(text);
         if (conv) conv.restoreMode(mode);
       } else if (e.name === 'AbortError') {
@@ -416,6 +420,7 @@
         addNote('Stopped.');
       } else {
         if (replaced) replaced.undo();
+        refused();
         reply.finish('The connection failed before this call finished.');
         addError('Cannot reach the server: ' + e.message);
         if (!regenerate) restoreText(text);

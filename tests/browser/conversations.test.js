@@ -227,6 +227,11 @@ describe('managing conversations', () => {
     await waitIdle(page);
     assert.match((await transcript(page)).at(-1).text, /Cannot reach the server/);
     assert.equal(await page.inputValue('#input'), 'no network');
+    // Edit belongs to the last message the server took, not to the one that never reached it.
+    assert.equal(
+      await page.$eval('#edit-last', (b) => b.parentElement.previousElementSibling.dataset.text),
+      'this run fails',
+    );
     await page.unroute('**/chat');
 
     // A refusal: the conversation was deleted elsewhere (404).
