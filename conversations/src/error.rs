@@ -43,6 +43,25 @@ pub enum StoreError {
         reason: &'static str,
     },
 
+    /// A title given to `rename` is not acceptable; nothing was changed.
+    #[error("invalid title: {reason}")]
+    InvalidTitle {
+        /// What is wrong and what to do, e.g. `it is longer than 80 characters (93); shorten it`.
+        reason: String,
+    },
+
+    /// `replace_from` was asked to replace from a message index the conversation does not
+    /// reach; nothing was changed.
+    #[error("conversation '{id}' has {count} messages: it cannot be replaced from message {from}")]
+    ReplacePastEnd {
+        /// The conversation.
+        id: ConversationId,
+        /// The index asked for.
+        from: u64,
+        /// How many messages it holds.
+        count: u64,
+    },
+
     /// The database was written by a newer Rojos; this build must not touch it.
     #[error(
         "conversation database '{path}' has schema version {found}, newer than version {supported} that this build knows"

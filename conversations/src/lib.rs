@@ -9,7 +9,9 @@
 //! - `store`: the [`ConversationStore`] trait and the records it returns.
 //! - `id`: [`ConversationId`], the validated id newtype, and how new ids are made.
 //! - `error`: [`StoreError`], the one error type.
-//! - `title`: a conversation's title, taken from its first user message.
+//! - `title`: a conversation's title, taken from its first user message unless the user
+//!   gave one (`rename`); the checks of appended messages and given titles; the escaped
+//!   pattern of a search.
 //! - `lease`: [`RunLeases`], one run at a time per conversation, and its in-process
 //!   [`LocalRunLeases`].
 //! - `sqlite`: [`SqliteStore`]: connections (`pool`), schema and migrations

@@ -76,9 +76,10 @@ pub struct ConversationSummary {
     pub id: ConversationId,
     /// The rojo it was started with.
     pub rojo: String,
-    /// The text of its first user message, whitespace collapsed, cut to
+    /// The title the user gave it ([`ConversationStore::rename`]), or else the text of its
+    /// first user message, whitespace collapsed, cut to
     /// [`TITLE_MAX_CHARS`](crate::TITLE_MAX_CHARS) characters (ending in `…` when
-    /// cut); `None` until a user message with text is stored.
+    /// cut); `None` until either exists.
     pub title: Option<String>,
     /// When a step was last appended, or the creation time.
     #[serde(with = "time::serde::rfc3339")]
@@ -140,6 +141,52 @@ pub trait ConversationStore: Send + Sync {
     async fn list(
         &self,
         project_id: &str,
+        limit: usize,
+    ) -> Result<Vec<ConversationSummary>, StoreError>;
+
+    /// Stores the messages of one step in place of the conversation's messages from index
+    /// `from` (0 is the first) on: those are deleted and the step appended after the ones
+    /// kept, in one transaction, so either both happen or neither does. The stored size and
+    /// message count shrink by what was deleted. When `from` is 0 the derived title is
+    /// taken from the new step (a title given by `rename` is kept). This is how a chat
+    /// regenerates or edits its last message (`docs/api.md`).
+    ///
+    /// # Errors
+    ///
+    /// As [`ConversationStore::append`], and [`StoreError::ReplacePastEnd`] when `from` is
+    /// past the last message (nothing is changed).
+    async fn replace_from(
+        &self,
+        id: &ConversationId,
+        from: u64,
+        messages: Vec<Value>,
+    ) -> Result<(), StoreError>;
+
+    /// Gives the conversation the title `title` (trimmed), shown instead of the one its
+    /// first user message gives; `None` goes back to that one. Does not change its place in
+    /// the list.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::InvalidTitle`] for an empty title, one over
+    /// [`TITLE_MAX_CHARS`](crate::TITLE_MAX_CHARS) characters or one with a control
+    /// character; [`StoreError::NotFound`] for an unknown id.
+    async fn rename(&self, id: &ConversationId, title: Option<&str>) -> Result<(), StoreError>;
+
+    /// Deletes the conversation and all its messages. `Ok(false)` when no conversation has
+    /// this id. Refusing to delete a conversation a run is writing to is the caller's job
+    /// (hold its run lease while deleting).
+    async fn delete(&self, id: &ConversationId) -> Result<bool, StoreError>;
+
+    /// Up to `limit` conversations of `project_id` whose title or whose user or assistant
+    /// message text contains `text`, ignoring case, the most recently updated first. The
+    /// text is matched literally (`%` and `_` are no wildcards). Reads every message of the
+    /// project's conversations: meant for a person's history (thousands of messages), not
+    /// for millions.
+    async fn search(
+        &self,
+        project_id: &str,
+        text: &str,
         limit: usize,
     ) -> Result<Vec<ConversationSummary>, StoreError>;
 

@@ -1,5 +1,6 @@
 //! A conversation's title: the text of its first user message, made fit for a
-//! one-line list. Also checks that appended values look like OpenAI messages.
+//! one-line list, unless the user gave one (checked by [`check_custom_title`]). Also checks
+//! that appended values look like OpenAI messages, and makes the pattern of a text search.
 //! Pure functions over `serde_json::Value`; storage is the backend's job.
 
 use serde_json::Value;
@@ -26,6 +27,47 @@ pub(crate) fn check_messages(messages: &[Value]) -> Result<(), StoreError> {
         }
     }
     Ok(())
+}
+
+/// A title the user gave (`rename`), trimmed: 1 to [`TITLE_MAX_CHARS`] characters, none of
+/// them a control character (a line break or a tab would break the one-line list).
+pub(crate) fn check_custom_title(title: &str) -> Result<String, StoreError> {
+    let invalid = |reason: String| Err(StoreError::InvalidTitle { reason });
+    let title = title.trim();
+    if title.is_empty() {
+        return invalid(
+            "it is empty; give some text, or null to go back to the first message's text"
+                .to_owned(),
+        );
+    }
+    let chars = title.chars().count();
+    if chars > TITLE_MAX_CHARS {
+        return invalid(format!(
+            "it is longer than {TITLE_MAX_CHARS} characters ({chars}); shorten it"
+        ));
+    }
+    if let Some(c) = title.chars().find(|c| c.is_control()) {
+        return invalid(format!(
+            "it holds the control character {:?}; use one line of plain text",
+            c
+        ));
+    }
+    Ok(title.to_owned())
+}
+
+/// The `LIKE` pattern matching text that contains `text`, with `%`, `_` and the escape
+/// character `\` escaped (the statements say `ESCAPE '\'`), so they match themselves.
+pub(crate) fn contains_pattern(text: &str) -> String {
+    let mut pattern = String::with_capacity(text.len() + 2);
+    pattern.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
 }
 
 /// The title the first user message with text among `messages` gives, if any.
@@ -113,6 +155,32 @@ mod tests {
             json!({"role": "user", "content": null}),
         ];
         assert_eq!(title_of(&step), None);
+    }
+
+    #[test]
+    fn a_custom_title_is_trimmed_and_must_be_one_short_line() {
+        assert_eq!(check_custom_title("  Plan  ").unwrap(), "Plan");
+        assert_eq!(
+            check_custom_title(&"é".repeat(80)).unwrap().chars().count(),
+            80
+        );
+        let err = |t: &str| check_custom_title(t).unwrap_err().to_string();
+        assert_eq!(
+            err(&"é".repeat(81)),
+            "invalid title: it is longer than 80 characters (81); shorten it"
+        );
+        assert_eq!(
+            err("two\nlines"),
+            "invalid title: it holds the control character '\\n'; use one line of plain text"
+        );
+        assert!(err(" \t ").starts_with("invalid title: it is empty"));
+        assert!(err("bell\u{7}").contains("'\\u{7}'"));
+    }
+
+    #[test]
+    fn a_search_pattern_escapes_the_like_wildcards() {
+        assert_eq!(contains_pattern("50%_off\\"), "%50\\%\\_off\\\\%");
+        assert_eq!(contains_pattern("plain"), "%plain%");
     }
 
     #[test]

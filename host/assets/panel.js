@@ -32,7 +32,12 @@
     openSeq: 0,
     rojos: [],
     rojosTimer: null,
+    historySeq: 0,
   };
+
+  // Conversation management (panel-conversations.js, loaded before this file); absent, the
+  // panel works without it.
+  const conv = window.RojosConversations || null;
 
   // ---- small DOM helpers -------------------------------------------------------------------
 
@@ -74,6 +79,7 @@
 
   function addUser(text) {
     const m = node('div', 'msg user', text);
+    m.dataset.text = text; // what Edit puts back in the input
     return append(m);
   }
 
@@ -317,7 +323,8 @@
 
   function setBusy(busy) {
     state.busy = busy;
-    el.input.disabled = busy;
+    // The input stays on while a reply streams, so the next message can be drafted; only
+    // sending waits for DONE.
     el.send.disabled = busy;
     el.send.hidden = busy;
     el.stop.hidden = !busy;
@@ -327,19 +334,40 @@
     el.app.classList.toggle('busy', busy);
     showTyping(busy);
     if (!busy) el.input.focus();
+    if (conv) conv.refreshActions();
   }
 
-  async function send() {
-    const text = el.input.value;
-    if (state.busy || !text.trim()) return;
+  // Puts a message that failed back in the input, before any draft typed meanwhile.
+  function restoreText(text) {
+    const draft = el.input.value;
+    if (draft === text || draft.startsWith(text + '\n')) return;
+    el.input.value = draft.trim() ? text + '\n' + draft : text;
+    autosize();
+  }
+
+  // Sends the input; `{ regenerate: true, text }` sends the last message again instead
+  // (panel-conversations.js). An edit of the last message in the input (`editLast`) and a
+  // regenerate replace the last exchange (docs/api.md, "Managing conversations").
+  async function send(options = {}) {
+    const regenerate = options.regenerate === true && !!state.conversationId;
+    const text = regenerate ? options.text : el.input.value;
+    if (state.busy || !text || !text.trim()) return;
     const projectId = el.project.value.trim();
     if (!projectId) { el.project.focus(); return; }
     localStorage.setItem(KEY_PROJECT, projectId);
-    const body = { projectId, rojo: el.rojo.value || 'default', message: text };
+    const mode = regenerate ? null : conv ? conv.takeMode() : null;
+    const editLast = !!(mode && mode.editLast && state.conversationId);
+    const body = { projectId, rojo: el.rojo.value || 'default' };
+    if (regenerate) body.regenerate = true;
+    else body.message = text;
+    if (editLast) body.editLast = true;
     if (state.conversationId) body.conversationId = state.conversationId;
+    const replaced = (regenerate || editLast) && conv ? conv.hideReplaced() : null;
 
-    addUser(text);
-    el.input.value = '';
+    const bubble = addUser(text);
+    // A message the server never took is not the conversation's last one for Edit/Regenerate.
+    const refused = () => bubble.classList.add('refused');
+    if (!regenerate) el.input.value = '';
     autosize();
     setBusy(true);
     scrollDown(true);
@@ -353,25 +381,39 @@
         signal: state.abort.signal,
       });
       if (!response.ok) {
+        if (replaced) replaced.undo();
+        refused();
         addError(await errorText(response));
         if (response.status === 503) setTimeout(refreshRojos, 0);
-        if (!el.input.value) el.input.value = text;
+        if (!regenerate) restoreText(text);
+        if (conv) conv.restoreMode(mode);
         return;
       }
+      if (replaced) replaced.commit();
       await readEvents(response.body, (event) => reply.handle(event));
       if (!reply.done) {
         reply.finish('The connection closed before this call finished.');
         addError('The connection to the server closed before the reply was complete.');
+        if (!regenerate) restoreText(text);
+      } else if (reply.failed && !regenerate) {
+        restoreText(text); // the run failed: the message is at hand to send again
       }
     } catch (e) {
       if (e instanceof AuthError) {
-        if (!el.input.value) el.input.value = text;
+        if (replaced) replaced.undo();
+        refused();
+        if (!regenerate) restoreText(text);
+        if (conv) conv.restoreMode(mode);
       } else if (e.name === 'AbortError') {
         reply.finish('Stopped before this call finished.');
         addNote('Stopped.');
       } else {
+        if (replaced) replaced.undo();
+        refused();
         reply.finish('The connection failed before this call finished.');
         addError('Cannot reach the server: ' + e.message);
+        if (!regenerate) restoreText(text);
+        if (conv) conv.restoreMode(mode);
       }
     } finally {
       reply.finish('The reply ended before this call finished.');
@@ -403,6 +445,7 @@
 
   function newChat() {
     if (state.busy) return;
+    if (conv) conv.cancelEdit();
     state.openSeq += 1;
     setConversation(null);
     clearThread();
@@ -426,13 +469,20 @@
 
   async function loadHistory() {
     const projectId = el.project.value.trim();
-    el.history.replaceChildren();
-    if (!projectId) { el.historyNote.textContent = 'Choose a project.'; el.historyNote.hidden = false; return; }
+    const q = conv ? conv.query() : '';
+    const seq = ++state.historySeq;
+    if (!projectId) {
+      el.history.replaceChildren();
+      el.historyNote.textContent = 'Choose a project.';
+      el.historyNote.hidden = false;
+      return;
+    }
     try {
-      const response = await api('/conversations?projectId=' + encodeURIComponent(projectId));
+      const search = q ? '&q=' + encodeURIComponent(q) : '';
+      const response = await api('/conversations?projectId=' + encodeURIComponent(projectId) + search);
       if (!response.ok) throw new Error(await errorText(response));
       const list = await response.json();
-      if (el.project.value.trim() !== projectId) return; // the project changed meanwhile
+      if (seq !== state.historySeq) return; // the project or the search changed meanwhile
       el.history.replaceChildren();
       for (const c of list) {
         const li = node('li');
@@ -447,9 +497,10 @@
         );
         b.addEventListener('click', () => openConversation(c.id, c.rojo));
         li.appendChild(b);
+        if (conv) conv.decorate(li, c);
         el.history.appendChild(li);
       }
-      el.historyNote.textContent = 'No conversations yet.';
+      el.historyNote.textContent = q ? 'No conversation matches \u201C' + q + '\u201D.' : 'No conversations yet.';
       el.historyNote.hidden = list.length > 0;
       markActive();
     } catch (e) {
@@ -484,7 +535,10 @@
         addUser(contentText(m.content));
       } else if (m.role === 'assistant') {
         const text = contentText(m.content);
-        if (text.trim()) {
+        // How the run ended, as it was shown live (docs/api.md, "What a reopened
+        // conversation shows"): the `(no answer: …)` placeholder is not drawn.
+        const note = m.rojos && typeof m.rojos === 'object' ? m.rojos : {};
+        if (text.trim() && note.noAnswer !== true) {
           const bubble = addAssistant();
           setAssistantText(bubble, text);
           finishBubble(bubble);
@@ -493,6 +547,8 @@
           const fn = call.function || {};
           lines.set(call.id, addActivity(call.id, fn.name, parseArgs(fn.arguments)));
         }
+        if (typeof note.error === 'string') addError(note.error);
+        else if (note.stopped === true) addNote('Stopped.');
       } else if (m.role === 'tool') {
         const line = lines.get(m.tool_call_id);
         if (!line) continue;
@@ -543,6 +599,8 @@
       if (rojo && [...el.rojo.options].some((o) => o.value === rojo)) el.rojo.value = rojo;
       setConversation(id);
       renderHistory(messages);
+      if (conv) conv.cancelEdit();
+      if (conv) conv.refreshActions();
     } catch (e) {
       if (e instanceof AuthError) return;
       addError('Cannot open the conversation: ' + e.message);
@@ -728,6 +786,19 @@
   window.addEventListener('hashchange', async () => {
     if (location.hash.includes('token=') && (await tokenFromUrl())) start();
   });
+
+  if (conv) {
+    conv.attach({
+      api,
+      errorText,
+      isAuthError: (e) => e instanceof AuthError,
+      loadHistory,
+      newChat,
+      send,
+      busy: () => state.busy,
+      conversationId: () => state.conversationId,
+    });
+  }
 
   tokenFromUrl().then(start);
 })();

@@ -356,7 +356,7 @@ describe('the chat panel', () => {
     const partial = await page.textContent('#thread .msg.assistant');
     assert.ok(partial.length < long.length, `partial text shown before the end: ${partial.length}`);
     assert.ok(long.startsWith(partial));
-    assert.equal(await page.isDisabled('#input'), true, 'input is off while the reply streams');
+    assert.equal(await page.isVisible('#send'), false, 'Send waits while the reply streams');
     assert.equal(await page.isVisible('#stop'), true);
     await waitIdle(page);
     // Markdown: a paragraph's trailing space is not part of it (CommonMark).

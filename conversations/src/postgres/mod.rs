@@ -28,7 +28,7 @@ use crate::id::ConversationId;
 use crate::store::{
     Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
 };
-use crate::title::{check_messages, title_of};
+use crate::title::{check_custom_title, check_messages, contains_pattern, title_of};
 use failure::{pool_failed, query_failed, within};
 use schema::Migrated;
 
@@ -223,6 +223,80 @@ impl ConversationStore for PostgresStore {
         within(self.query_timeout, action, async {
             let client = self.client(action()).await?;
             let rows = queries::select_summaries(&client, project_id, limit)
+                .await
+                .map_err(|e| query_failed(action(), e))?;
+            rows.iter()
+                .map(|row| queries::summary(row, project_id))
+                .collect()
+        })
+        .await
+    }
+
+    async fn replace_from(
+        &self,
+        id: &ConversationId,
+        from: u64,
+        messages: Vec<Value>,
+    ) -> Result<(), StoreError> {
+        check_messages(&messages)?;
+        let title = title_of(&messages);
+        let rows = messages.iter().map(Value::to_string).collect::<Vec<_>>();
+        let action = || format!("replace messages of conversation '{id}'");
+        within(self.query_timeout, action, async {
+            let mut client = self.client(action()).await?;
+            match queries::replace_step(&mut client, id, from, &rows, title.as_deref()).await {
+                Ok(queries::Replaced::Done) => Ok(()),
+                Ok(queries::Replaced::NotFound) => Err(StoreError::NotFound { id: id.clone() }),
+                Ok(queries::Replaced::PastEnd { count }) => Err(StoreError::ReplacePastEnd {
+                    id: id.clone(),
+                    from,
+                    count,
+                }),
+                Err(e) => Err(query_failed(action(), e)),
+            }
+        })
+        .await
+    }
+
+    async fn rename(&self, id: &ConversationId, title: Option<&str>) -> Result<(), StoreError> {
+        let title = title.map(check_custom_title).transpose()?;
+        let action = || format!("rename conversation '{id}'");
+        within(self.query_timeout, action, async {
+            let client = self.client(action()).await?;
+            match queries::update_custom_title(&client, id, title.as_deref()).await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(StoreError::NotFound { id: id.clone() }),
+                Err(e) => Err(query_failed(action(), e)),
+            }
+        })
+        .await
+    }
+
+    async fn delete(&self, id: &ConversationId) -> Result<bool, StoreError> {
+        let action = || format!("delete conversation '{id}'");
+        within(self.query_timeout, action, async {
+            let client = self.client(action()).await?;
+            queries::delete_conversation(&client, id)
+                .await
+                .map_err(|e| query_failed(action(), e))
+        })
+        .await
+    }
+
+    async fn search(
+        &self,
+        project_id: &str,
+        text: &str,
+        limit: usize,
+    ) -> Result<Vec<ConversationSummary>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let pattern = contains_pattern(text);
+        let action = || format!("search the conversations of project '{project_id}'");
+        within(self.query_timeout, action, async {
+            let client = self.client(action()).await?;
+            let rows = queries::search_summaries(&client, project_id, &pattern, limit)
                 .await
                 .map_err(|e| query_failed(action(), e))?;
             rows.iter()

@@ -1,9 +1,11 @@
 //! The SQL behind each PostgreSQL store operation. Each is one statement, so it sees one
 //! snapshot and commits (or fails) as a whole without a client-side transaction: `append`
 //! locks the conversation's row with its `UPDATE`, so concurrent steps of one conversation
-//! are numbered one after the other. Rows are turned back into records here.
+//! are numbered one after the other. `replace_step` is the exception: a transaction of four
+//! statements, the first locking the conversation's row. Rows are turned back into records
+//! here.
 
-use deadpool_postgres::Object;
+use deadpool_postgres::{GenericClient, Object};
 use serde_json::Value;
 use time::OffsetDateTime;
 use tokio_postgres::Row;
@@ -47,6 +49,17 @@ pub(crate) async fn insert_step(
             .await?;
         return Ok(client.query_opt(&exists, &[&id.as_str()]).await?.is_some());
     }
+    run_insert_step(client, id, messages, title).await
+}
+
+/// The statement of [`insert_step`] for a non-empty step, on `client` (a pooled connection
+/// or a transaction on one); `true` if the conversation exists.
+async fn run_insert_step(
+    client: &impl GenericClient,
+    id: &ConversationId,
+    messages: &[String],
+    title: Option<&str>,
+) -> Result<bool, tokio_postgres::Error> {
     // The UPDATE takes the row lock; a concurrent step waits for it, then sees the counts
     // this one left, so `seq` and `step` never clash.
     let insert = client
@@ -75,6 +88,128 @@ pub(crate) async fn insert_step(
         .await?
         .get(0);
     Ok(found == 1)
+}
+
+/// What [`replace_step`] did.
+pub(crate) enum Replaced {
+    /// The messages from `from` on were replaced by the step.
+    Done,
+    /// No conversation has this id.
+    NotFound,
+    /// The conversation has only `count` messages; nothing changed.
+    PastEnd { count: u64 },
+}
+
+/// Deletes the messages from `seq` `from` on and appends the step after the others, in one
+/// transaction that locks the conversation's row first (so no step is appended between).
+/// From 0, the derived title is cleared first, so the step's title replaces it. Cancelled
+/// midway, the transaction is rolled back: nothing is deleted.
+pub(crate) async fn replace_step(
+    client: &mut Object,
+    id: &ConversationId,
+    from: u64,
+    messages: &[String],
+    title: Option<&str>,
+) -> Result<Replaced, tokio_postgres::Error> {
+    let tx = client.transaction().await?;
+    let lock = tx
+        .prepare_cached("SELECT message_count FROM conversations WHERE id = $1 FOR UPDATE")
+        .await?;
+    let Some(row) = tx.query_opt(&lock, &[&id.as_str()]).await? else {
+        return Ok(Replaced::NotFound);
+    };
+    let count = unsigned(row.get(0));
+    if from > count {
+        return Ok(Replaced::PastEnd { count });
+    }
+    let from = i64::try_from(from).unwrap_or(i64::MAX);
+    let delete = tx
+        .prepare_cached(
+            "WITH gone AS (
+                DELETE FROM messages WHERE conversation_id = $1 AND seq >= $2
+                RETURNING octet_length(json) AS bytes
+             )
+             SELECT coalesce(sum(bytes), 0)::bigint FROM gone",
+        )
+        .await?;
+    let removed: i64 = tx.query_one(&delete, &[&id.as_str(), &from]).await?.get(0);
+    let shrink = tx
+        .prepare_cached(
+            "UPDATE conversations
+             SET message_count = $2::bigint, stored_bytes = stored_bytes - $3,
+                 title = CASE WHEN $2::bigint = 0 THEN NULL ELSE title END
+             WHERE id = $1",
+        )
+        .await?;
+    tx.execute(&shrink, &[&id.as_str(), &from, &removed])
+        .await?;
+    if !messages.is_empty() {
+        run_insert_step(&tx, id, messages, title).await?;
+    }
+    tx.commit().await?;
+    Ok(Replaced::Done)
+}
+
+/// Sets (or clears, with `None`) the title the user gave; `false` if the conversation does
+/// not exist.
+pub(crate) async fn update_custom_title(
+    client: &Object,
+    id: &ConversationId,
+    title: Option<&str>,
+) -> Result<bool, tokio_postgres::Error> {
+    let update = client
+        .prepare_cached("UPDATE conversations SET custom_title = $2 WHERE id = $1")
+        .await?;
+    Ok(client.execute(&update, &[&id.as_str(), &title]).await? == 1)
+}
+
+/// Deletes the conversation and its messages in one statement; `false` if it does not
+/// exist.
+pub(crate) async fn delete_conversation(
+    client: &Object,
+    id: &ConversationId,
+) -> Result<bool, tokio_postgres::Error> {
+    let delete = client
+        .prepare_cached(
+            "WITH gone AS (DELETE FROM conversations WHERE id = $1 RETURNING id),
+                  messages_gone AS (DELETE FROM messages WHERE conversation_id = $1)
+             SELECT count(*) FROM gone",
+        )
+        .await?;
+    let deleted: i64 = client.query_one(&delete, &[&id.as_str()]).await?.get(0);
+    Ok(deleted == 1)
+}
+
+/// Up to `limit` conversations of `project_id` whose title, or the `content` of one of
+/// whose user or assistant messages, matches the `LIKE` pattern `pattern` ignoring case
+/// (`ILIKE`: ASCII letters always, others as the database's locale folds them), most recent
+/// activity first.
+pub(crate) async fn search_summaries(
+    client: &Object,
+    project_id: &str,
+    pattern: &str,
+    limit: usize,
+) -> Result<Vec<Row>, tokio_postgres::Error> {
+    let select = client
+        .prepare_cached(
+            "SELECT id, rojo, coalesce(custom_title, title), updated_at, message_count,
+                    stored_bytes
+             FROM conversations c
+             WHERE project_id = $1 AND (
+                 coalesce(custom_title, title) ILIKE $2 ESCAPE '\\'
+                 OR EXISTS (
+                     SELECT 1 FROM messages m WHERE m.conversation_id = c.id
+                     AND m.json::json ->> 'role' IN ('user', 'assistant')
+                     AND m.json::json ->> 'content' ILIKE $2 ESCAPE '\\'
+                 )
+             )
+             ORDER BY activity DESC LIMIT $3",
+        )
+        .await?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    client
+        .query(&select, &[&project_id, &pattern, &limit])
+        .await
 }
 
 /// The conversation without its messages.
@@ -143,8 +278,9 @@ pub(crate) async fn select_summaries(
 ) -> Result<Vec<Row>, tokio_postgres::Error> {
     let select = client
         .prepare_cached(
-            "SELECT id, rojo, title, updated_at, message_count, stored_bytes FROM conversations
-             WHERE project_id = $1 ORDER BY activity DESC LIMIT $2",
+            "SELECT id, rojo, coalesce(custom_title, title), updated_at, message_count,
+                    stored_bytes
+             FROM conversations WHERE project_id = $1 ORDER BY activity DESC LIMIT $2",
         )
         .await?;
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);

@@ -55,6 +55,9 @@ const MIGRATIONS: &[&str] = &[
     // the host has just read or created.
     "ALTER TABLE messages DROP CONSTRAINT IF EXISTS messages_conversation_id_fkey;
     ALTER TABLE run_leases DROP CONSTRAINT IF EXISTS run_leases_conversation_id_fkey;",
+    // 4: the title the user gave (`rename`); `NULL` shows the derived `title` (the SQLite
+    // store's version 3).
+    "ALTER TABLE conversations ADD COLUMN custom_title text;",
 ];
 
 /// The schema version this build creates and understands.

@@ -22,7 +22,7 @@ use crate::id::ConversationId;
 use crate::store::{
     Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
 };
-use crate::title::{check_messages, title_of};
+use crate::title::{check_custom_title, check_messages, contains_pattern, title_of};
 use pool::Pool;
 use schema::Migrated;
 
@@ -243,6 +243,79 @@ impl ConversationStore for SqliteStore {
         self.pool
             .read(&action, move |conn| {
                 queries::select_summaries(conn, &project_id, limit)
+            })
+            .await
+    }
+
+    async fn replace_from(
+        &self,
+        id: &ConversationId,
+        from: u64,
+        messages: Vec<Value>,
+    ) -> Result<(), StoreError> {
+        check_messages(&messages)?;
+        let title = title_of(&messages);
+        let rows = messages.iter().map(Value::to_string).collect::<Vec<_>>();
+        let id = id.clone();
+        let action = format!("replace messages of conversation '{id}'");
+        let failed = action.clone();
+        self.pool
+            .write(&action, move |conn| {
+                let now = queries::now_millis();
+                match queries::replace_step(conn, &id, from, &rows, title.as_deref(), now) {
+                    Ok(queries::Replaced::Done) => Ok(()),
+                    Ok(queries::Replaced::NotFound) => Err(StoreError::NotFound { id }),
+                    Ok(queries::Replaced::PastEnd { count }) => {
+                        Err(StoreError::ReplacePastEnd { id, from, count })
+                    }
+                    Err(e) => Err(StoreError::backend(failed, e)),
+                }
+            })
+            .await
+    }
+
+    async fn rename(&self, id: &ConversationId, title: Option<&str>) -> Result<(), StoreError> {
+        let title = title.map(check_custom_title).transpose()?;
+        let id = id.clone();
+        let action = format!("rename conversation '{id}'");
+        let failed = action.clone();
+        self.pool
+            .write(&action, move |conn| {
+                match queries::update_custom_title(conn, &id, title.as_deref()) {
+                    Ok(true) => Ok(()),
+                    Ok(false) => Err(StoreError::NotFound { id }),
+                    Err(e) => Err(StoreError::backend(failed, e)),
+                }
+            })
+            .await
+    }
+
+    async fn delete(&self, id: &ConversationId) -> Result<bool, StoreError> {
+        let id = id.clone();
+        let action = format!("delete conversation '{id}'");
+        let failed = action.clone();
+        self.pool
+            .write(&action, move |conn| {
+                queries::delete_conversation(conn, &id).map_err(|e| StoreError::backend(failed, e))
+            })
+            .await
+    }
+
+    async fn search(
+        &self,
+        project_id: &str,
+        text: &str,
+        limit: usize,
+    ) -> Result<Vec<ConversationSummary>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let pattern = contains_pattern(&text.to_lowercase());
+        let project_id = project_id.to_owned();
+        let action = format!("search the conversations of project '{project_id}'");
+        self.pool
+            .read(&action, move |conn| {
+                queries::search_summaries(conn, &project_id, &pattern, limit)
             })
             .await
     }

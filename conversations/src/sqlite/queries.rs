@@ -43,6 +43,19 @@ pub(crate) fn insert_step(
     now_ms: i64,
 ) -> rusqlite::Result<bool> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let found = append_in(&tx, id, messages, title, now_ms)?;
+    tx.commit()?;
+    Ok(found)
+}
+
+/// [`insert_step`] inside the caller's transaction, which the caller commits.
+fn append_in(
+    tx: &rusqlite::Transaction<'_>,
+    id: &ConversationId,
+    messages: &[String],
+    title: Option<&str>,
+    now_ms: i64,
+) -> rusqlite::Result<bool> {
     let found = tx
         .prepare_cached(
             "SELECT project_id, message_count, step_count FROM conversations WHERE id = ?1",
@@ -69,7 +82,7 @@ pub(crate) fn insert_step(
             insert.execute(params![id.as_str(), seq, step, json])?;
         }
     }
-    let activity = next_activity(&tx, &project_id)?;
+    let activity = next_activity(tx, &project_id)?;
     let step_bytes: usize = messages.iter().map(String::len).sum();
     tx.prepare_cached(
         "UPDATE conversations
@@ -86,8 +99,87 @@ pub(crate) fn insert_step(
         title,
         i64::try_from(step_bytes).unwrap_or(i64::MAX),
     ])?;
-    tx.commit()?;
     Ok(true)
+}
+
+/// What [`replace_step`] did.
+pub(crate) enum Replaced {
+    /// The messages from `from` on were replaced by the step.
+    Done,
+    /// No conversation has this id.
+    NotFound,
+    /// The conversation has only `count` messages; nothing changed.
+    PastEnd { count: u64 },
+}
+
+/// Deletes the messages from `seq` `from` on and appends the step after the others, in one
+/// transaction. From 0, the derived title is cleared first, so the step's title replaces it.
+pub(crate) fn replace_step(
+    conn: &mut Connection,
+    id: &ConversationId,
+    from: u64,
+    messages: &[String],
+    title: Option<&str>,
+    now_ms: i64,
+) -> rusqlite::Result<Replaced> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let count = tx
+        .prepare_cached("SELECT message_count FROM conversations WHERE id = ?1")?
+        .query_row([id.as_str()], |row| row.get::<_, u64>(0))
+        .optional()?;
+    let Some(count) = count else {
+        return Ok(Replaced::NotFound);
+    };
+    if from > count {
+        return Ok(Replaced::PastEnd { count });
+    }
+    let from = i64::try_from(from).unwrap_or(i64::MAX);
+    let removed: i64 = tx
+        .prepare_cached(
+            "SELECT coalesce(sum(octet_length(json)), 0) FROM messages
+             WHERE conversation_id = ?1 AND seq >= ?2",
+        )?
+        .query_row(params![id.as_str(), from], |row| row.get(0))?;
+    tx.prepare_cached("DELETE FROM messages WHERE conversation_id = ?1 AND seq >= ?2")?
+        .execute(params![id.as_str(), from])?;
+    tx.prepare_cached(
+        "UPDATE conversations
+         SET message_count = ?2, stored_bytes = stored_bytes - ?3,
+             title = CASE WHEN ?2 = 0 THEN NULL ELSE title END
+         WHERE id = ?1",
+    )?
+    .execute(params![id.as_str(), from, removed])?;
+    append_in(&tx, id, messages, title, now_ms)?;
+    tx.commit()?;
+    Ok(Replaced::Done)
+}
+
+/// Sets (or clears, with `None`) the title the user gave; `false` if the conversation does
+/// not exist.
+pub(crate) fn update_custom_title(
+    conn: &mut Connection,
+    id: &ConversationId,
+    title: Option<&str>,
+) -> rusqlite::Result<bool> {
+    let changed = conn
+        .prepare_cached("UPDATE conversations SET custom_title = ?2 WHERE id = ?1")?
+        .execute(params![id.as_str(), title])?;
+    Ok(changed == 1)
+}
+
+/// Deletes the conversation and its messages; `false` if it does not exist.
+pub(crate) fn delete_conversation(
+    conn: &mut Connection,
+    id: &ConversationId,
+) -> rusqlite::Result<bool> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.prepare_cached("DELETE FROM messages WHERE conversation_id = ?1")?
+        .execute([id.as_str()])?;
+    let deleted = tx
+        .prepare_cached("DELETE FROM conversations WHERE id = ?1")?
+        .execute([id.as_str()])?;
+    tx.commit()?;
+    Ok(deleted == 1)
 }
 
 /// A conversation's row without its messages, as stored.
@@ -260,20 +352,62 @@ fn parse_messages(rows: Vec<(i64, String)>, id: &ConversationId) -> Result<Vec<V
 /// A raw row of [`select_summaries`], before its fields are checked.
 type SummaryRow = (String, String, Option<String>, i64, u64, u64);
 
+/// The columns of a [`SummaryRow`].
+const SUMMARY_COLUMNS: &str =
+    "id, rojo, coalesce(custom_title, title), updated_at, message_count, stored_bytes";
+
 /// Up to `limit` conversations of `project_id`, most recent activity first.
 pub(crate) fn select_summaries(
     conn: &mut Connection,
     project_id: &str,
     limit: usize,
 ) -> Result<Vec<ConversationSummary>, StoreError> {
+    let sql = format!(
+        "SELECT {SUMMARY_COLUMNS} FROM conversations
+         WHERE project_id = ?1 AND ?2 IS NULL ORDER BY activity DESC LIMIT ?3"
+    );
+    summaries(conn, &sql, project_id, None, limit)
+}
+
+/// Up to `limit` conversations of `project_id` whose title, or the `content` of one of
+/// whose user or assistant messages, contains the `LIKE` pattern `folded_pattern` (made by
+/// `contains_pattern` from lower-case text), compared through `rojos_fold` so case is
+/// ignored beyond ASCII; most recent activity first.
+pub(crate) fn search_summaries(
+    conn: &mut Connection,
+    project_id: &str,
+    folded_pattern: &str,
+    limit: usize,
+) -> Result<Vec<ConversationSummary>, StoreError> {
+    let sql = format!(
+        "SELECT {SUMMARY_COLUMNS} FROM conversations c
+         WHERE project_id = ?1 AND (
+             rojos_fold(coalesce(custom_title, title)) LIKE ?2 ESCAPE '\\'
+             OR EXISTS (
+                 SELECT 1 FROM messages m WHERE m.conversation_id = c.id
+                 AND json_extract(m.json, '$.role') IN ('user', 'assistant')
+                 AND rojos_fold(json_extract(m.json, '$.content')) LIKE ?2 ESCAPE '\\'
+             )
+         )
+         ORDER BY activity DESC LIMIT ?3"
+    );
+    summaries(conn, &sql, project_id, Some(folded_pattern), limit)
+}
+
+/// The summaries `sql` selects, given the project as `?1`, `pattern` as `?2` and the limit
+/// as `?3`.
+fn summaries(
+    conn: &mut Connection,
+    sql: &str,
+    project_id: &str,
+    pattern: Option<&str>,
+    limit: usize,
+) -> Result<Vec<ConversationSummary>, StoreError> {
     let action = || format!("list the conversations of project '{project_id}'");
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let rows = (|| -> rusqlite::Result<Vec<SummaryRow>> {
-        let mut select = conn.prepare_cached(
-            "SELECT id, rojo, title, updated_at, message_count, stored_bytes FROM conversations
-             WHERE project_id = ?1 ORDER BY activity DESC LIMIT ?2",
-        )?;
-        let rows = select.query_map(params![project_id, limit], |row| {
+        let mut select = conn.prepare_cached(sql)?;
+        let rows = select.query_map(params![project_id, pattern, limit], |row| {
             Ok((
                 row.get(0)?,
                 row.get(1)?,

@@ -44,6 +44,8 @@ const MIGRATIONS: &[&str] = &[
         SELECT coalesce(sum(octet_length(json)), 0) FROM messages
         WHERE messages.conversation_id = conversations.id
     );",
+    // 3: the title the user gave (`rename`); `NULL` shows the derived `title`.
+    "ALTER TABLE conversations ADD COLUMN custom_title TEXT;",
 ];
 
 /// The schema version this build creates and understands.
@@ -65,7 +67,24 @@ pub(crate) fn configure(conn: &Connection, busy_timeout: Duration) -> rusqlite::
     conn.busy_timeout(busy_timeout)?;
     conn.pragma_update(None, "foreign_keys", true)?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    Ok(())
+    register_fold(conn)
+}
+
+/// `rojos_fold(text)`: `text` in lower case by Unicode's rules, for case-insensitive search
+/// (SQLite's own `lower()` and `LIKE` fold ASCII letters only, so `É` would not find `é`).
+/// `NULL` stays `NULL`.
+fn register_fold(conn: &Connection) -> rusqlite::Result<()> {
+    use rusqlite::functions::FunctionFlags;
+    conn.create_scalar_function(
+        "rojos_fold",
+        1,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            Ok(ctx
+                .get::<Option<String>>(0)?
+                .map(|text| text.to_lowercase()))
+        },
+    )
 }
 
 /// Switches the file to write-ahead logging, so readers never block the writer.

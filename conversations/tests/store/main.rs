@@ -11,6 +11,7 @@ mod atomicity;
 mod concurrency;
 mod leases;
 mod listing;
+mod managing;
 mod migration;
 mod paging;
 mod persistence;

@@ -154,3 +154,36 @@ async fn two_stores_on_one_file_see_each_others_writes() {
     let messages = first.get(&id).await.unwrap().unwrap().messages;
     assert_eq!(messages, vec![user("from the second")]);
 }
+
+#[tokio::test]
+async fn a_version_2_file_gains_given_titles_and_keeps_its_derived_ones() {
+    let (dir, store) = open_temp();
+    let id = store.create("demo", "default").await.unwrap();
+    store
+        .append(&id, vec![user("derived title")])
+        .await
+        .unwrap();
+    drop(store);
+    let path = db_path(&dir);
+    // Back to version 2 as it shipped: no `custom_title`.
+    raw(&path)
+        .execute_batch(
+            "ALTER TABLE conversations DROP COLUMN custom_title; PRAGMA user_version = 2;",
+        )
+        .unwrap();
+
+    let store = SqliteStore::open(&path).unwrap();
+
+    assert_eq!(user_version(&path), SCHEMA_VERSION);
+    assert_eq!(SCHEMA_VERSION, 3);
+    let title = |list: Vec<rojos_conversations::ConversationSummary>| list[0].title.clone();
+    assert_eq!(
+        title(store.list("demo", 1).await.unwrap()).as_deref(),
+        Some("derived title")
+    );
+    store.rename(&id, Some("given")).await.unwrap();
+    assert_eq!(
+        title(store.list("demo", 1).await.unwrap()).as_deref(),
+        Some("given")
+    );
+}

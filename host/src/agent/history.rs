@@ -1,6 +1,7 @@
 //! The conversation as the provider sees it: the request for one model turn (system prompt,
-//! stored messages, tools, `tool_choice`), the stored size of messages, and the rule that
-//! keeps a stored history acceptable to every provider.
+//! stored messages, tools, `tool_choice`), the stored size of messages, the rule that
+//! keeps a stored history acceptable to every provider, and the note a closing message
+//! carries for the panel (`rojos`), which no provider is ever sent.
 
 use rojos_llm::{system_message, ChatRequest, ToolChoice};
 use serde_json::Value;
@@ -19,7 +20,7 @@ pub(super) fn request(
     if let Some(prompt) = &rojo.system_prompt {
         messages.push(system_message(prompt));
     }
-    messages.extend_from_slice(history);
+    messages.extend(history.iter().map(without_note));
     ChatRequest {
         messages,
         tools,
@@ -28,6 +29,49 @@ pub(super) fn request(
         } else {
             ToolChoice::Auto
         }),
+    }
+}
+
+/// The key of a stored assistant message's note: what the client was shown when the run
+/// ended (`ERROR`, or "Stopped."), so a reopened conversation shows it too. Stored only,
+/// never sent upstream (`docs/api.md`, "What a reopened conversation shows").
+pub(super) const NOTE_KEY: &str = "rojos";
+
+/// How a run ended, as its closing message's note records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Ending {
+    /// The client was sent this `ERROR`.
+    Error(String),
+    /// The client stopped the run (it went away).
+    Stopped,
+}
+
+/// `message` with its note: `{"error": …}` or `{"stopped": true}`, and `"noAnswer": true`
+/// when its text is only the `(no answer: …)` placeholder.
+pub(super) fn with_note(mut message: Value, ending: &Ending, placeholder: bool) -> Value {
+    let mut note = serde_json::Map::new();
+    match ending {
+        Ending::Error(text) => note.insert("error".to_owned(), Value::from(text.as_str())),
+        Ending::Stopped => note.insert("stopped".to_owned(), Value::Bool(true)),
+    };
+    if placeholder {
+        note.insert("noAnswer".to_owned(), Value::Bool(true));
+    }
+    if let Some(object) = message.as_object_mut() {
+        object.insert(NOTE_KEY.to_owned(), Value::Object(note));
+    }
+    message
+}
+
+/// A stored message as the provider gets it: without its note.
+fn without_note(message: &Value) -> Value {
+    match message.as_object() {
+        Some(object) if object.contains_key(NOTE_KEY) => {
+            let mut object = object.clone();
+            object.remove(NOTE_KEY);
+            Value::Object(object)
+        }
+        _ => message.clone(),
     }
 }
 
@@ -87,6 +131,36 @@ mod tests {
             json!({"role": "assistant", "content": "hi"})
         ]));
         assert!(!needs_closing(&[]));
+    }
+
+    #[test]
+    fn a_note_is_stored_but_never_sent_upstream() {
+        let rojo = RojoConfig {
+            providers: vec!["p".into()],
+            system_prompt: None,
+            tools: crate::config::ToolSelection::All,
+            max_steps: std::num::NonZeroU32::new(3).expect("3 is not zero"),
+        };
+        let closing = with_note(
+            json!({"role": "assistant", "content": "(no answer: x)"}),
+            &Ending::Error("x".into()),
+            true,
+        );
+        assert_eq!(closing["rojos"], json!({"error": "x", "noAnswer": true}));
+        let stopped = with_note(
+            json!({"role": "assistant", "content": "part"}),
+            &Ending::Stopped,
+            false,
+        );
+        assert_eq!(stopped["rojos"], json!({"stopped": true}));
+        let sent = request(&rojo, &[closing, stopped], vec![], false).messages;
+        assert_eq!(
+            sent,
+            [
+                json!({"role": "assistant", "content": "(no answer: x)"}),
+                json!({"role": "assistant", "content": "part"}),
+            ]
+        );
     }
 
     #[test]

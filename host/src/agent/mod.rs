@@ -99,6 +99,9 @@ pub struct RunRequest {
     pub history_bytes: usize,
     /// The user's message.
     pub message: String,
+    /// `Some(n)`: the message replaces the stored messages from index `n` on (regenerate or
+    /// edit; `history` holds only those before it), in the same transaction as it is stored.
+    pub replace_from: Option<u64>,
     /// The run's lease on `conversation` (see [`Agent::lease`]), released after the run
     /// stored its last message, before `DONE`.
     pub lease: RunLease,

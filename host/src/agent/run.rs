@@ -127,7 +127,19 @@ impl Run<'_> {
             first.push(assistant_text_message(INTERRUPTED));
         }
         first.push(user_message(&self.request.message));
-        self.store(first).await?;
+        match self.request.replace_from {
+            None => self.store(first).await?,
+            // The dropped messages and this step go together: if storing fails, nothing is
+            // dropped (`ConversationStore::replace_from`).
+            Some(from) => {
+                let store = &self.agent.store;
+                store
+                    .replace_from(&self.request.conversation, from, first.clone())
+                    .await?;
+                self.history_bytes += history::stored_size(&first);
+                self.history.extend(first);
+            }
+        }
         let rojo = &self.request.rojo;
         let client = &self.request.client;
         let root = match self.agent.storage.project_root(&self.request.project) {
@@ -204,8 +216,9 @@ impl Run<'_> {
     ) -> Result<StopReason, StoreError> {
         let ignored_calls = turn.tool_calls.len();
         turn.tool_calls.clear();
-        self.store(vec![client.assistant_message(&turn)]).await?;
+        let answer = client.assistant_message(&turn);
         if !step_limit && ignored_calls == 0 {
+            self.store(vec![answer]).await?;
             return Ok(StopReason::Completed);
         }
         let max = self.request.rojo.max_steps;
@@ -217,6 +230,9 @@ impl Run<'_> {
                 " ({ignored_calls} further tool call(s) were not run)"
             ));
         }
+        let ending = history::Ending::Error(message.clone());
+        self.store(vec![history::with_note(answer, &ending, false)])
+            .await?;
         self.out.send(Event::Error { message }).await;
         Ok(StopReason::MaxSteps)
     }
@@ -353,16 +369,25 @@ impl Run<'_> {
         } else if !self.out.tx.is_closed() {
             "this run lost its hold on the conversation (its lease expired)"
         } else {
+            let stopped = history::Ending::Stopped;
             return self
-                .close(StopReason::Cancelled, partial, "the run was cancelled")
+                .close(
+                    StopReason::Cancelled,
+                    partial,
+                    "the run was cancelled",
+                    stopped,
+                )
                 .await;
         };
+        let message = format!("{why}; the run was stopped");
         self.out
             .send(Event::Error {
-                message: format!("{why}; the run was stopped"),
+                message: message.clone(),
             })
             .await;
-        self.close(StopReason::Cancelled, partial, why).await
+        let ending = history::Ending::Error(message);
+        self.close(StopReason::Cancelled, partial, why, ending)
+            .await
     }
 
     /// Reports a failure, then closes the history.
@@ -377,24 +402,31 @@ impl Run<'_> {
                 message: message.to_owned(),
             })
             .await;
-        self.close(stop, partial, message).await
+        let ending = history::Ending::Error(message.to_owned());
+        self.close(stop, partial, message, ending).await
     }
 
     /// Ends the run so the stored history stays provider-valid: it must not end on a `user` or
-    /// `tool` message (unanswered, or a `user` right after `tool`, which Mistral rejects).
+    /// `tool` message (unanswered, or a `user` right after `tool`, which Mistral rejects). The
+    /// closing message notes how the run ended (`ending`), for a reopened conversation to
+    /// show it as the client saw it.
     async fn close(
         &mut self,
         stop: StopReason,
         partial: String,
         why: &str,
+        ending: history::Ending,
     ) -> Result<StopReason, StoreError> {
         if history::needs_closing(&self.history) {
-            let content = if partial.is_empty() {
+            let placeholder = partial.is_empty();
+            let content = if placeholder {
                 format!("(no answer: {why})")
             } else {
                 partial
             };
-            self.store(vec![assistant_text_message(&content)]).await?;
+            let message = assistant_text_message(&content);
+            self.store(vec![history::with_note(message, &ending, placeholder)])
+                .await?;
         }
         Ok(stop)
     }

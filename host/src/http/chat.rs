@@ -1,7 +1,8 @@
 //! `POST /chat`: admit the chat under the limits (`429` beyond), validate the body, authorise
 //! the project, find or create the conversation (`422` when it is full), take its run lease
 //! (`409` while another run writes there), then start an agent run and stream its events as
-//! NDJSON.
+//! NDJSON. `"regenerate": true` or `"editLast": true` runs again from the conversation's last
+//! user message, replacing it and everything after it (`replace`; `docs/api.md`).
 
 use axum::{
     extract::{rejection::JsonRejection, State},
@@ -13,7 +14,7 @@ use rojos_conversations::{ConversationId, StoreError};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{auth::Caller, error::ApiError, ndjson};
+use super::{auth::Caller, error::ApiError, ndjson, replace};
 use crate::{
     agent::{RunLease, RunRequest},
     config::RojoConfig,
@@ -29,7 +30,13 @@ pub(super) struct ChatBody {
     project_id: String,
     rojo: Option<String>,
     conversation_id: Option<String>,
-    message: String,
+    message: Option<String>,
+    /// Run again from the last user message (sent again as it is), dropping what followed.
+    #[serde(default)]
+    regenerate: bool,
+    /// Replace the last user message by `message`, dropping what followed, and run.
+    #[serde(default)]
+    edit_last: bool,
 }
 
 pub(super) async fn chat(
@@ -42,10 +49,8 @@ pub(super) async fn chat(
     let project =
         ProjectId::parse(&body.project_id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     caller.authorize(&project)?;
-    let rojo_name = body.rojo.unwrap_or_else(|| "default".to_owned());
-    if body.message.trim().is_empty() {
-        return Err(ApiError::BadRequest("message must not be empty".to_owned()));
-    }
+    let rojo_name = body.rojo.clone().unwrap_or_else(|| "default".to_owned());
+    let mode = replace::Mode::of(body.regenerate, body.edit_last)?;
     // A malformed request is a 400 whether or not a provider is available.
     let conversation_id = body
         .conversation_id
@@ -53,9 +58,23 @@ pub(super) async fn chat(
         .map(ConversationId::parse)
         .transpose()
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let message = replace::check_body(mode, body.message, conversation_id.is_some())?;
     let (rojo, provider, client) = rojo_and_provider(&state, &rojo_name).await?;
-    let size = SizeCheck::new(&state, &body.message);
-    let opened = open_conversation(&state, &project, &rojo_name, conversation_id, &size).await?;
+    let opened = match (mode, conversation_id) {
+        (replace::Mode::Append, conversation_id) => {
+            let message = message.unwrap_or_default();
+            let size = SizeCheck::new(&state, &message);
+            open_conversation(&state, &project, &rojo_name, conversation_id, &size)
+                .await?
+                .with_message(message)
+        }
+        (mode, Some(id)) => replace::open(&state, &project, id, mode, message).await?,
+        (_, None) => {
+            return Err(ApiError::inconsistent(
+                "check_body let a replace through without a conversation",
+            ))
+        }
+    };
     let events = state.agent.start(RunRequest {
         project,
         rojo_name,
@@ -65,7 +84,8 @@ pub(super) async fn chat(
         conversation: opened.id,
         history: opened.history,
         history_bytes: opened.history_bytes,
-        message: body.message,
+        message: opened.message,
+        replace_from: opened.replace_from,
         lease: opened.lease,
     });
     Ok(ndjson::response(
@@ -115,7 +135,7 @@ async fn rojo_and_provider(
 ///
 /// `404`/`403` for an unknown conversation or one of another project, `422` when it is full,
 /// `409` when a run is in progress in it.
-async fn open_conversation(
+pub(super) async fn open_conversation(
     state: &AppState,
     project: &ProjectId,
     rojo_name: &str,
@@ -143,6 +163,8 @@ async fn open_conversation(
             history: Vec::new(),
             history_bytes: 0,
             lease,
+            message: String::new(),
+            replace_from: None,
         });
     };
     let head = store
@@ -176,32 +198,43 @@ async fn open_conversation(
         history: conversation.messages,
         history_bytes: usize::try_from(conversation.stored_bytes).unwrap_or(usize::MAX),
         lease,
+        message: String::new(),
+        replace_from: None,
     })
 }
 
-/// A conversation ready for a run: its stored messages and their size as the store counts
-/// them, and the run's lease on it.
-struct Opened {
-    id: ConversationId,
-    history: Vec<Value>,
-    history_bytes: usize,
-    lease: RunLease,
+/// A conversation ready for a run: the stored messages the run continues and their size as
+/// the store counts them, the run's lease on it, the user message to store first, and from
+/// which index that message replaces the stored ones (`None`: it is appended).
+pub(super) struct Opened {
+    pub(super) id: ConversationId,
+    pub(super) history: Vec<Value>,
+    pub(super) history_bytes: usize,
+    pub(super) lease: RunLease,
+    pub(super) message: String,
+    pub(super) replace_from: Option<u64>,
+}
+
+impl Opened {
+    fn with_message(self, message: String) -> Opened {
+        Opened { message, ..self }
+    }
 }
 
 /// The `409` message for a conversation with a run in progress.
-const RUN_IN_PROGRESS: &str =
+pub(super) const RUN_IN_PROGRESS: &str =
     "a reply is still being written in this conversation; wait for it to finish or stop it";
 
 /// Whether the new message fits in a conversation under `[limits] max_conversation_bytes`,
 /// counted as the run will store it (`{"role":"user","content":…}`). Refusing it here, before
 /// anything is stored, means a run never starts on a conversation already over its limit.
-struct SizeCheck {
+pub(super) struct SizeCheck {
     message_bytes: u64,
     limit: u64,
 }
 
 impl SizeCheck {
-    fn new(state: &AppState, message: &str) -> SizeCheck {
+    pub(super) fn new(state: &AppState, message: &str) -> SizeCheck {
         let content = serde_json::to_string(message).map_or(0, |text| text.len());
         let envelope = r#"{"role":"user","content":}"#.len();
         SizeCheck {
@@ -211,7 +244,7 @@ impl SizeCheck {
     }
 
     /// `422` when a conversation of `stored_bytes` is full or cannot take the message.
-    fn check(&self, stored_bytes: u64) -> Result<(), ApiError> {
+    pub(super) fn check(&self, stored_bytes: u64) -> Result<(), ApiError> {
         let (message, limit) = (self.message_bytes, self.limit);
         if stored_bytes >= limit {
             return Err(ApiError::Unprocessable(format!(

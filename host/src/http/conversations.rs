@@ -1,16 +1,22 @@
 //! `GET /conversations/{id}?from=N`: a page of a stored conversation's OpenAI-format messages
 //! (a JSON array of at most `[limits] max_conversation_page_bytes`, at least one message), for
 //! a caller allowed on its project; `Link: <...?from=M>; rel="next"` and `Rojos-Next-From: M`
-//! say where the next page starts. `GET /conversations?projectId=X&limit=N`: that project's
-//! conversations, the most recently updated first (the chat panel's history).
+//! say where the next page starts. `GET /conversations?projectId=X&limit=N[&q=TEXT]`: that
+//! project's conversations (those whose title or message text contains `TEXT`), the most
+//! recently updated first (the chat panel's history). `PATCH /conversations/{id}`
+//! `{"title": …}` renames one, `DELETE /conversations/{id}` deletes one (`409` while a run
+//! writes in it). See `docs/api.md`, "Managing conversations".
 
 use axum::{
-    extract::{rejection::QueryRejection, Path, Query, State},
-    http::{header, HeaderName, HeaderValue},
+    extract::{
+        rejection::{JsonRejection, QueryRejection},
+        Path, Query, State,
+    },
+    http::{header, HeaderName, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
     Json,
 };
-use rojos_conversations::{ConversationId, ConversationSummary};
+use rojos_conversations::{ConversationHead, ConversationId, ConversationSummary, StoreError};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -62,11 +68,16 @@ pub(super) async fn get(
 const DEFAULT_LIMIT: usize = 50;
 const MAX_LIMIT: usize = 500;
 
+/// The longest search text, in characters.
+const MAX_QUERY_CHARS: usize = 200;
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct ListQuery {
     project_id: Option<String>,
     limit: Option<usize>,
+    /// Text to search for in titles and messages; blank lists them all.
+    q: Option<String>,
 }
 
 pub(super) async fn list(
@@ -81,11 +92,103 @@ pub(super) async fn list(
     let project = ProjectId::parse(&project).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     caller.authorize(&project)?;
     let limit = query.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
-    let list = state
+    let store = &state.agent.store;
+    let text = query.q.as_deref().map(str::trim).unwrap_or_default();
+    let list = if text.is_empty() {
+        store.list(project.as_str(), limit).await
+    } else {
+        let chars = text.chars().count();
+        if chars > MAX_QUERY_CHARS {
+            return Err(ApiError::BadRequest(format!(
+                "q is {chars} characters long, over the limit of {MAX_QUERY_CHARS}; search for \
+                 a shorter text"
+            )));
+        }
+        store.search(project.as_str(), text, limit).await
+    };
+    Ok(Json(list.map_err(internal)?))
+}
+
+/// `PATCH /conversations/{id}` with `{"title": "…"}` (a title shown instead of the first
+/// message's text) or `{"title": null}` (back to it): `204`.
+pub(super) async fn rename(
+    caller: Caller,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Result<StatusCode, ApiError> {
+    let id = ConversationId::parse(&id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let Json(body) = body.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let title = title_of_body(&body)?;
+    owned_head(&caller, &state, &id).await?;
+    match state.agent.store.rename(&id, title).await {
+        Ok(()) => Ok(StatusCode::NO_CONTENT),
+        Err(e @ StoreError::InvalidTitle { .. }) => Err(ApiError::BadRequest(e.to_string())),
+        Err(StoreError::NotFound { .. }) => Err(not_found(&id)),
+        Err(e) => Err(internal(e)),
+    }
+}
+
+/// The `title` of a rename body: a string, or `null`; no other key.
+fn title_of_body(body: &Value) -> Result<Option<&str>, ApiError> {
+    const SHAPE: &str = r#"the body must be {"title": "new title"}, or {"title": null} to go back to the first message's text"#;
+    let bad = || ApiError::BadRequest(SHAPE.to_owned());
+    let object = body.as_object().filter(|o| o.len() == 1).ok_or_else(bad)?;
+    match object.get("title").ok_or_else(bad)? {
+        Value::String(title) => Ok(Some(title)),
+        Value::Null => Ok(None),
+        _ => Err(bad()),
+    }
+}
+
+/// `DELETE /conversations/{id}`: `204` once it and its messages are deleted; `409` while a
+/// run writes in it (its run lease is held while deleting, so none can start meanwhile).
+pub(super) async fn delete(
+    caller: Caller,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let id = ConversationId::parse(&id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    owned_head(&caller, &state, &id).await?;
+    let lease = state.agent.lease(&id).await.map_err(|e| match e {
+        StoreError::NotFound { .. } => not_found(&id),
+        e => internal(e),
+    })?;
+    let Some(lease) = lease else {
+        return Err(ApiError::Conflict(
+            "a reply is still being written in this conversation; wait for it to finish or \
+             stop it, then delete it"
+                .to_owned(),
+        ));
+    };
+    let deleted = state.agent.store.delete(&id).await;
+    lease.release().await;
+    match deleted.map_err(internal)? {
+        true => Ok(StatusCode::NO_CONTENT),
+        false => Err(not_found(&id)),
+    }
+}
+
+/// The conversation's head, once the caller is known to be allowed on its project: `404`
+/// for an unknown one, `403` for one of another project.
+async fn owned_head(
+    caller: &Caller,
+    state: &AppState,
+    id: &ConversationId,
+) -> Result<ConversationHead, ApiError> {
+    let head = state
         .agent
         .store
-        .list(project.as_str(), limit)
+        .head(id)
         .await
-        .map_err(internal)?;
-    Ok(Json(list))
+        .map_err(internal)?
+        .ok_or_else(|| not_found(id))?;
+    let project = ProjectId::parse(&head.project_id)
+        .map_err(|e| ApiError::internal("the stored project id is invalid", e))?;
+    caller.authorize(&project)?;
+    Ok(head)
+}
+
+fn not_found(id: &ConversationId) -> ApiError {
+    ApiError::NotFound(format!("no conversation {id}"))
 }

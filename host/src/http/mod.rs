@@ -12,6 +12,7 @@ mod metrics;
 mod ndjson;
 mod panel;
 mod projects;
+mod replace;
 mod rojos;
 pub(crate) mod server;
 mod tools;
@@ -34,16 +35,17 @@ pub fn router(state: AppState) -> Router {
         .route("/tools", get(tools::list))
         .route("/chat", post(chat::chat))
         .route("/metrics", get(metrics::get))
-        .route("/conversations/{id}", get(conversations::get))
+        .route(
+            "/conversations/{id}",
+            get(conversations::get)
+                .patch(conversations::rename)
+                .delete(conversations::delete),
+        )
         .route("/conversations", get(conversations::list))
         .route("/rojos", get(rojos::list))
         .route("/projects", get(projects::list))
         .route("/", get(panel::index))
-        .route("/assets/panel.js", get(panel::script))
-        .route("/assets/panel.css", get(panel::style))
-        .route("/assets/panel-render.js", get(panel::render_script))
-        .route("/assets/panel-render.css", get(panel::render_style))
-        .route("/assets/vendor/markdown.js", get(panel::vendor_markdown))
+        .route("/assets/{*name}", get(panel::named_asset))
         .merge(mcp::routes(&state))
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(TraceLayer::new_for_http())

@@ -1,21 +1,55 @@
-//! `GET /`: the chat panel, shipped inside the binary (no CDN, no separate server). The page,
-//! its script and its style sheet are embedded with `include_str!` from `host/assets/` and
-//! served with a strict Content-Security-Policy: scripts and styles only from this origin,
-//! no inline script, requests only back to this server. Replies are rendered as markdown by
-//! `panel-render.js` with the bundled `vendor/markdown.js` (markdown-it + lowlight, built by
-//! `scripts/vendor-panel`; the Rust build only embeds the committed file). See `docs/panel.md`.
+//! `GET /`: the chat panel, shipped inside the binary (no CDN, no separate server). The page
+//! and its scripts and style sheets ([`ASSETS`]) are embedded with `include_str!` from
+//! `host/assets/` and served with a strict Content-Security-Policy: scripts and styles only
+//! from this origin, no inline script, requests only back to this server. Replies are
+//! rendered as markdown by `panel-render.js` with the bundled `vendor/markdown.js`
+//! (markdown-it + lowlight, built by `scripts/vendor-panel`; the Rust build only embeds the
+//! committed file). See `docs/panel.md`.
 
 use axum::{
-    http::{header, HeaderName},
+    extract::Path,
+    http::{header, HeaderName, StatusCode},
     response::{IntoResponse, Response},
 };
 
 const HTML: &str = include_str!("../../assets/panel.html");
-const SCRIPT: &str = include_str!("../../assets/panel.js");
-const STYLE: &str = include_str!("../../assets/panel.css");
-const RENDER_SCRIPT: &str = include_str!("../../assets/panel-render.js");
-const RENDER_STYLE: &str = include_str!("../../assets/panel-render.css");
-const VENDOR_MARKDOWN: &str = include_str!("../../assets/vendor/markdown.js");
+
+const JS: &str = "text/javascript; charset=utf-8";
+const CSS: &str = "text/css; charset=utf-8";
+
+/// Every file under `/assets/`: its name there, its content type and its text. The page
+/// loads them in `panel.html`; a name not listed here is `404`.
+const ASSETS: &[(&str, &str, &str)] = &[
+    ("panel.js", JS, include_str!("../../assets/panel.js")),
+    ("panel.css", CSS, include_str!("../../assets/panel.css")),
+    // Markdown rendering: our token-stream-to-DOM code and the bundled libraries.
+    (
+        "panel-render.js",
+        JS,
+        include_str!("../../assets/panel-render.js"),
+    ),
+    (
+        "panel-render.css",
+        CSS,
+        include_str!("../../assets/panel-render.css"),
+    ),
+    (
+        "vendor/markdown.js",
+        JS,
+        include_str!("../../assets/vendor/markdown.js"),
+    ),
+    // Conversation management: the sidebar's menu and search, Regenerate and Edit.
+    (
+        "panel-conversations.js",
+        JS,
+        include_str!("../../assets/panel-conversations.js"),
+    ),
+    (
+        "panel-conversations.css",
+        CSS,
+        include_str!("../../assets/panel-conversations.css"),
+    ),
+];
 
 /// The policy every panel response carries.
 pub(super) const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
@@ -27,29 +61,12 @@ pub(super) async fn index() -> Response {
     asset("text/html; charset=utf-8", HTML)
 }
 
-/// `GET /assets/panel.js`: the page's script.
-pub(super) async fn script() -> Response {
-    asset("text/javascript; charset=utf-8", SCRIPT)
-}
-
-/// `GET /assets/panel.css`: the page's style sheet.
-pub(super) async fn style() -> Response {
-    asset("text/css; charset=utf-8", STYLE)
-}
-
-/// `GET /assets/panel-render.js`: our markdown rendering (token stream to DOM nodes).
-pub(super) async fn render_script() -> Response {
-    asset("text/javascript; charset=utf-8", RENDER_SCRIPT)
-}
-
-/// `GET /assets/panel-render.css`: rendered markdown, code highlighting, copy buttons.
-pub(super) async fn render_style() -> Response {
-    asset("text/css; charset=utf-8", RENDER_STYLE)
-}
-
-/// `GET /assets/vendor/markdown.js`: the bundled markdown-it and lowlight.
-pub(super) async fn vendor_markdown() -> Response {
-    asset("text/javascript; charset=utf-8", VENDOR_MARKDOWN)
+/// `GET /assets/{*name}`: one of [`ASSETS`].
+pub(super) async fn named_asset(Path(name): Path<String>) -> Response {
+    match ASSETS.iter().find(|(n, _, _)| *n == name) {
+        Some((_, content_type, body)) => asset(content_type, body),
+        None => (StatusCode::NOT_FOUND, "no such asset").into_response(),
+    }
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
@@ -76,38 +93,48 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn the_page_is_served_with_a_strict_policy() {
-        for (response, kind) in [
-            (index().await, "text/html"),
-            (script().await, "text/javascript"),
-            (style().await, "text/css"),
-            (render_script().await, "text/javascript"),
-            (render_style().await, "text/css"),
-            (vendor_markdown().await, "text/javascript"),
-        ] {
+    async fn the_page_and_every_asset_are_served_with_a_strict_policy() {
+        let mut responses = vec![(index().await, "text/html")];
+        for (name, content_type, _) in ASSETS {
+            responses.push((named_asset(Path((*name).to_owned())).await, content_type));
+        }
+        for (response, kind) in responses {
+            assert_eq!(response.status(), StatusCode::OK);
             let headers = response.headers();
             assert!(headers[header::CONTENT_TYPE]
                 .to_str()
                 .unwrap()
-                .starts_with(kind));
+                .starts_with(kind.split(';').next().unwrap()));
             assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
             let csp = headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
             assert!(csp.contains("default-src 'self'"));
             assert!(!csp.contains("unsafe-inline"), "{csp}");
         }
+        let missing = named_asset(Path("../panel.rs".to_owned())).await;
+        assert_eq!(missing.status(), StatusCode::NOT_FOUND);
     }
 
     #[test]
-    fn the_page_loads_its_script_and_style_from_this_server_only() {
-        assert!(HTML.contains(r#"<script src="/assets/panel.js""#));
-        assert!(HTML.contains(r#"href="/assets/panel.css""#));
-        assert!(HTML.contains(r#"<script src="/assets/vendor/markdown.js""#));
-        assert!(HTML.contains(r#"<script src="/assets/panel-render.js""#));
-        assert!(HTML.contains(r#"href="/assets/panel-render.css""#));
+    fn the_page_loads_every_asset_from_this_server_only() {
         assert!(!HTML.contains("http://") && !HTML.contains("https://"));
-        // Our own scripts never parse markup: model text becomes text nodes, markdown becomes
-        // elements created one token at a time (docs/panel.md, "Safety").
-        for (name, script) in [("panel.js", SCRIPT), ("panel-render.js", RENDER_SCRIPT)] {
+        for (name, content_type, _) in ASSETS {
+            let tag = if *content_type == JS {
+                format!(r#"<script src="/assets/{name}" defer>"#)
+            } else {
+                format!(r#"<link rel="stylesheet" href="/assets/{name}">"#)
+            };
+            assert!(HTML.contains(&tag), "panel.html does not load {name}: {tag}");
+        }
+    }
+
+    #[test]
+    fn our_scripts_never_parse_markup() {
+        // Model text becomes text nodes, markdown becomes elements created one token at a
+        // time (docs/panel.md, "Safety"); only the vendored bundle is exempt.
+        let ours = ASSETS
+            .iter()
+            .filter(|(name, content_type, _)| *content_type == JS && !name.starts_with("vendor/"));
+        for (name, _, script) in ours {
             for parser in [
                 "innerHTML",
                 "outerHTML",

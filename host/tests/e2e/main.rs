@@ -18,6 +18,7 @@ mod hosts;
 mod init;
 mod limits;
 mod load;
+mod managing;
 mod mcp_client;
 mod mcp_conformance;
 mod mcp_http;

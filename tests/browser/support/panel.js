@@ -53,7 +53,7 @@ export async function send(page, text) {
   await page.press('#input', 'Enter');
 }
 
-/** Waits until the reply has ended: the input is enabled again. */
+/** Waits until the reply has ended: the typing dots are gone (the input stays on throughout). */
 export async function waitIdle(page) {
   await page.waitForFunction(
     () => !document.getElementById('input').disabled && !document.querySelector('#thread .typing'),
@@ -64,7 +64,7 @@ export async function waitIdle(page) {
 
 /** The conversation as shown: one entry per bubble, activity line, error or note. */
 export async function transcript(page) {
-  return page.$$eval('#thread > :not(#empty):not(.typing)', (items) =>
+  return page.$$eval('#thread > :not(#empty):not(.typing):not(.turn-actions):not([hidden])', (items) =>
     items.map((e) => {
       if (e.classList.contains('activity')) {
         return {
