@@ -123,7 +123,10 @@ mod tests {
             } else {
                 format!(r#"<link rel="stylesheet" href="/assets/{name}">"#)
             };
-            assert!(HTML.contains(&tag), "panel.html does not load {name}: {tag}");
+            assert!(
+                HTML.contains(&tag),
+                "panel.html does not load {name}: {tag}"
+            );
         }
     }
 
