@@ -183,7 +183,7 @@ window.RojosConversations = (() => {
     confirm.addEventListener('click', onConfirm);
     dialog.addEventListener('close', async () => {
       confirm.removeEventListener('click', onConfirm);
-      if (dialog.returnValue !== 'deleted') { opener.focus(); return; }
+      if (dialog.returnValue !== 'deleted') { menuButtonOf(summary.id, opener).focus(); return; }
       if (panel.conversationId() === summary.id) panel.newChat();
       await panel.loadHistory();
       (document.querySelector('.history-menu-btn') || $('new-chat')).focus();
@@ -191,6 +191,19 @@ window.RojosConversations = (() => {
     dialog.returnValue = '';
     dialog.showModal();
     $('delete-dialog-cancel').focus();
+  }
+
+  // The entry's menu button: `opener`, or its successor when the list was drawn again
+  // while the dialog was open (a search or a refresh replaces the entries).
+  function menuButtonOf(id, opener) {
+    if (opener.isConnected) return opener;
+    for (const item of document.querySelectorAll('#history .history-item')) {
+      if (item.dataset.id === id) {
+        const button = item.parentElement.querySelector('.history-menu-btn');
+        if (button) return button;
+      }
+    }
+    return $('new-chat');
   }
 
   async function deleteConversation(id) {

@@ -266,7 +266,8 @@ describe('managing conversations', () => {
     const live = await transcript(page);
     assert.deepEqual(live.map((e) => e.kind), ['user', 'assistant', 'user', 'error', 'user', 'assistant', 'note']);
     assert.equal(live.at(-1).text, 'Stopped.');
-    assert.equal(live.at(-2).text, 'partial ');
+    // Markdown drops the trailing space of the cut-off paragraph, live and reopened alike.
+    assert.equal(live.at(-2).text, 'partial');
     await screenshot(page, 'conversations-live');
 
     // Reopened from the address (a reload) and from the sidebar: the same transcript.

@@ -193,15 +193,15 @@ describe('replies rendered as markdown', () => {
     await openPanel(page, host);
     await send(page, 'Stream markdown');
 
-    // Seen in one evaluation while the run still goes on (the input is off until DONE).
+    // Seen in one evaluation while the run still goes on (the app is marked busy until DONE).
     const midList = await page.waitForFunction(() => {
       const items = document.querySelectorAll('#thread .msg.assistant li').length;
-      return document.getElementById('input').disabled && items >= 2 && items < 12 ? items : false;
+      return document.getElementById('app').classList.contains('busy') && items >= 2 && items < 12 ? items : false;
     }, null, { timeout: 15000 });
     assert.ok((await midList.jsonValue()) >= 2);
     const midFence = await page.waitForFunction(() => {
       const code = document.querySelector('#thread .msg.assistant pre code.language-rust');
-      return document.getElementById('input').disabled && code && !code.textContent.includes('v11')
+      return document.getElementById('app').classList.contains('busy') && code && !code.textContent.includes('v11')
         ? code.querySelectorAll('span.hljs-keyword').length : false;
     }, null, { timeout: 15000 });
     assert.ok((await midFence.jsonValue()) >= 1, 'the open fence is already highlighted code');
