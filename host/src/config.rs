@@ -99,6 +99,9 @@ pub struct Config {
     pub budgets: RunBudgets,
     /// Most bytes of messages one `GET /conversations/{id}` page returns.
     pub max_conversation_page_bytes: usize,
+    /// Largest file uploaded or downloaded through `/projects/{id}/files/content` (`413`
+    /// beyond; docs/api.md "Project files").
+    pub max_upload_bytes: usize,
     /// Chats each token may start per minute (`429` beyond); `None`: no rate limit.
     pub rate_limit_per_minute: Option<u32>,
     /// The stdio MCP servers whose tools join the registry (`[mcp.servers.*]`), by name.
@@ -354,6 +357,12 @@ impl ConfigFile {
             1 << 20,
             1024,
         )?;
+        let max_upload_bytes = at_least(
+            "limits.max_upload_bytes",
+            limits_raw.max_upload_bytes,
+            10 << 20,
+            1,
+        )?;
         let rate_limit_per_minute = parse_rate_limit(raw.auth.rate_limit_per_minute)?;
         let providers = parse_providers(&raw.providers, env, budgets.max_model_turn_bytes)?;
         let rojos = parse_rojos(&raw.rojos, &providers)?;
@@ -375,6 +384,7 @@ impl ConfigFile {
             http,
             budgets,
             max_conversation_page_bytes,
+            max_upload_bytes,
             rate_limit_per_minute,
             mcp_servers,
         };

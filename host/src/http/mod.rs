@@ -6,6 +6,7 @@ pub mod auth;
 mod chat;
 mod conversations;
 pub mod error;
+mod files;
 pub mod limits;
 mod mcp;
 mod metrics;
@@ -38,11 +39,18 @@ pub fn router(state: AppState) -> Router {
         .route("/conversations", get(conversations::list))
         .route("/rojos", get(rojos::list))
         .route("/projects", get(projects::list))
+        .route("/projects/{id}/files", get(files::list))
+        .route(
+            "/projects/{id}/files/content",
+            get(files::content).put(files::upload),
+        )
         .route("/", get(panel::index))
         .route("/assets/panel.js", get(panel::script))
         .route("/assets/panel.css", get(panel::style))
         .route("/assets/panel-render.js", get(panel::render_script))
         .route("/assets/panel-render.css", get(panel::render_style))
+        .route("/assets/panel-files.js", get(panel::files_script))
+        .route("/assets/panel-files.css", get(panel::files_style))
         .route("/assets/vendor/markdown.js", get(panel::vendor_markdown))
         .merge(mcp::routes(&state))
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))

@@ -15,6 +15,8 @@ const SCRIPT: &str = include_str!("../../assets/panel.js");
 const STYLE: &str = include_str!("../../assets/panel.css");
 const RENDER_SCRIPT: &str = include_str!("../../assets/panel-render.js");
 const RENDER_STYLE: &str = include_str!("../../assets/panel-render.css");
+const FILES_SCRIPT: &str = include_str!("../../assets/panel-files.js");
+const FILES_STYLE: &str = include_str!("../../assets/panel-files.css");
 const VENDOR_MARKDOWN: &str = include_str!("../../assets/vendor/markdown.js");
 
 /// The policy every panel response carries.
@@ -45,6 +47,16 @@ pub(super) async fn render_script() -> Response {
 /// `GET /assets/panel-render.css`: rendered markdown, code highlighting, copy buttons.
 pub(super) async fn render_style() -> Response {
     asset("text/css; charset=utf-8", RENDER_STYLE)
+}
+
+/// `GET /assets/panel-files.js`: the files pane and the written-file view of tool lines.
+pub(super) async fn files_script() -> Response {
+    asset("text/javascript; charset=utf-8", FILES_SCRIPT)
+}
+
+/// `GET /assets/panel-files.css`: the files pane's style.
+pub(super) async fn files_style() -> Response {
+    asset("text/css; charset=utf-8", FILES_STYLE)
 }
 
 /// `GET /assets/vendor/markdown.js`: the bundled markdown-it and lowlight.
@@ -84,6 +96,8 @@ mod tests {
             (render_script().await, "text/javascript"),
             (render_style().await, "text/css"),
             (vendor_markdown().await, "text/javascript"),
+            (files_script().await, "text/javascript"),
+            (files_style().await, "text/css"),
         ] {
             let headers = response.headers();
             assert!(headers[header::CONTENT_TYPE]
@@ -104,10 +118,16 @@ mod tests {
         assert!(HTML.contains(r#"<script src="/assets/vendor/markdown.js""#));
         assert!(HTML.contains(r#"<script src="/assets/panel-render.js""#));
         assert!(HTML.contains(r#"href="/assets/panel-render.css""#));
+        assert!(HTML.contains(r#"<script src="/assets/panel-files.js""#));
+        assert!(HTML.contains(r#"href="/assets/panel-files.css""#));
         assert!(!HTML.contains("http://") && !HTML.contains("https://"));
         // Our own scripts never parse markup: model text becomes text nodes, markdown becomes
         // elements created one token at a time (docs/panel.md, "Safety").
-        for (name, script) in [("panel.js", SCRIPT), ("panel-render.js", RENDER_SCRIPT)] {
+        for (name, script) in [
+            ("panel.js", SCRIPT),
+            ("panel-render.js", RENDER_SCRIPT),
+            ("panel-files.js", FILES_SCRIPT),
+        ] {
             for parser in [
                 "innerHTML",
                 "outerHTML",

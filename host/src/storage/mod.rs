@@ -53,6 +53,25 @@ impl Storage {
         open_or_create_dir(&project, "root")
     }
 
+    /// Opens `<projectId>/root/` if it exists, creating nothing (`None` when either folder
+    /// is missing): what a read of the project's files uses, so looking does not make a
+    /// project appear in `GET /projects`. A symlink at either level is refused.
+    ///
+    /// # Errors
+    ///
+    /// I/O errors other than a missing folder, or a symlink where a folder should be.
+    pub fn existing_project_root(&self, id: &ProjectId) -> io::Result<Option<Dir>> {
+        let missing = |e: &io::Error| e.kind() == io::ErrorKind::NotFound;
+        let project = match self.dir.open_dir_nofollow(id.as_str()) {
+            Err(e) if missing(&e) => return Ok(None),
+            other => other?,
+        };
+        match project.open_dir_nofollow("root") {
+            Err(e) if missing(&e) => Ok(None),
+            other => other.map(Some),
+        }
+    }
+
     /// The absolute path of `<projectId>/root/` (what [`Storage::project_root`] opens), given
     /// to per-project MCP servers, which are processes of their own (`docs/mcp.md`).
     pub fn project_root_path(&self, id: &ProjectId) -> PathBuf {
