@@ -111,20 +111,27 @@ window.RojosFiles = (() => {
     return li;
   }
 
-  // Lists `path` into a new child list of `li` (the root's list is the tree itself).
+  // Lists `path` into a new child list of `li`, or (no `li`) into the tree itself, whose old
+  // content stays until the new listing is there (a refresh does not flicker or scroll).
   async function fillFolder(li, path, seq) {
     const ul = node('ul', 'files-children');
     ul.appendChild(node('li', 'files-loading muted small', 'Loading\u2026'));
-    if (li) li.appendChild(ul); else el.tree.replaceChildren(ul);
+    if (li) li.appendChild(ul); else if (!el.tree.firstChild) el.tree.appendChild(ul);
     let listing;
     try {
       listing = await list(path);
     } catch (e) {
       if (seq !== state.seq) return;
       ul.replaceChildren(node('li', 'files-error', e.message));
+      if (!li) el.tree.replaceChildren(ul);
       return;
     }
     if (seq !== state.seq) return;
+    if (!li) {
+      const top = el.tree.scrollTop;
+      el.tree.replaceChildren(ul);
+      el.tree.scrollTop = top;
+    }
     const items = listing.entries.map((entry) => item(path, entry, seq));
     if (items.length === 0) items.push(node('li', 'files-empty muted small', path === '.' ? 'No files yet.' : 'Empty folder.'));
     if (listing.truncated) items.push(node('li', 'muted small', (listing.total - listing.entries.length) + ' more not shown'));
@@ -228,7 +235,6 @@ window.RojosFiles = (() => {
     } else {
       el.viewBody.replaceChildren(node('p', 'files-note', typeof file.note === 'string' ? file.note : 'This file cannot be shown as text.'));
     }
-    if (!options.quiet) el.viewClose.focus();
   }
 
   function closeFile() {
@@ -331,6 +337,7 @@ window.RojosFiles = (() => {
   }
 
   function projectChanged() {
+    el.tree.replaceChildren();
     state.open = new Set(['.']);
     state.folder = '.';
     closeFile();
