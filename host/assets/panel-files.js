@@ -11,6 +11,8 @@
 window.RojosFiles = (() => {
   // The tools that change the project's files (plugins/): their results refresh the pane.
   const CHANGING_TOOLS = new Set(['write_text_content', 'create_directory', 'move_path', 'delete_path']);
+  // Whether the pane was open, kept across reloads.
+  const KEY_OPEN = 'rojos.files.open';
   // How long a burst of tool results is gathered into one refresh, in ms.
   const REFRESH_DELAY = 120;
 
@@ -298,6 +300,7 @@ window.RojosFiles = (() => {
     el.pane.hidden = !open;
     el.app.classList.toggle('files-open', open);
     el.toggle.setAttribute('aria-expanded', String(open));
+    localStorage.setItem(KEY_OPEN, open ? '1' : '0');
     if (open) refresh();
   }
 
@@ -334,6 +337,7 @@ window.RojosFiles = (() => {
     state.api = options.api;
     state.project = options.project;
     if (!el.pane.hidden) refresh();
+    else if (localStorage.getItem(KEY_OPEN) === '1') setOpen(true);
   }
 
   function projectChanged() {

@@ -75,6 +75,12 @@ describe('the files pane', () => {
     fs.mkdirSync(path.join(host.projectRoot('demo'), 'later'));
     await page.click('#files-refresh');
     await page.waitForSelector(item('later'));
+
+    // The pane stays open across a reload.
+    await page.reload();
+    await page.waitForSelector('body[data-ready="true"]');
+    await page.waitForSelector(`#files-pane:not([hidden]) ${item('later')}`);
+    assert.equal(await page.getAttribute('#files-toggle', 'aria-expanded'), 'true');
     assert.deepEqual(problems, []);
   });
 

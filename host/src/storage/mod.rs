@@ -122,12 +122,29 @@ mod tests {
         std::fs::create_dir(base.join("p3")).unwrap();
         std::os::unix::fs::symlink("../p1/root", base.join("p3/root")).unwrap();
         for id in ["p2", "p3"] {
-            assert!(
-                storage
-                    .project_root(&ProjectId::parse(id).unwrap())
-                    .is_err(),
-                "{id}"
-            );
+            let id = ProjectId::parse(id).unwrap();
+            assert!(storage.project_root(&id).is_err(), "{id}");
+            assert!(storage.existing_project_root(&id).is_err(), "{id}");
         }
+    }
+
+    #[test]
+    fn an_existing_root_is_opened_without_creating_a_missing_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().join("storage");
+        let storage = Storage::open(&base).unwrap();
+        let demo = ProjectId::parse("demo").unwrap();
+        assert!(storage.existing_project_root(&demo).unwrap().is_none());
+        assert!(!base.join("demo").exists());
+        std::fs::create_dir(base.join("demo")).unwrap();
+        assert!(storage.existing_project_root(&demo).unwrap().is_none());
+        assert!(!base.join("demo/root").exists());
+        storage
+            .project_root(&demo)
+            .unwrap()
+            .write("a.txt", "a")
+            .unwrap();
+        let root = storage.existing_project_root(&demo).unwrap().unwrap();
+        assert_eq!(root.read_to_string("a.txt").unwrap(), "a");
     }
 }
