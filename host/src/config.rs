@@ -964,6 +964,20 @@ tools = ["list_files"]
         assert_eq!(c.budgets, RunBudgets::default());
         assert_eq!(c.max_chats_per_token, 32);
         assert_eq!(c.max_conversation_page_bytes, 1 << 20);
+        assert_eq!(c.max_upload_bytes, 10 << 20);
+    }
+
+    #[test]
+    fn the_upload_limit_is_read_and_must_be_positive() {
+        let c = parse("[limits]\nmax_upload_bytes = 2048\n").unwrap();
+        assert_eq!(c.max_upload_bytes, 2048);
+        let e = parse("[limits]\nmax_upload_bytes = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("limits.max_upload_bytes: must be at least 1"),
+            "{e}"
+        );
     }
 
     #[test]
