@@ -51,7 +51,12 @@ fn read_bytes_never_reads_outside() {
 
 #[test]
 fn write_bytes_creates_a_new_file_with_any_content_and_its_folders() {
-    let fx = Fixture::new();
+    write_bytes_creates_a_new_file_with_any_content_and_its_folders_on(&Fixture::new());
+}
+
+/// The test above on any fresh fixture; `nfs_like_tests` runs it where the kernel refuses
+/// `RENAME_NOREPLACE` (the new file is then linked onto its name).
+pub(super) fn write_bytes_creates_a_new_file_with_any_content_and_its_folders_on(fx: &Fixture) {
     let dir = fx.project_dir();
     let written = dir
         .write_bytes("up/load/a.bin", b"\0\xffbytes", IfExists::Refuse)
@@ -78,9 +83,13 @@ fn write_bytes_refusing_an_existing_file_leaves_it_and_no_temporary_name() {
 
 #[test]
 fn write_bytes_never_replaces_a_file_that_appears_after_the_check() {
-    // The name is free when checked, taken when the new file is moved onto it: the move
-    // (RENAME_NOREPLACE) refuses, the other file stays, the temporary file is gone.
-    let fx = Fixture::new();
+    write_bytes_never_replaces_a_file_that_appears_after_the_check_on(&Fixture::new());
+}
+
+/// The name is free when checked, taken when the new file is moved onto it: the move
+/// (RENAME_NOREPLACE, or the link of the fallback) refuses, the other file stays, the
+/// temporary file is gone. `nfs_like_tests` runs it on the NFS-like mount too.
+pub(super) fn write_bytes_never_replaces_a_file_that_appears_after_the_check_on(fx: &Fixture) {
     let dir = fx.project_dir();
     let folder = dir.open_folder(".").unwrap();
     fx.write("late.txt", b"first");
