@@ -87,8 +87,10 @@ fn write_bytes_never_replaces_a_file_that_appears_after_the_check() {
 }
 
 /// The name is free when checked, taken when the new file is moved onto it: the move
-/// (RENAME_NOREPLACE, or the link of the fallback) refuses, the other file stays, the
-/// temporary file is gone. `nfs_like_tests` runs it on the NFS-like mount too.
+/// (RENAME_NOREPLACE) refuses, the other file stays, the temporary file is gone.
+/// `nfs_like_tests` runs it on the NFS-like mount too, where the kernel itself refuses the
+/// name it knows exists before the file system could refuse the flag (the fallback's link,
+/// for a name that appears later still, is what `move_fallback` relies on for moves).
 pub(super) fn write_bytes_never_replaces_a_file_that_appears_after_the_check_on(fx: &Fixture) {
     let dir = fx.project_dir();
     let folder = dir.open_folder(".").unwrap();
