@@ -157,6 +157,7 @@
     );
     details.append(summary, body);
     line.appendChild(details);
+    if (window.RojosFiles) window.RojosFiles.decorate(line, name, args);
     return append(line);
   }
 
@@ -164,6 +165,7 @@
     line.dataset.status = ok ? 'ok' : 'error';
     line.querySelector('.act-status').textContent = ok ? 'ok' : 'error';
     line.querySelector('.act-result').textContent = pretty(result);
+    if (window.RojosFiles) window.RojosFiles.toolFinished(line.dataset.tool, ok);
   }
 
   function interruptActivity(line, why) {
@@ -728,6 +730,7 @@
     }
     el.overlay.hidden = true;
     state.started = true;
+    if (window.RojosFiles) window.RojosFiles.start({ api, project: () => el.project.value.trim() });
     await loadHistory();
     const wanted = new URLSearchParams(location.hash.slice(1)).get('c');
     if (wanted) await openConversation(wanted, null);
@@ -765,6 +768,7 @@
     if (p) localStorage.setItem(KEY_PROJECT, p);
     newChat();
     loadHistory();
+    if (window.RojosFiles) window.RojosFiles.projectChanged();
   });
   el.toggle.addEventListener('click', () => {
     const open = el.app.classList.toggle('sidebar-open');

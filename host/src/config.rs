@@ -99,6 +99,9 @@ pub struct Config {
     pub budgets: RunBudgets,
     /// Most bytes of messages one `GET /conversations/{id}` page returns.
     pub max_conversation_page_bytes: usize,
+    /// Largest file uploaded or downloaded through `/projects/{id}/files/content` (`413`
+    /// beyond; docs/api.md "Project files").
+    pub max_upload_bytes: usize,
     /// Chats each token may start per minute (`429` beyond); `None`: no rate limit.
     pub rate_limit_per_minute: Option<u32>,
     /// The MCP servers (stdio or Streamable HTTP) whose tools join the registry (`[mcp.servers.*]`), by name.
@@ -354,6 +357,12 @@ impl ConfigFile {
             1 << 20,
             1024,
         )?;
+        let max_upload_bytes = at_least(
+            "limits.max_upload_bytes",
+            limits_raw.max_upload_bytes,
+            10 << 20,
+            1,
+        )?;
         let rate_limit_per_minute = parse_rate_limit(raw.auth.rate_limit_per_minute)?;
         let providers = parse_providers(&raw.providers, env, budgets.max_model_turn_bytes)?;
         let rojos = parse_rojos(&raw.rojos, &providers)?;
@@ -375,6 +384,7 @@ impl ConfigFile {
             http,
             budgets,
             max_conversation_page_bytes,
+            max_upload_bytes,
             rate_limit_per_minute,
             mcp_servers,
         };
@@ -954,6 +964,20 @@ tools = ["list_files"]
         assert_eq!(c.budgets, RunBudgets::default());
         assert_eq!(c.max_chats_per_token, 32);
         assert_eq!(c.max_conversation_page_bytes, 1 << 20);
+        assert_eq!(c.max_upload_bytes, 10 << 20);
+    }
+
+    #[test]
+    fn the_upload_limit_is_read_and_must_be_positive() {
+        let c = parse("[limits]\nmax_upload_bytes = 2048\n").unwrap();
+        assert_eq!(c.max_upload_bytes, 2048);
+        let e = parse("[limits]\nmax_upload_bytes = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("limits.max_upload_bytes: must be at least 1"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -154,8 +154,9 @@ describe('the chat panel', () => {
     await write.locator('summary').focus();
     await page.keyboard.press('Enter');
     assert.equal(await write.locator('.act-body').isVisible(), true);
-    const args = JSON.parse(await write.locator('.act-args-full').textContent());
-    assert.deepEqual(args, { path: 'docs/intro/index.page', text: PAGE });
+    // A write shows its path and the written text, line by line (files.test.js has more).
+    assert.equal(await write.locator('.act-written-path').textContent(), 'docs/intro/index.page');
+    assert.deepEqual((await write.locator('.act-written-text .files-text').allTextContents()).join('\n'), PAGE);
     assert.deepEqual(JSON.parse(await write.locator('.act-result').textContent()), { ok: true });
     await screenshot(page, 'expanded-activity-line');
     await write.locator('summary').click();
@@ -231,8 +232,8 @@ describe('the chat panel', () => {
     );
     await again.locator('#thread .activity').nth(1).locator('summary').click();
     assert.deepEqual(
-      JSON.parse(await again.locator('#thread .activity').nth(1).locator('.act-args-full').textContent()),
-      { path: 'docs/intro/index.page', text: PAGE },
+      (await again.locator('#thread .activity').nth(1).locator('.act-written-text .files-text').allTextContents()).join('\n'),
+      PAGE,
     );
     await screenshot(again, 'reopened-conversation');
 

@@ -123,6 +123,7 @@ pub(super) struct RawLimits {
     pub(super) max_model_turn_bytes: Option<usize>,
     pub(super) max_conversation_bytes: Option<usize>,
     pub(super) max_conversation_page_bytes: Option<usize>,
+    pub(super) max_upload_bytes: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -30,6 +30,9 @@ pub enum ApiError {
     /// 413: the body is too large.
     #[error("request body too large (limit {0} bytes)")]
     PayloadTooLarge(usize),
+    /// 413: a file or body is over a limit the message names (an upload, a download).
+    #[error("{0}")]
+    TooLarge(String),
     /// 422: the request is well-formed but cannot be carried out, and sending it again
     /// will not change that (the conversation is full).
     #[error("{0}")]
@@ -87,7 +90,7 @@ impl IntoResponse for ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
-            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::PayloadTooLarge(_) | ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,

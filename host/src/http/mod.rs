@@ -6,6 +6,7 @@ pub mod auth;
 mod chat;
 mod conversations;
 pub mod error;
+mod files;
 pub mod limits;
 mod mcp;
 mod metrics;
@@ -44,6 +45,11 @@ pub fn router(state: AppState) -> Router {
         .route("/conversations", get(conversations::list))
         .route("/rojos", get(rojos::list))
         .route("/projects", get(projects::list))
+        .route("/projects/{id}/files", get(files::list))
+        .route(
+            "/projects/{id}/files/content",
+            get(files::content).put(files::upload),
+        )
         .route("/", get(panel::index))
         .route("/assets/{*name}", get(panel::named_asset))
         .merge(mcp::routes(&state))

@@ -49,6 +49,17 @@ const ASSETS: &[(&str, &str, &str)] = &[
         CSS,
         include_str!("../../assets/panel-conversations.css"),
     ),
+    // The files pane: the project's tree, a file's text, download and upload.
+    (
+        "panel-files.js",
+        JS,
+        include_str!("../../assets/panel-files.js"),
+    ),
+    (
+        "panel-files.css",
+        CSS,
+        include_str!("../../assets/panel-files.css"),
+    ),
 ];
 
 /// The policy every panel response carries.

@@ -53,6 +53,25 @@ impl Storage {
         open_or_create_dir(&project, "root")
     }
 
+    /// Opens `<projectId>/root/` if it exists, creating nothing (`None` when either folder
+    /// is missing): what a read of the project's files uses, so looking does not make a
+    /// project appear in `GET /projects`. A symlink at either level is refused.
+    ///
+    /// # Errors
+    ///
+    /// I/O errors other than a missing folder, or a symlink where a folder should be.
+    pub fn existing_project_root(&self, id: &ProjectId) -> io::Result<Option<Dir>> {
+        let missing = |e: &io::Error| e.kind() == io::ErrorKind::NotFound;
+        let project = match self.dir.open_dir_nofollow(id.as_str()) {
+            Err(e) if missing(&e) => return Ok(None),
+            other => other?,
+        };
+        match project.open_dir_nofollow("root") {
+            Err(e) if missing(&e) => Ok(None),
+            other => other.map(Some),
+        }
+    }
+
     /// The absolute path of `<projectId>/root/` (what [`Storage::project_root`] opens), given
     /// to per-project MCP servers, which are processes of their own (`docs/mcp.md`).
     pub fn project_root_path(&self, id: &ProjectId) -> PathBuf {
@@ -103,12 +122,29 @@ mod tests {
         std::fs::create_dir(base.join("p3")).unwrap();
         std::os::unix::fs::symlink("../p1/root", base.join("p3/root")).unwrap();
         for id in ["p2", "p3"] {
-            assert!(
-                storage
-                    .project_root(&ProjectId::parse(id).unwrap())
-                    .is_err(),
-                "{id}"
-            );
+            let id = ProjectId::parse(id).unwrap();
+            assert!(storage.project_root(&id).is_err(), "{id}");
+            assert!(storage.existing_project_root(&id).is_err(), "{id}");
         }
+    }
+
+    #[test]
+    fn an_existing_root_is_opened_without_creating_a_missing_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().join("storage");
+        let storage = Storage::open(&base).unwrap();
+        let demo = ProjectId::parse("demo").unwrap();
+        assert!(storage.existing_project_root(&demo).unwrap().is_none());
+        assert!(!base.join("demo").exists());
+        std::fs::create_dir(base.join("demo")).unwrap();
+        assert!(storage.existing_project_root(&demo).unwrap().is_none());
+        assert!(!base.join("demo/root").exists());
+        storage
+            .project_root(&demo)
+            .unwrap()
+            .write("a.txt", "a")
+            .unwrap();
+        let root = storage.existing_project_root(&demo).unwrap().unwrap();
+        assert_eq!(root.read_to_string("a.txt").unwrap(), "a");
     }
 }

@@ -14,6 +14,7 @@ mod cli_output;
 mod connections;
 mod conversations;
 mod dropin;
+mod files;
 mod hosts;
 mod init;
 mod limits;

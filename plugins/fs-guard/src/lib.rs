@@ -14,8 +14,8 @@
 //! - [`error`]: [`PathError`], the messages the model reads, and [`from_io`], the one mapping
 //!   from `io::Error`/errno.
 //! - [`project`]: [`ProjectDir`] and its operations, in two halves: reading
-//!   ([`ProjectDir::meta`], [`ProjectDir::read_text`], [`ProjectDir::list`]) and changing
-//!   ([`ProjectDir::write_text`], [`ProjectDir::create_dir`], [`ProjectDir::delete`],
+//!   ([`ProjectDir::meta`], [`ProjectDir::read_text`], [`ProjectDir::read_bytes`],
+//!   [`ProjectDir::list`]) and changing ([`ProjectDir::write_text`], [`ProjectDir::write_bytes`], [`ProjectDir::create_dir`], [`ProjectDir::delete`],
 //!   [`ProjectDir::delete_recursive`] and [`ProjectDir::rename`], which never replaces:
 //!   `renameat2(RENAME_NOREPLACE)`).
 //! - `testing` (feature `testing`): a temp world with leak markers outside the root.
@@ -44,4 +44,6 @@ pub mod testing;
 pub use args::parse_args;
 pub use error::{from_io, PathError, Shown};
 pub use path::{check_path, PathUse, RelPath, MAX_NAME_BYTES, MAX_PATH_BYTES};
-pub use project::{EntryType, ListEntry, Listing, PathMeta, ProjectDir, MAX_DELETE_DEPTH};
+pub use project::{
+    EntryType, IfExists, ListEntry, Listing, PathMeta, ProjectDir, Written, MAX_DELETE_DEPTH,
+};

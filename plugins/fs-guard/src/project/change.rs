@@ -9,7 +9,9 @@ use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt, Permissions, PermissionsExt}
 use cap_tempfile::TempFile;
 use rustix::fs::{OFlags, RenameFlags};
 
-use super::{move_fallback, not_a_folder, special, tree, ProjectDir, KEPT_MODE_BITS};
+use super::{
+    move_fallback, not_a_folder, special, tree, IfExists, ProjectDir, Written, KEPT_MODE_BITS,
+};
 use crate::error::{from_io, PathError, Shown};
 use crate::path::{check_path, Entry, PathUse, Split};
 
@@ -25,11 +27,32 @@ impl ProjectDir {
     /// Text over `max_write_bytes`; an existing folder, FIFO, socket, device or symlink at
     /// the name (an in-root symlink's target is named so the model can write there).
     pub fn write_text(&self, path: &str, text: &str) -> Result<(), PathError> {
+        self.write_bytes(path, text.as_bytes(), IfExists::Replace)
+            .map(|_| ())
+    }
+
+    /// Writes `bytes` (any content: an upload) to a file as [`ProjectDir::write_text`] does,
+    /// creating missing parent folders, atomically and synced. With [`IfExists::Replace`] an
+    /// existing file is replaced (keeping its mode); with [`IfExists::Refuse`] the new file
+    /// is written under a temporary name and moved onto the name with
+    /// `renameat2(RENAME_NOREPLACE)` (a hard link where the file system refuses the flag),
+    /// so a file that exists, even one created a moment before, is never replaced.
+    ///
+    /// # Errors
+    ///
+    /// As [`ProjectDir::write_text`] (`max_write_bytes` bounds `bytes`); with
+    /// [`IfExists::Refuse`], [`PathError::AlreadyExists`] for a file at the name.
+    pub fn write_bytes(
+        &self,
+        path: &str,
+        bytes: &[u8],
+        if_exists: IfExists,
+    ) -> Result<Written, PathError> {
         let rel = check_path(path, PathUse::Create)?;
         let limit = self.limits.max_write_bytes;
-        if text.len() as u64 > limit {
+        if bytes.len() as u64 > limit {
             return Err(PathError::TextTooLarge {
-                size: text.len() as u64,
+                size: bytes.len() as u64,
                 limit,
             });
         }
@@ -52,15 +75,25 @@ impl ProjectDir {
         })?;
         let folder = self.open_folder(&parent).map_err(io)?;
         let permissions = self.existing_file_permissions(&folder, leaf, path)?;
-
-        let mut temp = TempFile::new(&folder).map_err(io)?;
-        temp.write_all(text.as_bytes()).map_err(io)?;
-        if let Some(permissions) = permissions {
-            temp.as_file().set_permissions(permissions).map_err(io)?;
+        let replaced = permissions.is_some();
+        if if_exists == IfExists::Refuse {
+            if replaced {
+                return Err(PathError::AlreadyExists {
+                    path: Shown::new(path),
+                });
+            }
+            create_new_file(&folder, leaf, path, bytes)?;
+        } else {
+            let mut temp = TempFile::new(&folder).map_err(io)?;
+            temp.write_all(bytes).map_err(io)?;
+            if let Some(permissions) = permissions {
+                temp.as_file().set_permissions(permissions).map_err(io)?;
+            }
+            temp.as_file().sync_all().map_err(io)?;
+            temp.replace(leaf).map_err(io)?;
         }
-        temp.as_file().sync_all().map_err(io)?;
-        temp.replace(leaf).map_err(io)?;
-        rustix::fs::fsync(&folder).map_err(|e| io(e.into()))
+        rustix::fs::fsync(&folder).map_err(|e| io(e.into()))?;
+        Ok(Written { replaced })
     }
 
     /// Creates a folder and its missing parents; an existing folder (or in-root symlink to
@@ -389,4 +422,72 @@ impl ProjectDir {
             },
         }
     }
+}
+
+/// How many temporary names [`create_new_file`] tries before it gives up.
+const TEMP_NAME_ATTEMPTS: u32 = 16;
+
+/// Writes `bytes` to a new file `leaf` of `folder` without ever replacing one: into a fresh
+/// temporary file of the folder (`O_EXCL`), synced, then moved onto `leaf` with
+/// `RENAME_NOREPLACE` (or linked, where the file system refuses the flag: see
+/// `move_fallback`). The temporary name is removed on every failure.
+pub(super) fn create_new_file(
+    folder: &Dir,
+    leaf: &str,
+    path: &str,
+    bytes: &[u8],
+) -> Result<(), PathError> {
+    let io = |e| from_io(path, e);
+    let (temp_name, mut file) = temp_file(folder).map_err(io)?;
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(io)
+        .and_then(|()| {
+            let moved = match rustix::fs::renameat_with(
+                folder,
+                &temp_name,
+                folder,
+                leaf,
+                RenameFlags::NOREPLACE,
+            ) {
+                Err(rustix::io::Errno::INVAL) => {
+                    move_fallback::link_then_unlink(folder, &temp_name, folder, leaf)
+                }
+                moved => moved,
+            };
+            moved.map_err(|errno| match errno {
+                rustix::io::Errno::EXIST => PathError::AlreadyExists {
+                    path: Shown::new(path),
+                },
+                other => from_io(path, other.into()),
+            })
+        });
+    if written.is_err() {
+        let _ = rustix::fs::unlinkat(folder, &temp_name, rustix::fs::AtFlags::empty());
+    }
+    written
+}
+
+/// A new, empty file of `folder` under a name no other entry has (`O_EXCL`), and that name.
+fn temp_file(folder: &Dir) -> std::io::Result<(String, cap_std::fs::File)> {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    for attempt in 0..TEMP_NAME_ATTEMPTS {
+        let name = format!(
+            ".rojos-new-{}-{:08x}.tmp",
+            std::process::id(),
+            seed.wrapping_add(attempt.wrapping_mul(0x9e37_79b9))
+        );
+        match folder.open_with(&name, &options) {
+            Ok(file) => return Ok((name, file)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::from(std::io::ErrorKind::AlreadyExists))
 }

@@ -31,6 +31,22 @@ pub use tree::MAX_DELETE_DEPTH;
 /// `0o666` and folders `0o777`, less the umask, so they never get those bits either.
 const KEPT_MODE_BITS: u32 = 0o777;
 
+/// What a write does when its name already holds a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IfExists {
+    /// Replace the file (atomically, keeping its mode): what `write_text_content` does.
+    Replace,
+    /// Refuse with [`PathError::AlreadyExists`], and never replace a file created meanwhile.
+    Refuse,
+}
+
+/// What a write did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Written {
+    /// Whether a file stood at the name before and was replaced.
+    pub replaced: bool,
+}
+
 /// The two kinds of entry the tools report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -199,6 +215,8 @@ fn regular_size(path: &str, meta: &Metadata, limit: u64) -> Result<u64, PathErro
     Ok(meta.len())
 }
 
+#[cfg(test)]
+mod bytes_tests;
 #[cfg(test)]
 mod change_tests;
 #[cfg(test)]

@@ -16,7 +16,7 @@ use rustix::fs::{Mode, OFlags, RenameFlags, CWD};
 use rustix::io::Errno;
 
 use super::nfs_like_mount::NfsLikeMount;
-use super::{change_tests, tests};
+use super::{bytes_tests, change_tests, tests};
 use crate::testing::Fixture;
 
 const REFUSED: ErrorKind = ErrorKind::REFUSED;
@@ -147,6 +147,14 @@ fn on_nfs_like_mount_writes_replace_whole_files_and_leave_no_temp_file() {
         tests::a_write_leaves_no_temporary_file_and_keeps_the_old_mode_on,
         tests::a_planted_hard_link_reads_the_outside_file_but_a_write_replaces_only_the_name_on,
         a_reader_sees_only_whole_files_while_they_are_rewritten,
+    ]);
+}
+
+#[test]
+fn on_nfs_like_mount_an_upload_never_replaces_a_file() {
+    on_nfs_like_mount(&[
+        bytes_tests::write_bytes_creates_a_new_file_with_any_content_and_its_folders_on,
+        bytes_tests::write_bytes_never_replaces_a_file_that_appears_after_the_check_on,
     ]);
 }
 

@@ -1,5 +1,5 @@
 //! The reading half of [`ProjectDir`]: what a path is (`meta`), a file's text (`read_text`)
-//! and a folder's entries (`list`). Nothing here changes the project.
+//! or bytes (`read_bytes`) and a folder's entries (`list`). Nothing here changes the project.
 
 use std::io::Read;
 
@@ -52,6 +52,28 @@ impl ProjectDir {
     /// Too large (size and limit named), NUL bytes (binary or UTF-16), invalid UTF-8 (byte
     /// offset named), not a regular file, and the resolution errors.
     pub fn read_text(&self, path: &str) -> Result<String, PathError> {
+        let bytes = self.read_bytes(path)?;
+        if let Some(offset) = bytes.iter().position(|&b| b == 0) {
+            return Err(PathError::Binary {
+                path: Shown::new(path),
+                offset,
+            });
+        }
+        String::from_utf8(bytes).map_err(|e| PathError::NotUtf8 {
+            path: Shown::new(path),
+            offset: e.utf8_error().valid_up_to(),
+        })
+    }
+
+    /// The bytes of a regular file, whatever they hold (for a download), opened and bounded
+    /// as [`ProjectDir::read_text`] does: at most `max_read_bytes`, even from a file that
+    /// grows.
+    ///
+    /// # Errors
+    ///
+    /// Too large (size and limit named), grew past the limit, not a regular file, and the
+    /// resolution errors.
+    pub fn read_bytes(&self, path: &str) -> Result<Vec<u8>, PathError> {
         check_path(path, PathUse::Existing)?;
         let io = |e| from_io(path, e);
         let limit = self.limits.max_read_bytes;
@@ -76,16 +98,7 @@ impl ProjectDir {
                 limit,
             });
         }
-        if let Some(offset) = bytes.iter().position(|&b| b == 0) {
-            return Err(PathError::Binary {
-                path: Shown::new(path),
-                offset,
-            });
-        }
-        String::from_utf8(bytes).map_err(|e| PathError::NotUtf8 {
-            path: Shown::new(path),
-            offset: e.utf8_error().valid_up_to(),
-        })
+        Ok(bytes)
     }
 
     /// The entries of a folder (in-root symlinks followed), sorted by name, at most
