@@ -17,6 +17,7 @@ mod dropin;
 mod hosts;
 mod init;
 mod limits;
+mod live_status;
 mod load;
 mod mcp_client;
 mod mcp_server;
