@@ -43,6 +43,7 @@ pub fn router(state: AppState) -> Router {
         .route("/assets/panel.css", get(panel::style))
         .route("/assets/panel-render.js", get(panel::render_script))
         .route("/assets/panel-render.css", get(panel::render_style))
+        .route("/assets/panel-a11y.js", get(panel::a11y_script))
         .route("/assets/vendor/markdown.js", get(panel::vendor_markdown))
         .merge(mcp::routes(&state))
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))

@@ -15,6 +15,7 @@ const SCRIPT: &str = include_str!("../../assets/panel.js");
 const STYLE: &str = include_str!("../../assets/panel.css");
 const RENDER_SCRIPT: &str = include_str!("../../assets/panel-render.js");
 const RENDER_STYLE: &str = include_str!("../../assets/panel-render.css");
+const A11Y_SCRIPT: &str = include_str!("../../assets/panel-a11y.js");
 const VENDOR_MARKDOWN: &str = include_str!("../../assets/vendor/markdown.js");
 
 /// The policy every panel response carries.
@@ -45,6 +46,12 @@ pub(super) async fn render_script() -> Response {
 /// `GET /assets/panel-render.css`: rendered markdown, code highlighting, copy buttons.
 pub(super) async fn render_style() -> Response {
     asset("text/css; charset=utf-8", RENDER_STYLE)
+}
+
+/// `GET /assets/panel-a11y.js`: live status of tool calls, the announcer, dialogs' focus,
+/// the rojo's tools line and the phone placeholder (docs/panel.md, "Accessibility").
+pub(super) async fn a11y_script() -> Response {
+    asset("text/javascript; charset=utf-8", A11Y_SCRIPT)
 }
 
 /// `GET /assets/vendor/markdown.js`: the bundled markdown-it and lowlight.
@@ -83,6 +90,7 @@ mod tests {
             (style().await, "text/css"),
             (render_script().await, "text/javascript"),
             (render_style().await, "text/css"),
+            (a11y_script().await, "text/javascript"),
             (vendor_markdown().await, "text/javascript"),
         ] {
             let headers = response.headers();
@@ -103,11 +111,16 @@ mod tests {
         assert!(HTML.contains(r#"href="/assets/panel.css""#));
         assert!(HTML.contains(r#"<script src="/assets/vendor/markdown.js""#));
         assert!(HTML.contains(r#"<script src="/assets/panel-render.js""#));
+        assert!(HTML.contains(r#"<script src="/assets/panel-a11y.js""#));
         assert!(HTML.contains(r#"href="/assets/panel-render.css""#));
         assert!(!HTML.contains("http://") && !HTML.contains("https://"));
         // Our own scripts never parse markup: model text becomes text nodes, markdown becomes
         // elements created one token at a time (docs/panel.md, "Safety").
-        for (name, script) in [("panel.js", SCRIPT), ("panel-render.js", RENDER_SCRIPT)] {
+        for (name, script) in [
+            ("panel.js", SCRIPT),
+            ("panel-render.js", RENDER_SCRIPT),
+            ("panel-a11y.js", A11Y_SCRIPT),
+        ] {
             for parser in [
                 "innerHTML",
                 "outerHTML",
