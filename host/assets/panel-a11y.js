@@ -18,6 +18,8 @@ window.RojosA11y = (() => {
   const SHORT_PLACEHOLDER = 'Message the rojo';
   const ANNOUNCE_MAX = 400; // characters of a reply read out; the log holds the rest
   const KEPT_ANNOUNCEMENTS = 5;
+  // Bubbles already announced (kept out of the DOM: a live bubble must look like a reopened one).
+  const announced = new WeakSet();
 
   // ---- live status -------------------------------------------------------------------------
 
@@ -36,8 +38,10 @@ window.RojosA11y = (() => {
     const status = line.querySelector('.act-status');
     status.textContent = bytes > 0 ? 'writing\u2026 ' + formatBytes(bytes) : 'writing\u2026';
     status.classList.add('act-size');
+    const args = line.querySelector('.act-args-full');
+    if (args) args.textContent = 'The model is still writing them (' + formatBytes(bytes || 0) + ' so far).';
     const result = line.querySelector('.act-result');
-    if (result) result.textContent = 'The model is still writing this call.';
+    if (result) result.textContent = 'Not run yet.';
   }
 
   // The started line a TOOL_CALL completes, taken out of `started` (index → line): the one
@@ -76,10 +80,10 @@ window.RojosA11y = (() => {
 
   // A finished reply bubble, once (a bubble may be finished more than once).
   function announceReply(bubble) {
-    if (!bubble || bubble.dataset.announced === 'true') return;
+    if (!bubble || announced.has(bubble)) return;
     const text = (bubble.dataset.text || '').trim();
     if (!text) return;
-    bubble.dataset.announced = 'true';
+    announced.add(bubble);
     const cut = text.length > ANNOUNCE_MAX ? text.slice(0, ANNOUNCE_MAX - 1) + '\u2026' : text;
     announce('The rojo replied: ' + cut);
   }
