@@ -1,5 +1,6 @@
 // Rojos chat panel. Talks to this server only: GET /rojos, /projects, /conversations,
-// /conversations/{id}, and POST /chat (NDJSON events CHAT, TOOL_CALL, TOOL_RESULT, ERROR, DONE).
+// /conversations/{id}, and POST /chat (NDJSON events CHAT, TOOL_CALL, TOOL_RESULT, ERROR, DONE,
+// and the optional live status TOOL_CALL_STARTED / TOOL_CALL_PROGRESS, shown by panel-a11y.js).
 //
 // Safety rule: text from the model, tools, files or the server is only ever put in the page
 // as text (textContent / text nodes); no markup is ever parsed from it. Replies are markdown,
@@ -161,6 +162,16 @@
     return append(line);
   }
 
+  // A line opened at TOOL_CALL_STARTED gets its call at TOOL_CALL.
+  function fillActivity(line, id, args) {
+    line.dataset.callId = id || '';
+    line.querySelector('.act-args').textContent = shortArgs(args);
+    line.querySelector('.act-args-full').textContent = args === undefined ? '(not recorded)' : pretty(args);
+    line.querySelector('.act-status').textContent = 'running\u2026';
+    line.querySelector('.act-result').textContent = 'Running\u2026';
+    return line;
+  }
+
   function finishActivity(line, ok, result) {
     line.dataset.status = ok ? 'ok' : 'error';
     line.querySelector('.act-status').textContent = ok ? 'ok' : 'error';
@@ -179,6 +190,7 @@
     const current = el.thread.querySelector('.typing');
     if (on && !current) {
       const t = node('div', 'typing');
+      t.setAttribute('role', 'img');
       t.setAttribute('aria-label', 'The rojo is working');
       t.append(node('span'), node('span'), node('span'));
       el.thread.appendChild(t);
@@ -200,6 +212,7 @@
       this.bubble = null;
       this.text = '';
       this.calls = new Map();
+      this.started = new Map(); // TOOL_CALL_STARTED index → its line, until its TOOL_CALL
       this.done = false;
       this.failed = false;
       this.pending = false;
@@ -212,23 +225,37 @@
           this.text += typeof event.text === 'string' ? event.text : '';
           this.schedule();
           break;
-        case 'TOOL_CALL':
-          this.flush();
-          finishBubble(this.bubble);
-          this.bubble = null;
-          this.calls.set(event.id, addActivity(event.id, event.name, event.args));
+        case 'TOOL_CALL_STARTED': {
+          this.closeBubble();
+          let line = this.started.get(event.index);
+          if (!line) {
+            line = addActivity(event.id, event.name, undefined);
+            this.started.set(event.index, line);
+          }
+          window.RojosA11y.writing(line, 0);
           break;
+        }
+        case 'TOOL_CALL_PROGRESS': {
+          const line = this.started.get(event.index);
+          if (line && typeof event.bytes === 'number') window.RojosA11y.writing(line, event.bytes);
+          break;
+        }
+        case 'TOOL_CALL': {
+          this.closeBubble();
+          const line = window.RojosA11y.claim(this.started, event);
+          this.calls.set(event.id, line ? fillActivity(line, event.id, event.args) : addActivity(event.id, event.name, event.args));
+          break;
+        }
         case 'TOOL_RESULT': {
           this.flush();
           let line = this.calls.get(event.id);
           if (!line) { line = addActivity(event.id, event.name, undefined); this.calls.set(event.id, line); }
           finishActivity(line, event.ok === true, event.result);
+          window.RojosA11y.announceTool(event.name, event.ok === true);
           break;
         }
         case 'ERROR':
-          this.flush();
-          finishBubble(this.bubble);
-          this.bubble = null;
+          this.closeBubble();
           this.failed = true;
           this.interrupt('The run ended with an error before this call finished.');
           addError(typeof event.message === 'string' ? event.message : 'error');
@@ -266,12 +293,22 @@
 
     interrupt(why) {
       for (const line of this.calls.values()) interruptActivity(line, why);
+      for (const line of this.started.values()) interruptActivity(line, why);
+    }
+
+    // The reply bubble so far is complete: its copy button, and it is announced.
+    closeBubble() {
+      this.flush();
+      finishBubble(this.bubble);
+      window.RojosA11y.announceReply(this.bubble);
+      this.bubble = null;
     }
 
     // Whatever ended the stream, no line is left running.
     finish(why) {
       this.flush();
       finishBubble(this.bubble);
+      window.RojosA11y.announceReply(this.bubble);
       this.interrupt(why);
     }
   }
@@ -442,6 +479,7 @@
   function markActive() {
     for (const item of el.history.querySelectorAll('.history-item')) {
       item.classList.toggle('active', item.dataset.id === state.conversationId);
+      window.RojosA11y.markCurrent(item, item.dataset.id === state.conversationId);
     }
   }
 
@@ -648,6 +686,7 @@
       note = 'Checking its providers\u2026';
     }
     el.providerNote.textContent = note;
+    window.RojosA11y.showTools(rojo);
     clearTimeout(state.rojosTimer);
     state.rojosTimer = setTimeout(refreshRojos, status === 'ready' ? 60000 : 10000);
   }
@@ -685,8 +724,7 @@
     el.tokenError.textContent = message || '';
     el.tokenError.hidden = !message;
     el.tokenInput.value = '';
-    el.overlay.hidden = false;
-    el.tokenInput.focus();
+    window.RojosA11y.openModal(el.overlay, el.tokenInput);
   }
 
   // A `#token=...` link (printed by the server) is read once and removed from the address
@@ -728,7 +766,7 @@
       if (!(e instanceof AuthError)) addError('Cannot load the panel: ' + e.message);
       return;
     }
-    el.overlay.hidden = true;
+    window.RojosA11y.closeModal(el.overlay);
     state.started = true;
     if (window.RojosFiles) window.RojosFiles.start({ api, project: () => el.project.value.trim() });
     await loadHistory();

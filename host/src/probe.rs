@@ -61,6 +61,7 @@ async fn stream(client: &Client, request: &ChatRequest) -> Streamed {
         first_event_ms.get_or_insert_with(|| started.elapsed().as_millis());
         match event {
             Ok(TurnEvent::TextDelta(_)) => deltas += 1,
+            Ok(TurnEvent::ToolCallStarted { .. } | TurnEvent::ToolCallProgress { .. }) => {}
             Ok(TurnEvent::Finished(turn)) => {
                 return Streamed {
                     turn: Ok(turn),

@@ -2,12 +2,12 @@
 //! calls (every provider quirk is commented at the line that handles it), in-stream errors,
 //! finish reason and usage. Pure and synchronous: framing is `sse.rs`'s job, time `stream.rs`'s.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 
 use serde_json::{Map, Value};
 
 use crate::json_type::json_type_name;
-use crate::turn::{FinishReason, ToolCall, Turn, Usage};
+use crate::turn::{FinishReason, ToolCall, Turn, TurnEvent, Usage};
 use crate::wire::{describe_error, Chunk, ErrorInfo, WireToolCall};
 
 /// A tool call being assembled.
@@ -21,6 +21,10 @@ struct Slot {
     /// The arguments passed the size limit; the rest was dropped.
     truncated: bool,
     extra: Option<Value>,
+    /// `ToolCallStarted` was handed out for this call.
+    announced: bool,
+    /// The argument length the last `ToolCallProgress` reported.
+    reported_bytes: usize,
 }
 
 /// Bytes a tool call counts for beyond its id, name and arguments (its bookkeeping), so a
@@ -226,6 +230,29 @@ impl Assembler {
         }
         self.text.push_str(&added);
         Ok(Some(added))
+    }
+
+    /// Queues the live status of the tool calls since the last call: `ToolCallStarted` for
+    /// each call whose name just became known, then `ToolCallProgress` for each started call
+    /// whose arguments grew (a call sent whole in one chunk gets both at once).
+    pub(crate) fn drain_tool_events(&mut self, out: &mut VecDeque<TurnEvent>) {
+        for (index, slot) in self.slots.iter_mut().enumerate() {
+            if !slot.announced && !slot.name.is_empty() {
+                slot.announced = true;
+                out.push_back(TurnEvent::ToolCallStarted {
+                    index,
+                    id: (!slot.id.is_empty()).then(|| slot.id.clone()),
+                    name: slot.name.clone(),
+                });
+            }
+            if slot.announced && slot.args.len() > slot.reported_bytes {
+                slot.reported_bytes = slot.args.len();
+                out.push_back(TurnEvent::ToolCallProgress {
+                    index,
+                    bytes: slot.args.len(),
+                });
+            }
+        }
     }
 
     /// Counts `bytes` more against the turn limit.

@@ -256,6 +256,11 @@ impl Run {
                     self.yielded = true;
                     return Some(Ok(TurnEvent::TextDelta(text)));
                 }
+                // Live status only: a retry after it starts the calls over (same indexes).
+                Some(Ok(
+                    status @ (TurnEvent::ToolCallStarted { .. }
+                    | TurnEvent::ToolCallProgress { .. }),
+                )) => return Some(Ok(status)),
                 Some(Ok(finished)) => return Some(self.end(Ok(finished))),
                 Some(Err(e)) => {
                     if !self.yielded && retry::in_stream_error_is_retryable(&e) {
@@ -453,6 +458,9 @@ impl Inner {
                 if let Some(text) = text {
                     events.push_back(Ok(TurnEvent::TextDelta(text)));
                 }
+                let mut status = VecDeque::new();
+                assembler.drain_tool_events(&mut status);
+                events.extend(status.into_iter().map(Ok));
                 let turn = assembler
                     .finish_checked(Ending::Json)
                     .map(TurnEvent::Finished)

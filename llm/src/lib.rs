@@ -38,6 +38,8 @@
 //! while let Some(event) = turn.next().await {
 //!     match event? {
 //!         TurnEvent::TextDelta(text) => print!("{text}"), // forward as it arrives
+//!         TurnEvent::ToolCallStarted { name, .. } => eprintln!("calling {name}…"),
+//!         TurnEvent::ToolCallProgress { .. } => {} // argument bytes so far: live status only
 //!         TurnEvent::Finished(turn) => {
 //!             history.push(client.assistant_message(&turn));
 //!             for call in &turn.tool_calls {

@@ -2,6 +2,7 @@
 //! events), the turn deadline, `[DONE]`, and what end-of-stream means. Also `TurnStream`, the
 //! stream type callers hold. Connecting and retrying are `client.rs`'s job.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -47,6 +48,7 @@ impl TurnStream {
         while let Some(event) = self.inner.next().await {
             match event? {
                 TurnEvent::TextDelta(text) => on_text(&text),
+                TurnEvent::ToolCallStarted { .. } | TurnEvent::ToolCallProgress { .. } => {}
                 TurnEvent::Finished(turn) => return Ok(turn),
             }
         }
@@ -125,6 +127,8 @@ pub(crate) struct Decoder {
     turn: Option<(Instant, Duration)>,
     /// `Limits::max_turn_bytes`, for the message.
     max_turn_bytes: usize,
+    /// Tool-call status events of the last chunk not yet handed out.
+    pending: VecDeque<TurnEvent>,
 }
 
 impl Decoder {
@@ -144,6 +148,7 @@ impl Decoder {
             idle_deadline: options.idle_timeout.map(|d| Instant::now() + d),
             turn,
             max_turn_bytes: options.limits.max_turn_bytes,
+            pending: VecDeque::new(),
         }
     }
 
@@ -157,6 +162,9 @@ impl Decoder {
     /// The next event, `None` once the turn finished or failed.
     pub(crate) async fn next(&mut self) -> Option<Result<TurnEvent, LlmError>> {
         loop {
+            if let Some(status) = self.pending.pop_front() {
+                return Some(Ok(status));
+            }
             let assembler = self.assembler.as_mut()?;
             let wake = match (self.idle_deadline, self.turn) {
                 (Some(idle), Some((turn, _))) => Some(idle.min(turn)),
@@ -188,8 +196,13 @@ impl Decoder {
                 Ok(SseItem::Skip) => {}
                 Ok(SseItem::Error(info)) => return Some(self.provider_error(info)),
                 Ok(SseItem::Chunk(chunk)) => match assembler.push(*chunk) {
-                    Ok(Some(text)) => return Some(Ok(TurnEvent::TextDelta(text))),
-                    Ok(None) => {}
+                    Ok(text) => {
+                        // The chunk's text first, then its tool-call status (from `pending`).
+                        assembler.drain_tool_events(&mut self.pending);
+                        if let Some(text) = text {
+                            return Some(Ok(TurnEvent::TextDelta(text)));
+                        }
+                    }
                     Err(PushError::Provider(info)) => return Some(self.provider_error(info)),
                     Err(PushError::TurnTooLarge) => {
                         let max_bytes = self.max_turn_bytes;

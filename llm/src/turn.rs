@@ -10,6 +10,28 @@ use serde_json::{Map, Value};
 pub enum TurnEvent {
     /// Answer text, as it arrives. Never reasoning (`reasoning_content`, `reasoning`).
     TextDelta(String),
+    /// The model started a tool call: its name is now known (its arguments may still be
+    /// streaming). Comes once per call, before any `ToolCallProgress` of that call; sent
+    /// again for the same `index` only when the request was retried from the start.
+    ToolCallStarted {
+        /// The call's position among the calls the model started in this turn (0-based,
+        /// nameless fragments included), which `ToolCallProgress` repeats.
+        index: usize,
+        /// The provider's id when it came with the name (the finished call's id may differ:
+        /// missing and duplicate ids are minted anew, see [`ToolCall::id`]).
+        id: Option<String>,
+        /// The tool name as the model wrote it.
+        name: String,
+    },
+    /// The arguments of a started call grew: `bytes` is their whole length so far (not the
+    /// increment). At most one per call per chunk; callers that forward these to people
+    /// throttle them further.
+    ToolCallProgress {
+        /// The call's `ToolCallStarted::index`.
+        index: usize,
+        /// Bytes of arguments received so far (capped at `max_argument_bytes`).
+        bytes: usize,
+    },
     /// The complete turn; always the last item of a successful stream.
     Finished(Turn),
 }

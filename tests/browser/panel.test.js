@@ -97,7 +97,8 @@ describe('the chat panel', () => {
     gate.hold();
     await send(page, SEED);
 
-    const line = await page.waitForSelector('#thread .activity');
+    // Past the live status (TOOL_CALL_STARTED's "writing…"): the call itself is running.
+    const line = await page.waitForSelector('#thread .activity:not([data-phase="writing"])');
     const running = () => line.evaluate((e) => ({
       status: e.dataset.status,
       label: e.querySelector('.act-status').textContent,

@@ -10,6 +10,9 @@
 //! {"type":"DONE","conversationId":"3kTMd9aQ2xW7pLb0yZc1vE","stopReason":"completed"}
 //! ```
 //!
+//! While the model streams a call, optional live-status events may come first:
+//! `TOOL_CALL_STARTED` (index, name) then throttled `TOOL_CALL_PROGRESS` (argument bytes so
+//! far); clients that ignore them lose nothing (`progress.rs`).
 //! `TOOL_CALL`/`TOOL_RESULT` pair by `id`; `ERROR` reports a failure after streaming began;
 //! `DONE` always ends the stream and says why the run stopped. See `docs/api.md`.
 
@@ -24,6 +27,24 @@ pub enum Event {
     Chat {
         /// The text.
         text: String,
+    },
+    /// The model started a tool call: its name is known, its arguments may still be
+    /// streaming. Live status only; `TOOL_CALL` follows with the whole call.
+    ToolCallStarted {
+        /// The call's position in the model's turn (0-based); `TOOL_CALL_PROGRESS` repeats it.
+        index: usize,
+        /// The provider's call id when it came with the name (`TOOL_CALL`'s may differ).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// The tool name as the model gave it.
+        name: String,
+    },
+    /// A started call's arguments grew to `bytes` (throttled; live status only).
+    ToolCallProgress {
+        /// The `TOOL_CALL_STARTED` index.
+        index: usize,
+        /// Bytes of arguments received so far.
+        bytes: usize,
     },
     /// The model asked for a tool call; it is about to run.
     ToolCall {
@@ -107,6 +128,29 @@ mod tests {
                     args: json!({"path": "."}),
                 },
                 r#"{"type":"TOOL_CALL","id":"c1","name":"list_files","args":{"path":"."}}"#,
+            ),
+            (
+                Event::ToolCallStarted {
+                    index: 0,
+                    id: Some("c1".into()),
+                    name: "write_text_content".into(),
+                },
+                r#"{"type":"TOOL_CALL_STARTED","index":0,"id":"c1","name":"write_text_content"}"#,
+            ),
+            (
+                Event::ToolCallStarted {
+                    index: 1,
+                    id: None,
+                    name: "list_files".into(),
+                },
+                r#"{"type":"TOOL_CALL_STARTED","index":1,"name":"list_files"}"#,
+            ),
+            (
+                Event::ToolCallProgress {
+                    index: 0,
+                    bytes: 12_345,
+                },
+                r#"{"type":"TOOL_CALL_PROGRESS","index":0,"bytes":12345}"#,
             ),
             (
                 Event::ToolResult {

@@ -3,7 +3,8 @@
 //!
 //! `run` is the step loop (model turn, tool calls, next turn); `dispatch` decides what
 //! happens to one tool call, with `budget` (what a turn and a run may give the model) and
-//! `canonical` (the form the repeated-call check compares); `history` builds provider
+//! `canonical` (the form the repeated-call check compares); `progress` throttles the
+//! live status of tool calls the model is still writing; `history` builds provider
 //! requests and keeps the stored history one every provider accepts; `lease` holds a
 //! conversation for one run at a time; `single` runs one tool call outside a run, through
 //! the same `dispatch` (the MCP server's `tools/call`). The agent knows the registry, the
@@ -15,6 +16,7 @@ mod dispatch;
 pub mod events;
 mod history;
 mod lease;
+mod progress;
 mod run;
 mod single;
 

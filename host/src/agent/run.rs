@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
+use super::progress::ProgressThrottle;
 use super::{dispatch, error_chain, history, Agent, Event, RunRequest, StopReason};
 use crate::{
     plugins::{model_text, CallRequest, FailureKind, ToolFailure},
@@ -251,6 +252,7 @@ impl Run<'_> {
         // answers: with 1,000 open chats they were a third of the server's memory.
         drop(request);
         let mut partial = String::new();
+        let mut progress = ProgressThrottle::default();
         loop {
             let item = tokio::select! {
                 biased;
@@ -261,6 +263,18 @@ impl Run<'_> {
                 Some(Ok(TurnEvent::TextDelta(text))) => {
                     partial.push_str(&text);
                     self.out.send(Event::Chat { text }).await;
+                }
+                Some(Ok(TurnEvent::ToolCallStarted { index, id, name })) => {
+                    progress.started(index, Instant::now());
+                    let started = Event::ToolCallStarted { index, id, name };
+                    self.out.send(started).await;
+                }
+                Some(Ok(TurnEvent::ToolCallProgress { index, bytes })) => {
+                    if progress.should_send(index, bytes, Instant::now()) {
+                        self.out
+                            .send(Event::ToolCallProgress { index, bytes })
+                            .await;
+                    }
                 }
                 Some(Ok(TurnEvent::Finished(turn))) => {
                     metrics.model_turn_ended(started.elapsed());

@@ -60,6 +60,12 @@ const ASSETS: &[(&str, &str, &str)] = &[
         CSS,
         include_str!("../../assets/panel-files.css"),
     ),
+    // Live status and accessibility: the growing tool-call line, announcements, dialogs.
+    (
+        "panel-a11y.js",
+        JS,
+        include_str!("../../assets/panel-a11y.js"),
+    ),
 ];
 
 /// The policy every panel response carries.

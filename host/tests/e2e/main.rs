@@ -18,6 +18,7 @@ mod files;
 mod hosts;
 mod init;
 mod limits;
+mod live_status;
 mod load;
 mod managing;
 mod mcp_client;

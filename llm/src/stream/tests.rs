@@ -303,3 +303,72 @@ async fn a_stop_with_no_text_is_a_valid_silent_turn_and_a_bare_length_is_not() {
         Some(Ok(TurnEvent::Finished(t))) if t.text == "Hel"
     ));
 }
+
+/// The tool-call status events of a decoded body, as `(kind, index, name or bytes)`.
+fn status_of(got: &[Result<TurnEvent, LlmError>]) -> Vec<(&'static str, usize, String)> {
+    got.iter()
+        .filter_map(|event| match event {
+            Ok(TurnEvent::ToolCallStarted { index, name, .. }) => {
+                Some(("started", *index, name.clone()))
+            }
+            Ok(TurnEvent::ToolCallProgress { index, bytes }) => {
+                Some(("progress", *index, bytes.to_string()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_streamed_tool_call_is_started_by_name_then_its_argument_bytes_grow_per_chunk() {
+    let open = "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"function\":{\"name\":\"write_text_content\",\"arguments\":\"\"}}]}}]}\n\n";
+    let part = |text: &str| {
+        format!(
+            "data: {{\"choices\":[{{\"delta\":{{\"tool_calls\":[{{\"index\":0,\"function\":{{\"arguments\":{}}}}}]}}}}]}}\n\n",
+            serde_json::to_string(text).unwrap_or_default()
+        )
+    };
+    let body = format!(
+        "{open}{}{}{}data: {{\"choices\":[{{\"delta\":{{}},\"finish_reason\":\"tool_calls\"}}]}}\n\ndata: [DONE]\n\n",
+        part("{\"path\":"),
+        part("\"a.txt\","),
+        part("\"content\":\"x\"}")
+    );
+    let got = decode_all(&body).await;
+    assert_eq!(
+        status_of(&got),
+        vec![
+            ("started", 0, "write_text_content".to_string()),
+            ("progress", 0, "8".to_string()),
+            ("progress", 0, "16".to_string()),
+            ("progress", 0, "30".to_string()),
+        ]
+    );
+    match &got[0] {
+        Ok(TurnEvent::ToolCallStarted { id, .. }) => assert_eq!(id.as_deref(), Some("call_1")),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        matches!(got.last(), Some(Ok(TurnEvent::Finished(t))) if t.tool_calls[0].raw_arguments.len() == 30),
+        "{got:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_whole_call_in_one_chunk_is_started_then_sized_before_the_finished_turn() {
+    let body = "data: {\"choices\":[{\"delta\":{\"content\":\"ok \",\"tool_calls\":[{\"id\":\"c9\",\"function\":{\"name\":\"list_files\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n";
+    let got = decode_all(body).await;
+    assert!(
+        matches!(&got[0], Ok(TurnEvent::TextDelta(t)) if t == "ok "),
+        "{got:?}"
+    );
+    assert_eq!(
+        status_of(&got),
+        vec![
+            ("started", 0, "list_files".to_string()),
+            ("progress", 0, "2".to_string()),
+        ]
+    );
+    assert_eq!(got.len(), 4, "{got:?}");
+    assert!(matches!(got.last(), Some(Ok(TurnEvent::Finished(_)))));
+}

@@ -11,6 +11,17 @@ pub enum Event {
     /// Model text.
     #[serde(rename = "CHAT")]
     Chat { text: String },
+    /// Live status: the model started a call (optional; `docs/api.md`).
+    #[serde(rename = "TOOL_CALL_STARTED")]
+    ToolCallStarted {
+        index: usize,
+        #[serde(default)]
+        id: Option<String>,
+        name: String,
+    },
+    /// Live status: a started call's argument bytes so far.
+    #[serde(rename = "TOOL_CALL_PROGRESS")]
+    ToolCallProgress { index: usize, bytes: usize },
     /// A tool call about to run.
     #[serde(rename = "TOOL_CALL")]
     ToolCall {
@@ -54,11 +65,24 @@ pub async fn read_until(response: &mut reqwest::Response, marker: &str) -> Strin
     seen
 }
 
+impl Event {
+    /// True for the optional live-status events a client may ignore.
+    pub fn is_live_status(&self) -> bool {
+        matches!(
+            self,
+            Event::ToolCallStarted { .. } | Event::ToolCallProgress { .. }
+        )
+    }
+}
+
 /// A whole chat stream, checked for the contract's invariants.
 #[derive(Debug, Clone)]
 pub struct Stream {
-    /// The events in order.
+    /// The events in order as a client that ignores live status sees them (no
+    /// `TOOL_CALL_STARTED`/`TOOL_CALL_PROGRESS`): what the older tests compare.
     pub events: Vec<Event>,
+    /// Every event in order, live status included.
+    pub all: Vec<Event>,
 }
 
 impl Stream {
@@ -122,7 +146,14 @@ impl Stream {
             open.is_none(),
             "every TOOL_CALL gets its TOOL_RESULT: {events:#?}"
         );
-        Stream { events }
+        check_live_status(&events);
+        let all = events;
+        let events = all
+            .iter()
+            .filter(|e| !e.is_live_status())
+            .cloned()
+            .collect();
+        Stream { events, all }
     }
 
     /// All `CHAT` text joined.
@@ -179,6 +210,39 @@ impl Stream {
                 stop_reason,
             }) => (conversation_id.clone(), stop_reason.clone()),
             other => panic!("no DONE: {other:?}"),
+        }
+    }
+}
+
+/// The live-status rules of `docs/api.md`: a `TOOL_CALL_PROGRESS` follows its call's
+/// `TOOL_CALL_STARTED` and its bytes only grow; every `TOOL_CALL` of a completed run was
+/// started first under the same name.
+fn check_live_status(events: &[Event]) {
+    use std::collections::HashMap;
+    let mut started: HashMap<usize, (String, usize)> = HashMap::new();
+    let mut unclaimed: Vec<String> = Vec::new();
+    for event in events {
+        match event {
+            Event::ToolCallStarted { index, name, .. } => {
+                started.insert(*index, (name.clone(), 0));
+                unclaimed.push(name.clone());
+            }
+            Event::ToolCallProgress { index, bytes } => {
+                let Some((_, last)) = started.get_mut(index) else {
+                    panic!("TOOL_CALL_PROGRESS before its TOOL_CALL_STARTED: {events:#?}");
+                };
+                assert!(*bytes > *last, "progress bytes only grow: {events:#?}");
+                *last = *bytes;
+            }
+            Event::ToolCall { name, .. } => {
+                let at = unclaimed.iter().position(|n| n == name);
+                let at = at.unwrap_or_else(|| {
+                    panic!("TOOL_CALL {name} without a TOOL_CALL_STARTED: {events:#?}")
+                });
+                unclaimed.remove(at);
+                started.clear();
+            }
+            _ => {}
         }
     }
 }

@@ -51,6 +51,7 @@ pub(crate) async fn drain(mut stream: TurnStream) -> Outcome {
         }
         match item {
             Ok(TurnEvent::TextDelta(t)) => deltas.push(t),
+            Ok(TurnEvent::ToolCallStarted { .. } | TurnEvent::ToolCallProgress { .. }) => {}
             Ok(TurnEvent::Finished(turn)) => result = Some(Ok(turn)),
             Err(e) => result = Some(Err(e)),
         }
