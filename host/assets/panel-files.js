@@ -189,8 +189,13 @@ window.RojosFiles = (() => {
   // ---- the file view -----------------------------------------------------------------------
 
   // Text with a line number beside each line (the numbers cannot be selected or copied).
-  function numbered(text, className) {
+  // A file's text, each line numbered; the box scrolls sideways for long lines, so it is a
+  // focusable, named region (keyboard users can scroll it; WCAG 2.1.1).
+  function numbered(text, className, label) {
     const box = node('div', className);
+    box.tabIndex = 0;
+    box.setAttribute('role', 'region');
+    box.setAttribute('aria-label', label);
     const lines = text.split('\n');
     if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
     for (const [i, line] of lines.entries()) {
@@ -233,7 +238,7 @@ window.RojosFiles = (() => {
     el.download.hidden = false;
     el.viewMeta.textContent = size(file.size) + (file.modifiedAt ? ' \u00B7 ' + file.modifiedAt.replace('T', ' ').replace('Z', ' UTC') : '');
     if (typeof file.text === 'string') {
-      el.viewBody.replaceChildren(numbered(file.text, 'files-code'));
+      el.viewBody.replaceChildren(numbered(file.text, 'files-code', 'Text of ' + path));
     } else {
       el.viewBody.replaceChildren(node('p', 'files-note', typeof file.note === 'string' ? file.note : 'This file cannot be shown as text.'));
     }
@@ -326,7 +331,7 @@ window.RojosFiles = (() => {
     open.title = 'Show ' + args.path + ' in the files pane';
     open.addEventListener('click', () => openFile(args.path));
     head.append(node('span', 'act-written-path', args.path), open);
-    raw.replaceWith(head, numbered(args.text, 'files-code act-written-text'));
+    raw.replaceWith(head, numbered(args.text, 'files-code act-written-text', 'Text written to ' + args.path));
   }
 
   function toolFinished(name) {

@@ -169,6 +169,7 @@
     line.querySelector('.act-args-full').textContent = args === undefined ? '(not recorded)' : pretty(args);
     line.querySelector('.act-status').textContent = 'running\u2026';
     line.querySelector('.act-result').textContent = 'Running\u2026';
+    if (window.RojosFiles) window.RojosFiles.decorate(line, line.dataset.tool, args);
     return line;
   }
 

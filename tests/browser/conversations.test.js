@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import { launch, screenshot } from './support/browser.js';
+import { assertAccessible } from './support/axe.js';
 import { TOKEN } from './support/host.js';
 import { openPanel, send, session, transcript, waitIdle } from './support/panel.js';
 import { Turn } from './support/upstream.js';
@@ -84,6 +85,7 @@ describe('managing conversations', () => {
     );
     await page.fill('#history .history-rename-input', 'Feline notes');
     await screenshot(page, 'conversations-rename');
+    await assertAccessible(page, 'conversations-rename');
     await page.press('#history .history-rename-input', 'Enter');
     await waitTitles(page, ['Unrelated question', 'Feline notes', 'Where is the README?']);
     const listed = await (await apiGet(host, '/conversations?projectId=demo')).json();
@@ -106,6 +108,7 @@ describe('managing conversations', () => {
     await waitTitles(page, []);
     assert.equal(await page.textContent('#history-note'), 'No conversation matches \u201Cnothing like this\u201D.');
     await screenshot(page, 'conversations-search');
+    await assertAccessible(page, 'conversations-search');
     await page.fill('#history-search', '');
     await waitTitles(page, ['Unrelated question', 'Feline notes', 'Where is the README?']);
 
@@ -117,6 +120,7 @@ describe('managing conversations', () => {
     assert.equal(await page.evaluate(() => document.activeElement.id), 'delete-dialog-cancel');
     assert.equal(await page.textContent('#delete-dialog-name'), 'Unrelated question');
     await screenshot(page, 'conversations-delete-dialog');
+    await assertAccessible(page, 'conversations-delete-dialog');
     await page.keyboard.press('Escape');
     await page.waitForFunction(() => !document.getElementById('delete-dialog').open);
     assert.equal(
@@ -151,6 +155,7 @@ describe('managing conversations', () => {
     await waitIdle(page);
     await page.waitForSelector('#regenerate');
     await screenshot(page, 'conversations-actions');
+    await assertAccessible(page, 'conversations-actions');
 
     await page.click('#regenerate');
     await waitIdle(page);
@@ -163,6 +168,7 @@ describe('managing conversations', () => {
     assert.equal(await page.inputValue('#input'), 'two');
     assert.equal(await page.isVisible('#edit-banner'), true);
     await screenshot(page, 'conversations-edit');
+    await assertAccessible(page, 'conversations-edit');
     await page.fill('#input', 'two, edited');
     await page.press('#input', 'Enter');
     await waitIdle(page);
@@ -198,6 +204,7 @@ describe('managing conversations', () => {
     await page.keyboard.press('Enter');
     assert.equal(await page.inputValue('#input'), 'my next question', 'Enter does not send yet');
     await screenshot(page, 'conversations-drafting');
+    await assertAccessible(page, 'conversations-drafting');
     await waitIdle(page);
     assert.equal(upstream.received.length, 1, 'nothing was sent while the reply streamed');
     assert.equal(await page.inputValue('#input'), 'my next question', 'the draft survived DONE');
@@ -269,6 +276,7 @@ describe('managing conversations', () => {
     // Markdown drops the trailing space of the cut-off paragraph, live and reopened alike.
     assert.equal(live.at(-2).text, 'partial');
     await screenshot(page, 'conversations-live');
+    await assertAccessible(page, 'conversations-live');
 
     // Reopened from the address (a reload) and from the sidebar: the same transcript.
     await page.reload();
@@ -276,6 +284,7 @@ describe('managing conversations', () => {
     await page.waitForSelector('#thread .note');
     assert.deepEqual(await transcript(page), live);
     await screenshot(page, 'conversations-reopened');
+    await assertAccessible(page, 'conversations-reopened');
     await page.click('#new-chat');
     await page.click('#history .history-item');
     await page.waitForSelector('#thread .note');

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { launch, PHONE, screenshot } from './support/browser.js';
+import { assertAccessible } from './support/axe.js';
 import { openPanel, PAGE, SEED, seedTurns, send, session, waitIdle } from './support/panel.js';
 
 let browser;
@@ -67,8 +68,10 @@ describe('the files pane', () => {
     );
     assert.equal(await page.getAttribute(item('docs/intro/index.page'), 'aria-current'), 'true');
     await screenshot(page, 'files-pane');
+    await assertAccessible(page, 'files-pane');
     await page.emulateMedia({ colorScheme: 'dark' });
     await screenshot(page, 'files-pane-dark');
+    await assertAccessible(page, 'files-pane-dark');
     await page.emulateMedia({ colorScheme: 'light' });
 
     // A folder made outside the chat shows after Refresh; a tool change refreshes by itself.
@@ -105,6 +108,7 @@ describe('the files pane', () => {
     assert.equal(download.suggestedFilename(), 'logo.png');
     assert.deepEqual(fs.readFileSync(await download.path()), bytes);
     await screenshot(page, 'files-binary-note');
+    await assertAccessible(page, 'files-binary-note');
     assert.deepEqual(problems, []);
   });
 
@@ -152,6 +156,7 @@ describe('the files pane', () => {
     );
     assert.deepEqual(fs.readdirSync(path.join(root, 'docs')), ['notes.txt']);
     await screenshot(page, 'files-upload-refused');
+    await assertAccessible(page, 'files-upload-refused');
     // The refused requests themselves are logged by Chromium; nothing else went wrong.
     const expected = /Failed to load resource: the server responded with a status of (409|400) /;
     assert.deepEqual(problems.filter((p) => !expected.test(p)), []);
@@ -192,6 +197,7 @@ describe('the files pane', () => {
     // The text, not its JSON string.
     assert.equal(await write.locator('.act-args-full').count(), 0);
     await screenshot(page, 'files-write-line');
+    await assertAccessible(page, 'files-write-line');
 
     assert.equal(await page.isHidden('#files-pane'), true);
     await write.locator('.files-open-link').click();
@@ -214,6 +220,7 @@ describe('the files pane', () => {
     assert.equal(Math.round(box.width), PHONE.width);
     assert.equal(Math.round(box.x), 0);
     await screenshot(page, 'files-pane-phone');
+    await assertAccessible(page, 'files-pane-phone');
     await page.click('#files-close');
     assert.equal(await page.isHidden('#files-pane'), true);
     assert.equal(await page.evaluate(() => document.activeElement.id), 'files-toggle');
