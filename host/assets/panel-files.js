@@ -27,6 +27,7 @@ window.RojosFiles = (() => {
 
   const state = {
     api: null,
+    errorText: null, // panel.js's reading of a refused response
     project: () => '',
     open: new Set(['.']), // expanded folders, by path ('.' is the root)
     folder: '.', // where an upload goes
@@ -53,12 +54,9 @@ window.RojosFiles = (() => {
     return q;
   }
 
-  async function errorText(response) {
-    try {
-      const body = await response.json();
-      if (body && typeof body.error === 'string') return body.error;
-    } catch (_) { /* not JSON */ }
-    return 'the server answered ' + response.status;
+  // The server's `{"error": …}` text of a refused response (panel.js's own reading of it).
+  function errorText(response) {
+    return state.errorText(response);
   }
 
   function say(text, kind, action) {
@@ -340,6 +338,7 @@ window.RojosFiles = (() => {
 
   function start(options) {
     state.api = options.api;
+    state.errorText = options.errorText;
     state.project = options.project;
     if (!el.pane.hidden) refresh();
     else if (localStorage.getItem(KEY_OPEN) === '1') setOpen(true);

@@ -769,7 +769,7 @@
     }
     window.RojosA11y.closeModal(el.overlay);
     state.started = true;
-    if (window.RojosFiles) window.RojosFiles.start({ api, project: () => el.project.value.trim() });
+    if (window.RojosFiles) window.RojosFiles.start({ api, errorText, project: () => el.project.value.trim() });
     await loadHistory();
     const wanted = new URLSearchParams(location.hash.slice(1)).get('c');
     if (wanted) await openConversation(wanted, null);

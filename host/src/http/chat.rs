@@ -10,7 +10,7 @@ use axum::{
     response::Response,
     Json,
 };
-use rojos_conversations::{ConversationId, StoreError};
+use rojos_conversations::{ConversationHead, ConversationId, StoreError};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -167,24 +167,10 @@ pub(super) async fn open_conversation(
             replace_from: None,
         });
     };
-    let head = store
-        .head(&id)
-        .await
-        .map_err(internal)?
-        .ok_or_else(|| ApiError::NotFound(format!("no conversation {id}")))?;
-    if head.project_id != project.as_str() {
-        return Err(ApiError::Forbidden(format!(
-            "conversation {id} belongs to another project"
-        )));
-    }
+    let head = head_in_project(state, project, &id).await?;
     // Refused before its messages are read: a full conversation may be large.
     size.check(head.stored_bytes)?;
-    let lease = state
-        .agent
-        .lease(&id)
-        .await
-        .map_err(internal)?
-        .ok_or_else(|| ApiError::Conflict(RUN_IN_PROGRESS.to_owned()))?;
+    let lease = lease_for_run(state, &id).await?;
     // No run writes here while the lease is held: this history is complete.
     let conversation = store
         .get(&id)
@@ -222,8 +208,44 @@ impl Opened {
 }
 
 /// The `409` message for a conversation with a run in progress.
-pub(super) const RUN_IN_PROGRESS: &str =
+const RUN_IN_PROGRESS: &str =
     "a reply is still being written in this conversation; wait for it to finish or stop it";
+
+/// The head of conversation `id`, which a chat in `project` continues: `404` when there is
+/// none, `403` when it belongs to another project.
+pub(super) async fn head_in_project(
+    state: &AppState,
+    project: &ProjectId,
+    id: &ConversationId,
+) -> Result<ConversationHead, ApiError> {
+    let head = state
+        .agent
+        .store
+        .head(id)
+        .await
+        .map_err(internal)?
+        .ok_or_else(|| ApiError::NotFound(format!("no conversation {id}")))?;
+    if head.project_id != project.as_str() {
+        return Err(ApiError::Forbidden(format!(
+            "conversation {id} belongs to another project"
+        )));
+    }
+    Ok(head)
+}
+
+/// The run lease of conversation `id`, which a new run takes before it reads the history:
+/// `409` while another run writes there.
+pub(super) async fn lease_for_run(
+    state: &AppState,
+    id: &ConversationId,
+) -> Result<RunLease, ApiError> {
+    state
+        .agent
+        .lease(id)
+        .await
+        .map_err(internal)?
+        .ok_or_else(|| ApiError::Conflict(RUN_IN_PROGRESS.to_owned()))
+}
 
 /// Whether the new message fits in a conversation under `[limits] max_conversation_bytes`,
 /// counted as the run will store it (`{"role":"user","content":…}`). Refusing it here, before

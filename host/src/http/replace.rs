@@ -8,7 +8,7 @@ use rojos_conversations::ConversationId;
 use serde_json::Value;
 
 use super::{
-    chat::{internal, Opened, SizeCheck, RUN_IN_PROGRESS},
+    chat::{head_in_project, internal, lease_for_run, Opened, SizeCheck},
     error::ApiError,
 };
 use crate::{state::AppState, storage::ProjectId};
@@ -84,22 +84,8 @@ pub(super) async fn open(
 ) -> Result<Opened, ApiError> {
     let store = &state.agent.store;
     let not_found = || ApiError::NotFound(format!("no conversation {id}"));
-    let head = store
-        .head(&id)
-        .await
-        .map_err(internal)?
-        .ok_or_else(not_found)?;
-    if head.project_id != project.as_str() {
-        return Err(ApiError::Forbidden(format!(
-            "conversation {id} belongs to another project"
-        )));
-    }
-    let lease = state
-        .agent
-        .lease(&id)
-        .await
-        .map_err(internal)?
-        .ok_or_else(|| ApiError::Conflict(RUN_IN_PROGRESS.to_owned()))?;
+    head_in_project(state, project, &id).await?;
+    let lease = lease_for_run(state, &id).await?;
     // No run writes here while the lease is held: the last user message stays the last.
     let mut history = store
         .get(&id)

@@ -6,6 +6,7 @@
 use serde_json::{json, Value};
 
 use crate::support::{
+    demo_message as message,
     host::{stored_bytes, HostConfig, TestHost},
     ndjson::Stream,
     upstream::{ScriptedUpstream, Turn},
@@ -15,10 +16,6 @@ use crate::support::{
 const MAX_TOOL_CALLS_PER_TURN: usize = 32;
 const MAX_RESULT_BYTES: usize = 128 * 1024;
 const MAX_TURN_RESULT_BYTES: usize = 1 << 20;
-
-fn message(text: &str) -> Value {
-    json!({"projectId": "demo", "message": text})
-}
 
 /// Writes `files` (`(path, text)`) into project `demo`.
 fn write_files(host: &TestHost, files: &[(&str, String)]) {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::{
+    builtins_host_with as host_with, demo_message as message,
     host::{HostConfig, TestHost},
     ndjson::{read_until, Event, Stream},
     plugin_lib,
@@ -18,16 +19,6 @@ use crate::support::seed::{self, MESSAGE as SEED, PAGE};
 
 fn seed_turns() -> Vec<Turn> {
     seed::turns()
-}
-
-async fn host_with(turns: Vec<Turn>) -> (TestHost, ScriptedUpstream) {
-    let upstream = ScriptedUpstream::start(turns).await;
-    let host = TestHost::start(HostConfig::builtins().upstream(&upstream)).await;
-    (host, upstream)
-}
-
-fn message(text: &str) -> Value {
-    json!({"projectId": "demo", "message": text})
 }
 
 fn roles(messages: &[Value]) -> Vec<&str> {

@@ -4,23 +4,13 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::support::{
-    host::{HostConfig, TestHost},
+    builtins_host_with as host_with, demo_message as message,
     ndjson::{Event, Stream},
-    upstream::{ScriptedUpstream, Turn},
+    upstream::Turn,
 };
-
-async fn host_with(turns: Vec<Turn>) -> (TestHost, ScriptedUpstream) {
-    let upstream = ScriptedUpstream::start(turns).await;
-    let host = TestHost::start(HostConfig::builtins().upstream(&upstream)).await;
-    (host, upstream)
-}
-
-fn message(text: &str) -> Value {
-    json!({"projectId": "demo", "message": text})
-}
 
 /// A 40 KB page, written by `write_text_content` in 7-character argument deltas.
 fn big_page() -> String {

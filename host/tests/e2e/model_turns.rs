@@ -6,17 +6,12 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
-
 use crate::support::{
+    demo_message as message,
     host::{stored_bytes, HostConfig, TestHost},
     ndjson::Stream,
     upstream::{ScriptedUpstream, Turn},
 };
-
-fn message(text: &str) -> Value {
-    json!({"projectId": "demo", "message": text})
-}
 
 /// A further chat on the same host is answered normally.
 async fn next_chat_is_served(host: &TestHost, upstream: &ScriptedUpstream) {

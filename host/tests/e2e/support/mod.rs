@@ -11,6 +11,23 @@ pub mod upstream;
 
 use std::path::PathBuf;
 
+use serde_json::{json, Value};
+
+use host::{HostConfig, TestHost};
+use upstream::{ScriptedUpstream, Turn};
+
+/// A `POST /chat` body sending `text` to project `demo`.
+pub fn demo_message(text: &str) -> Value {
+    json!({"projectId": "demo", "message": text})
+}
+
+/// A host with the built-in plugins whose provider is a scripted upstream playing `turns`.
+pub async fn builtins_host_with(turns: Vec<Turn>) -> (TestHost, ScriptedUpstream) {
+    let upstream = ScriptedUpstream::start(turns).await;
+    let host = TestHost::start(HostConfig::builtins().upstream(&upstream)).await;
+    (host, upstream)
+}
+
 /// The folder holding the workspace's built libraries (`target/debug` or the profile the
 /// tests were built with), found from the test executable's own location.
 pub fn build_dir() -> PathBuf {
