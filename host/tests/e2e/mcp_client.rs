@@ -104,22 +104,11 @@ impl Served {
     }
 
     async fn tool_names(&self, rojo: &str) -> Vec<String> {
-        self.tools(rojo)
-            .await
-            .iter()
-            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
-            .collect()
+        offered_tool_names(&self.url, rojo).await
     }
 
     async fn tools(&self, rojo: &str) -> Vec<Value> {
-        let response = client()
-            .get(format!("{}/tools?rojo={rojo}", self.url))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200);
-        response.json().await.unwrap()
+        offered_tools(&self.url, rojo).await
     }
 
     async fn chat(&self, rojo: &str, message: &str) -> Stream {
@@ -177,6 +166,27 @@ impl Served {
         }
         zombies
     }
+}
+
+/// What `GET /tools?rojo=` offers on the host at `url`.
+pub(crate) async fn offered_tools(url: &str, rojo: &str) -> Vec<Value> {
+    let response = client()
+        .get(format!("{url}/tools?rojo={rojo}"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}
+
+/// The names of [`offered_tools`].
+pub(crate) async fn offered_tool_names(url: &str, rojo: &str) -> Vec<String> {
+    offered_tools(url, rojo)
+        .await
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 /// The names of the tools the model was offered in upstream request `n`.

@@ -16,10 +16,10 @@ use std::{
 use serde_json::json;
 
 use crate::{
-    mcp_client::{require_python_sdk, SERVER_SCRIPT},
+    mcp_client::{offered_tool_names, require_python_sdk, SERVER_SCRIPT},
     support::{
         binary::{self, Ran, RunningBinary},
-        host::{chat_at, client, HostConfig, DEMO_TOKEN, TOKEN},
+        host::{chat_at, HostConfig, DEMO_TOKEN},
         ndjson::Stream,
         upstream::{ScriptedUpstream, Turn},
     },
@@ -58,18 +58,7 @@ impl Host {
     }
 
     async fn tool_names(&self, rojo: &str) -> Vec<String> {
-        let response = client()
-            .get(format!("{}/tools?rojo={rojo}", self.url))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200);
-        let tools: Vec<serde_json::Value> = response.json().await.unwrap();
-        tools
-            .iter()
-            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
-            .collect()
+        offered_tool_names(&self.url, rojo).await
     }
 
     async fn chat(&self, rojo: &str, message: &str) -> Stream {
