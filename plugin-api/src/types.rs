@@ -115,6 +115,8 @@ impl ErrorKind {
     pub const TOO_LARGE: ErrorKind = ErrorKind(Cow::Borrowed("too_large"));
     /// The content is not UTF-8 text.
     pub const NOT_TEXT: ErrorKind = ErrorKind(Cow::Borrowed("not_text"));
+    /// The file changed since the version the call expected (a stale write): read it again.
+    pub const STALE: ErrorKind = ErrorKind(Cow::Borrowed("stale"));
     /// Any other I/O failure.
     pub const IO: ErrorKind = ErrorKind(Cow::Borrowed("io"));
     /// The tool panicked; the panic was caught inside the plugin.

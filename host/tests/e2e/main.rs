@@ -35,6 +35,7 @@ mod provider_status;
 mod providers;
 mod secrets;
 mod several_hosts;
+mod stale_writes;
 mod support;
 mod tools_api;
 mod trust;

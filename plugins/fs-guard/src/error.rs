@@ -259,6 +259,16 @@ pub enum PathError {
         /// The model's path.
         path: Shown,
     },
+    /// A write that expected a version of the file found other content, or no file.
+    #[error("{path} was not written: {}", stale_reason(.expected, .current))]
+    Stale {
+        /// The model's path.
+        path: Shown,
+        /// The version the write expected.
+        expected: crate::ContentVersion,
+        /// What stands at the name now.
+        current: Current,
+    },
     /// The operation would act on the project root itself.
     #[error("the project root itself cannot be {action}")]
     Root {
@@ -299,6 +309,7 @@ impl PathError {
             NotFound { .. } => ErrorKind::NOT_FOUND,
             FileTooLarge { .. } | FileGrew { .. } | TextTooLarge { .. } => ErrorKind::TOO_LARGE,
             NotUtf8 { .. } | Binary { .. } => ErrorKind::NOT_TEXT,
+            Stale { .. } => ErrorKind::STALE,
             Io { .. } => ErrorKind::IO,
             NotADirectory { .. }
             | IsADirectory { .. }
@@ -327,6 +338,39 @@ impl From<PathError> for ToolError {
     fn from(error: PathError) -> Self {
         ToolError::new(error.kind(), error.to_string())
     }
+}
+
+/// What a version-checked write found at its name ([`PathError::Stale`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Current {
+    /// A file with other content, of this version.
+    Version(crate::ContentVersion),
+    /// A file over the read limit: it cannot be the content that was read.
+    OverReadLimit,
+    /// No file any more (deleted or moved away).
+    Gone,
+}
+
+/// The end of [`PathError::Stale`]'s message: what changed, and what to do.
+fn stale_reason(expected: &crate::ContentVersion, current: &Current) -> String {
+    let what = match current {
+        Current::Version(now) => {
+            format!("it changed since you read it (expected version {expected}, it is now {now})")
+        }
+        Current::OverReadLimit => format!(
+            "it changed since you read it (expected version {expected}; it is now over the read limit)"
+        ),
+        Current::Gone => {
+            return format!(
+                "it no longer exists (it was deleted or moved since you read version {expected}); \
+                 list its folder to see what is there, or write without expected_version to create it anew"
+            )
+        }
+    };
+    format!(
+        "{what}; read it again with get_text_content (with_version: true) and make your change \
+         to the current text"
+    )
 }
 
 /// The end of [`PathError::DestinationExists`]'s message.

@@ -18,6 +18,7 @@
 //!   [`ProjectDir::list`]) and changing ([`ProjectDir::write_text`], [`ProjectDir::write_bytes`], [`ProjectDir::create_dir`], [`ProjectDir::delete`],
 //!   [`ProjectDir::delete_recursive`] and [`ProjectDir::rename`], which never replaces:
 //!   `renameat2(RENAME_NOREPLACE)`).
+//! - [`version`]: [`ContentVersion`], a file content's version for stale-write checks.
 //! - `testing` (feature `testing`): a temp world with leak markers outside the root.
 //!
 //! # Writing a file tool
@@ -40,10 +41,12 @@ pub mod path;
 pub mod project;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod version;
 
 pub use args::parse_args;
-pub use error::{from_io, PathError, Shown};
+pub use error::{from_io, Current, PathError, Shown};
 pub use path::{check_path, PathUse, RelPath, MAX_NAME_BYTES, MAX_PATH_BYTES};
 pub use project::{
     EntryType, IfExists, ListEntry, Listing, PathMeta, ProjectDir, Written, MAX_DELETE_DEPTH,
 };
+pub use version::{BadVersion, ContentVersion};

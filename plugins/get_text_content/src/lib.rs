@@ -1,14 +1,16 @@
 //! The `get_text_content` tool: the text of a file in the project, verbatim.
 //!
-//! - Args: `{"path": "<relative path>"}`.
-//! - Result: the file's UTF-8 text exactly as stored (not wrapped in JSON).
+//! - Args: `{"path": "<relative path>", "with_version": <optional bool, default false>}`.
+//! - Result: the file's UTF-8 text exactly as stored (not wrapped in JSON); with
+//!   `"with_version": true`, `{"text": "<the text>", "version": "<16 hex digits>"}`, the version
+//!   `write_text_content` takes as `expected_version` (docs/tools.md, "Stale writes").
 //! - Errors: `not_found`, `outside_root`, `refused` (folder, FIFO, socket, device, loop),
 //!   `too_large` (over `max_read_bytes`, size and limit named), `not_text` (NUL bytes or
 //!   invalid UTF-8, offset named), `invalid_arguments`. Logic in `rojos-fs-guard`.
 
 #![forbid(unsafe_code)]
 
-use rojos_fs_guard::{parse_args, ProjectDir};
+use rojos_fs_guard::{parse_args, ContentVersion, ProjectDir};
 use rojos_plugin_api::{export_tool, CallContext, Tool, ToolError, ToolSpec};
 use serde::Deserialize;
 use serde_json::json;
@@ -23,6 +25,9 @@ pub struct GetTextContent;
 pub struct Args {
     /// Path of the file, relative to the project root.
     pub path: String,
+    /// Return the text with its version, as a JSON object.
+    #[serde(default)]
+    pub with_version: bool,
 }
 
 /// Runs the tool on an open project.
@@ -31,7 +36,12 @@ pub struct Args {
 ///
 /// See the crate documentation.
 pub fn run(dir: &ProjectDir, args: Args) -> Result<String, ToolError> {
-    Ok(dir.read_text(&args.path)?)
+    let text = dir.read_text(&args.path)?;
+    if !args.with_version {
+        return Ok(text);
+    }
+    let version = ContentVersion::of(text.as_bytes()).to_string();
+    Ok(json!({ "text": text, "version": version }).to_string())
 }
 
 impl Tool for GetTextContent {
@@ -41,7 +51,11 @@ impl Tool for GetTextContent {
             "Read a UTF-8 text file in the project and return its content exactly as stored. \
              Paths are relative to the project root. Files over the read limit (1 MiB by \
              default), binary files and folders are refused with an error saying why; use \
-             read_path_meta to check a file's size first and list_files to find files.",
+             read_path_meta to check a file's size first and list_files to find files. \
+             When you may change the file afterwards, set with_version to true: the result is \
+             then {\"text\": ..., \"version\": ...}; give that version as expected_version to \
+             write_text_content, so your write is refused instead of overwriting changes made \
+             since you read it.",
         )
         .parameters(json!({
             "type": "object",
@@ -49,6 +63,10 @@ impl Tool for GetTextContent {
                 "path": {
                     "type": "string",
                     "description": "Path of the file relative to the project root, with '/' between folders, e.g. 'src/main.rs'"
+                },
+                "with_version": {
+                    "type": "boolean",
+                    "description": "true: return {\"text\": ..., \"version\": ...} instead of the bare text, to pass the version to write_text_content as expected_version (default false)"
                 }
             },
             "required": ["path"],
@@ -82,8 +100,36 @@ mod tests {
             &fx.project_dir(),
             Args {
                 path: path.to_owned(),
+                with_version: false,
             },
         )
+    }
+
+    #[test]
+    fn with_version_the_text_comes_with_the_version_of_its_bytes() {
+        let fx = Fixture::new();
+        let text = "line one\r\n\"quoted\" ünïcödé\n";
+        fx.write("notes.md", text.as_bytes());
+        let result =
+            call_tool::<GetTextContent>(&fx, r#"{"path":"notes.md","with_version":true}"#).unwrap();
+        let result: serde_json::Value = serde_json::from_str(&result).unwrap();
+        assert_eq!(result["text"], text);
+        assert_eq!(
+            result["version"],
+            ContentVersion::of(text.as_bytes()).to_string()
+        );
+        assert_eq!(result.as_object().map(|o| o.len()), Some(2), "{result}");
+        fx.write("notes.md", b"changed");
+        let again =
+            call_tool::<GetTextContent>(&fx, r#"{"path":"notes.md","with_version":true}"#).unwrap();
+        assert!(
+            !again.contains(&ContentVersion::of(text.as_bytes()).to_string()),
+            "{again}"
+        );
+        // Without it (or with false) the text stays bare, as the contract says.
+        let bare = call_tool::<GetTextContent>(&fx, r#"{"path":"notes.md","with_version":false}"#)
+            .unwrap();
+        assert_eq!(bare, "changed");
     }
 
     #[test]
@@ -132,6 +178,7 @@ mod tests {
                 &dir,
                 Args {
                     path: "swap/secret.txt".into(),
+                    with_version: false,
                 },
             ) {
                 Ok(text) => {
@@ -165,6 +212,7 @@ mod tests {
                         &dir,
                         Args {
                             path: "pipe".into(),
+                            with_version: false,
                         },
                     ));
                 });

@@ -1,15 +1,19 @@
 //! The `write_text_content` tool: create or replace a text file, atomically.
 //!
-//! - Args: `{"path": "<relative path>", "text": "<the whole new content>"}`.
+//! - Args: `{"path": "<relative path>", "text": "<the whole new content>",
+//!   "expected_version": "<optional: the version get_text_content returned>"}`.
 //! - Result: `{"ok":true}`. Missing parent folders are created; an existing file keeps its
-//!   mode; the file is never seen half-written (temp file, sync, rename, folder sync).
-//! - Errors: `too_large` (text over `max_write_bytes`), `outside_root`, `refused` (a folder,
+//!   mode; the file is never seen half-written (temp file, sync, rename, folder sync). With
+//!   `expected_version`, the file is replaced only if it still holds the content of that
+//!   version, and the result is `{"ok":true,"version":"<the new text's version>"}`
+//!   (docs/tools.md, "Stale writes").
+//! - Errors: `stale` (the file changed or vanished since that version), `too_large` (text over `max_write_bytes`), `outside_root`, `refused` (a folder,
 //!   FIFO, device or symlink at the name; an in-root symlink's target is named), `not_found`,
 //!   `invalid_arguments` (also control/bidi characters in names). Logic in `rojos-fs-guard`.
 
 #![forbid(unsafe_code)]
 
-use rojos_fs_guard::{parse_args, ProjectDir};
+use rojos_fs_guard::{parse_args, ContentVersion, IfExists, ProjectDir};
 use rojos_plugin_api::{export_tool, CallContext, Tool, ToolError, ToolSpec};
 use serde::Deserialize;
 use serde_json::json;
@@ -26,6 +30,10 @@ pub struct Args {
     pub path: String,
     /// The complete new content.
     pub text: String,
+    /// The version the model read (`get_text_content` with `with_version`): the write is
+    /// refused unless the file still has it.
+    #[serde(default)]
+    pub expected_version: Option<String>,
 }
 
 /// Runs the tool on an open project.
@@ -34,8 +42,16 @@ pub struct Args {
 ///
 /// See the crate documentation.
 pub fn run(dir: &ProjectDir, args: Args) -> Result<String, ToolError> {
-    dir.write_text(&args.path, &args.text)?;
-    Ok(json!({ "ok": true }).to_string())
+    let Some(expected) = args.expected_version else {
+        dir.write_text(&args.path, &args.text)?;
+        return Ok(json!({ "ok": true }).to_string());
+    };
+    let expected = ContentVersion::parse(&expected)
+        .map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
+    let bytes = args.text.as_bytes();
+    dir.write_bytes(&args.path, bytes, IfExists::ReplaceIfVersion(expected))?;
+    let version = ContentVersion::of(bytes).to_string();
+    Ok(json!({ "ok": true, "version": version }).to_string())
 }
 
 impl Tool for WriteTextContent {
@@ -45,7 +61,10 @@ impl Tool for WriteTextContent {
             "Create a text file in the project, or replace an existing file's whole content. \
              Paths are relative to the project root; missing folders on the way are created. \
              The write is all-or-nothing. Text over the write limit (1 MiB by default) is \
-             refused. Existing folders and symbolic links are never overwritten.",
+             refused. Existing folders and symbolic links are never overwritten. To replace a \
+             file you read, give the version get_text_content returned (with_version: true) as \
+             expected_version: if the file changed since, the write is refused and you should \
+             read it again and redo your change on the current text.",
         )
         .parameters(json!({
             "type": "object",
@@ -57,6 +76,10 @@ impl Tool for WriteTextContent {
                 "text": {
                     "type": "string",
                     "description": "The complete new content of the file, as UTF-8 text"
+                },
+                "expected_version": {
+                    "type": "string",
+                    "description": "Optional: the version get_text_content returned (with_version: true) when you read this file; the write is refused if the file changed since. Leave it out to create a file or replace it whatever it holds"
                 }
             },
             "required": ["path", "text"],
@@ -88,6 +111,7 @@ mod tests {
         let args = Args {
             path: path.to_owned(),
             text: text.to_owned(),
+            expected_version: None,
         };
         run(&fx.project_dir(), args)
     }
@@ -99,6 +123,43 @@ mod tests {
         assert_eq!(fx.read("a/b/c.txt"), b"abc\n");
         assert_eq!(write(&fx, "empty.txt", "").unwrap(), r#"{"ok":true}"#);
         assert_eq!(fx.read("empty.txt"), b"");
+    }
+
+    #[test]
+    fn an_expected_version_replaces_the_file_it_names_and_refuses_a_changed_one() {
+        let fx = Fixture::new();
+        let read = ContentVersion::of(b"hello").to_string();
+        let args = json!({"path": "hello.txt", "text": "first edit", "expected_version": read});
+        let result = call_tool::<WriteTextContent>(&fx, &args.to_string()).unwrap();
+        let new_version = ContentVersion::of(b"first edit").to_string();
+        assert_eq!(
+            result,
+            json!({"ok": true, "version": new_version}).to_string()
+        );
+        assert_eq!(fx.read("hello.txt"), b"first edit");
+        // The old version no longer matches: a second write from the same read is stale.
+        let error = call_tool::<WriteTextContent>(&fx, &args.to_string()).unwrap_err();
+        assert_eq!(error.kind, ErrorKind::STALE);
+        assert!(
+            error.message.contains("changed since you read it"),
+            "{}",
+            error.message
+        );
+        assert_eq!(fx.read("hello.txt"), b"first edit");
+        // The version the write returned chains the next write.
+        let next = json!({"path": "hello.txt", "text": "second", "expected_version": new_version});
+        call_tool::<WriteTextContent>(&fx, &next.to_string()).unwrap();
+        assert_eq!(fx.read("hello.txt"), b"second");
+    }
+
+    #[test]
+    fn a_malformed_expected_version_is_an_invalid_argument_and_nothing_is_written() {
+        let fx = Fixture::new();
+        let args = r#"{"path":"hello.txt","text":"x","expected_version":"v1"}"#;
+        let error = call_tool::<WriteTextContent>(&fx, args).unwrap_err();
+        assert_eq!(error.kind, ErrorKind::INVALID_ARGUMENTS);
+        assert!(error.message.contains("16 hex digits"), "{}", error.message);
+        assert_eq!(fx.read("hello.txt"), b"hello");
     }
 
     #[test]
@@ -164,6 +225,7 @@ mod tests {
                 Args {
                     path: "pipe".into(),
                     text: "x".into(),
+                    expected_version: None,
                 },
             ));
         });

@@ -3,7 +3,7 @@
 //! cannot redirect it; a recursive delete walks down by handles opened with `O_NOFOLLOW`
 //! (`tree`).
 
-use std::io::Write;
+use std::io::{Read, Write};
 
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt, Permissions, PermissionsExt};
 use cap_tempfile::TempFile;
@@ -12,8 +12,9 @@ use rustix::fs::{OFlags, RenameFlags};
 use super::{
     move_fallback, not_a_folder, special, tree, IfExists, ProjectDir, Written, KEPT_MODE_BITS,
 };
-use crate::error::{from_io, PathError, Shown};
+use crate::error::{from_io, Current, PathError, Shown};
 use crate::path::{check_path, Entry, PathUse, Split};
+use crate::ContentVersion;
 
 impl ProjectDir {
     /// Replaces or creates a file with `text`, creating missing parent folders: written to a
@@ -61,6 +62,10 @@ impl ProjectDir {
             Split::Root | Split::NotAName => return Err(self.not_a_file_name(path)),
         };
         let io = |e| from_io(path, e);
+        if let IfExists::ReplaceIfVersion(expected) = if_exists {
+            // Only an existing file can have the expected version: nothing is created.
+            return self.replace_if_version(path, &parent, leaf, bytes, expected);
+        }
         self.dir.create_dir_all(&parent).map_err(|e| {
             if e.kind() != std::io::ErrorKind::AlreadyExists {
                 return from_io(path, e);
@@ -84,16 +89,45 @@ impl ProjectDir {
             }
             create_new_file(&folder, leaf, path, bytes)?;
         } else {
-            let mut temp = TempFile::new(&folder).map_err(io)?;
-            temp.write_all(bytes).map_err(io)?;
-            if let Some(permissions) = permissions {
-                temp.as_file().set_permissions(permissions).map_err(io)?;
-            }
-            temp.as_file().sync_all().map_err(io)?;
-            temp.replace(leaf).map_err(io)?;
+            replace_file(&folder, leaf, path, bytes, permissions, None)?;
         }
         rustix::fs::fsync(&folder).map_err(|e| io(e.into()))?;
         Ok(Written { replaced })
+    }
+
+    /// [`IfExists::ReplaceIfVersion`]: replaces the file at `parent`/`leaf` only if it still
+    /// holds content of version `expected`. The new file is written and synced first, so the
+    /// comparison and the rename follow each other as closely as they can; a missing folder
+    /// or file means the file is gone.
+    fn replace_if_version(
+        &self,
+        path: &str,
+        parent: &str,
+        leaf: &str,
+        bytes: &[u8],
+        expected: ContentVersion,
+    ) -> Result<Written, PathError> {
+        let io = |e| from_io(path, e);
+        let gone = || PathError::Stale {
+            path: Shown::new(path),
+            expected,
+            current: Current::Gone,
+        };
+        let folder = match self.open_folder(parent) {
+            Ok(folder) => folder,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(gone()),
+            Err(e) => return Err(io(e)),
+        };
+        let Some(permissions) = self.existing_file_permissions(&folder, leaf, path)? else {
+            return Err(gone());
+        };
+        let check = VersionCheck {
+            expected,
+            read_limit: self.limits.max_read_bytes,
+        };
+        replace_file(&folder, leaf, path, bytes, Some(permissions), Some(check))?;
+        rustix::fs::fsync(&folder).map_err(|e| io(e.into()))?;
+        Ok(Written { replaced: true })
     }
 
     /// Creates a folder and its missing parents; an existing folder (or in-root symlink to
@@ -426,6 +460,73 @@ impl ProjectDir {
 
 /// How many temporary names [`create_new_file`] tries before it gives up.
 const TEMP_NAME_ATTEMPTS: u32 = 16;
+
+/// A version a replacement must still find at its name, and how much of the current file
+/// may be read to compare it.
+#[derive(Debug, Clone, Copy)]
+struct VersionCheck {
+    expected: ContentVersion,
+    read_limit: u64,
+}
+
+impl VersionCheck {
+    /// Compares the content at `folder`/`leaf` (opened without following a symlink and
+    /// without blocking on a FIFO swapped in) with the expected version.
+    fn verify(self, folder: &Dir, leaf: &str, path: &str) -> Result<(), PathError> {
+        let stale = |current| PathError::Stale {
+            path: Shown::new(path),
+            expected: self.expected,
+            current,
+        };
+        let mut options = OpenOptions::new();
+        options
+            .read(true)
+            .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32);
+        let file = match folder.open_with(leaf, &options) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(stale(Current::Gone)),
+            Err(e) => return Err(from_io(path, e)),
+        };
+        let meta = file.metadata().map_err(|e| from_io(path, e))?;
+        if !meta.is_file() {
+            return Err(special(path, &meta));
+        }
+        if meta.len() > self.read_limit {
+            return Err(stale(Current::OverReadLimit));
+        }
+        let current = ContentVersion::of_reader(file.take(self.read_limit.saturating_add(1)))
+            .map_err(|e| from_io(path, e))?;
+        if current == self.expected {
+            Ok(())
+        } else {
+            Err(stale(Current::Version(current)))
+        }
+    }
+}
+
+/// Writes `bytes` to a temporary file in `folder`, syncs it, gives it `permissions`, and
+/// renames it onto `leaf`, after `check` (if any) found the expected content there. The
+/// temporary file is removed on every failure.
+fn replace_file(
+    folder: &Dir,
+    leaf: &str,
+    path: &str,
+    bytes: &[u8],
+    permissions: Option<Permissions>,
+    check: Option<VersionCheck>,
+) -> Result<(), PathError> {
+    let io = |e| from_io(path, e);
+    let mut temp = TempFile::new(folder).map_err(io)?;
+    temp.write_all(bytes).map_err(io)?;
+    if let Some(permissions) = permissions {
+        temp.as_file().set_permissions(permissions).map_err(io)?;
+    }
+    temp.as_file().sync_all().map_err(io)?;
+    if let Some(check) = check {
+        check.verify(folder, leaf, path)?;
+    }
+    temp.replace(leaf).map_err(io)
+}
 
 /// Writes `bytes` to a new file `leaf` of `folder` without ever replacing one: into a fresh
 /// temporary file of the folder (`O_EXCL`), synced, then moved onto `leaf` with

@@ -38,6 +38,10 @@ pub enum IfExists {
     Replace,
     /// Refuse with [`PathError::AlreadyExists`], and never replace a file created meanwhile.
     Refuse,
+    /// Replace the file only if its content still has this version, compared just before the
+    /// new file is renamed onto it; otherwise refuse with [`PathError::Stale`] (also when no
+    /// file stands at the name any more). Stale-write protection: docs/tools.md.
+    ReplaceIfVersion(crate::ContentVersion),
 }
 
 /// What a write did.
@@ -223,5 +227,7 @@ mod change_tests;
 mod nfs_like_mount;
 #[cfg(test)]
 mod nfs_like_tests;
+#[cfg(test)]
+mod stale_tests;
 #[cfg(test)]
 mod tests;
