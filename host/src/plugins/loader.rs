@@ -1,7 +1,10 @@
 //! One plugin file to a loaded [`Tool`], the safe way (docs/security.md): open the file only if
-//! nobody but the server's user or root could have written it (`trust`), read the bytes from
-//! that descriptor, hash them, check the ELF is complete, load a private content-addressed copy
-//! (never the file itself, which may be replaced in place), then read and check the manifest.
+//! nobody but the server's user or root could have written it (`trust`), stream the bytes from
+//! that descriptor into a private copy while hashing them, check the copy's ELF is complete,
+//! load it under its content hash (never the file itself, which may be replaced in place), then
+//! read and check the manifest. The bytes are never held in memory as a whole: buffers of a
+//! plugin's size (9 MB release, 20 MB debug), freed at start, stayed in the allocator's heap
+//! and were most of an idle server's memory.
 //!
 //! Loaded libraries are never unloaded (abi_stable leaks them), so each content hash is loaded
 //! at most once and failures are remembered too: retrying a bad file costs nothing.
@@ -9,7 +12,8 @@
 use std::{
     collections::HashMap,
     fmt,
-    io::Read,
+    fs::File,
+    io::{Read, Write},
     path::{Path, PathBuf},
     sync::{Arc, Mutex},
 };
@@ -27,7 +31,7 @@ use super::{
 
 /// The largest plugin file read. Debug builds of the workspace's plugins are about 20 MB and
 /// big release builds with debug info stay under 100 MB; the cap only stops a huge or endless
-/// file from filling the server's memory.
+/// file from filling the disk with its copy.
 pub const MAX_PLUGIN_BYTES: u64 = 256 << 20;
 
 /// Why a plugin file was not loaded, with the file named.
@@ -180,9 +184,9 @@ impl Loader {
             path: path.to_owned(),
             reason,
         };
-        let bytes = read_trusted(path).map_err(error)?;
-        let hash = hex(&Sha256::digest(&bytes));
-        let library = self.library_for(&hash, &bytes).map_err(error)?;
+        let source = open_trusted(path).map_err(error)?;
+        let staged = self.stage(source, path).map_err(error)?;
+        let library = self.library_for(staged).map_err(error)?;
         Ok(Arc::new(Tool {
             source: path.to_owned(),
             library,
@@ -190,24 +194,61 @@ impl Loader {
         }))
     }
 
-    fn library_for(&self, hash: &str, bytes: &[u8]) -> Result<Arc<Library>, LoadFailure> {
+    /// Copies the plugin's bytes from `source` into a new file of the copy folder, hashing
+    /// them on the way, in buffers of 64 KiB.
+    fn stage(&self, source: File, path: &Path) -> Result<Staged, LoadFailure> {
+        let copy_failed = |e| LoadFailure::Copy(Arc::new(e));
+        let mut copy = tempfile::NamedTempFile::new_in(self.cache.path()).map_err(copy_failed)?;
+        let mut hasher = Sha256::new();
+        let mut buffer = vec![0u8; 64 << 10];
+        // Still capped: the file may grow while it is read.
+        let mut source = source.take(MAX_PLUGIN_BYTES + 1);
+        let mut len = 0u64;
+        loop {
+            let n = match source.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(LoadFailure::Read(PathIoError::new(path, e))),
+            };
+            len += n as u64;
+            if len > MAX_PLUGIN_BYTES {
+                return Err(LoadFailure::TooLarge);
+            }
+            hasher.update(&buffer[..n]);
+            copy.write_all(&buffer[..n]).map_err(copy_failed)?;
+        }
+        Ok(Staged {
+            hash: hex(&hasher.finalize()),
+            copy,
+        })
+    }
+
+    fn library_for(&self, staged: Staged) -> Result<Arc<Library>, LoadFailure> {
         // One load at a time: dlopen runs the library's constructors, and two loads of the
         // same new content must not both copy and open it.
         let mut seen = self
             .seen
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(known) = seen.get(hash) {
+        if let Some(known) = seen.get(&staged.hash) {
+            // Known content: the staged copy is removed when dropped.
             return known.clone();
         }
-        let result = self.load_new(hash, bytes).map(Arc::new);
-        seen.insert(hash.to_owned(), result.clone());
+        let hash = staged.hash.clone();
+        let result = self.load_new(staged).map(Arc::new);
+        seen.insert(hash, result.clone());
         result
     }
 
-    fn load_new(&self, hash: &str, bytes: &[u8]) -> Result<Library, LoadFailure> {
-        elf::check_complete(bytes)?;
-        let copy = self.private_copy(hash, bytes)?;
+    fn load_new(&self, staged: Staged) -> Result<Library, LoadFailure> {
+        elf::check_complete(&object::ReadCache::new(staged.copy.as_file()))?;
+        let hash = staged.hash;
+        let copy = self.cache.path().join(format!("{hash}.so"));
+        staged
+            .copy
+            .persist(&copy)
+            .map_err(|e| LoadFailure::Copy(Arc::new(e.error)))?;
         let header = lib_header_from_path(&copy).map_err(describe_library_error)?;
         let module = header
             .init_root_module::<ToolModuleRef>()
@@ -219,42 +260,33 @@ impl Loader {
         let definition = super::definition::definition(&manifest);
         Ok(Library {
             definition,
-            hash: hash.to_owned(),
+            hash,
             manifest,
             validator,
             module,
         })
     }
-
-    fn private_copy(&self, hash: &str, bytes: &[u8]) -> Result<PathBuf, LoadFailure> {
-        let path = self.cache.path().join(format!("{hash}.so"));
-        let tmp = self.cache.path().join(format!(".{hash}.tmp"));
-        std::fs::write(&tmp, bytes)
-            .and_then(|()| std::fs::rename(&tmp, &path))
-            .map_err(|e| LoadFailure::Copy(Arc::new(e)))?;
-        Ok(path)
-    }
 }
 
-/// The bytes of the plugin file, read from the descriptor whose owner and mode were checked.
-fn read_trusted(path: &Path) -> Result<Vec<u8>, LoadFailure> {
+/// A plugin's bytes copied into the copy folder under a temporary name, and their hash.
+struct Staged {
+    /// SHA-256 of the bytes, in hex: the copy's final name and the load cache's key.
+    hash: String,
+    /// The copy; removed when dropped unless it was persisted under its hash.
+    copy: tempfile::NamedTempFile,
+}
+
+/// The plugin file, opened only if its owner and mode were checked, and not over
+/// [`MAX_PLUGIN_BYTES`] by its size.
+fn open_trusted(path: &Path) -> Result<File, LoadFailure> {
     let file = trust::open_library(path).map_err(|refusal| match refusal {
         Refusal::Io(error) => LoadFailure::Read(error),
         Refusal::Untrusted(distrust) => LoadFailure::Untrusted(distrust),
     })?;
-    let too_large = |len: u64| len > MAX_PLUGIN_BYTES;
-    if file.metadata().is_ok_and(|meta| too_large(meta.len())) {
+    if file.metadata().is_ok_and(|meta| meta.len() > MAX_PLUGIN_BYTES) {
         return Err(LoadFailure::TooLarge);
     }
-    // Still capped: the file may grow while it is read.
-    let mut bytes = Vec::new();
-    file.take(MAX_PLUGIN_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| LoadFailure::Read(PathIoError::new(path, e)))?;
-    if too_large(bytes.len() as u64) {
-        return Err(LoadFailure::TooLarge);
-    }
-    Ok(bytes)
+    Ok(file)
 }
 
 fn read_manifest(module: ToolModuleRef) -> Result<Manifest, LoadFailure> {

@@ -122,6 +122,36 @@ fn garbage_text_and_empty_files_are_not_libraries() {
 }
 
 #[test]
+fn a_library_whose_section_reaches_past_its_end_is_refused_before_dlopen() {
+    // Headers intact, one section's recorded size one byte past the end of the file: only a
+    // check of every section's range against the file catches it.
+    let mut bytes = std::fs::read(plugin_lib("rojos_tool_list_files")).unwrap();
+    let u16_at = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]) as usize;
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let (table, entry, count) = (
+        u64_at(&bytes, 0x28) as usize,
+        u16_at(&bytes, 0x3a),
+        u16_at(&bytes, 0x3c),
+    );
+    let header = (0..count)
+        .map(|i| table + i * entry)
+        .rfind(|&h| u32::from_le_bytes(bytes[h + 4..h + 8].try_into().unwrap()) == 1) // PROGBITS
+        .expect("a PROGBITS section");
+    let offset = u64_at(&bytes, header + 24);
+    let past_the_end = bytes.len() as u64 - offset + 1;
+    bytes[header + 32..header + 40].copy_from_slice(&past_the_end.to_le_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long-section.so");
+    std::fs::write(&path, &bytes).unwrap();
+    let (message, reason) = load_error(&path);
+    assert!(
+        matches!(&reason, LoadFailure::Incomplete(why) if why.contains("a section ends at byte")),
+        "{reason:?}"
+    );
+    assert!(message.contains("incomplete or damaged library"), "{message}");
+}
+
+#[test]
 fn a_truncated_copy_of_a_real_plugin_is_refused_before_dlopen() {
     let bytes = std::fs::read(plugin_lib("rojos_tool_list_files")).unwrap();
     let dir = tempfile::tempdir().unwrap();
