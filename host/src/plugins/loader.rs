@@ -283,7 +283,10 @@ fn open_trusted(path: &Path) -> Result<File, LoadFailure> {
         Refusal::Io(error) => LoadFailure::Read(error),
         Refusal::Untrusted(distrust) => LoadFailure::Untrusted(distrust),
     })?;
-    if file.metadata().is_ok_and(|meta| meta.len() > MAX_PLUGIN_BYTES) {
+    if file
+        .metadata()
+        .is_ok_and(|meta| meta.len() > MAX_PLUGIN_BYTES)
+    {
         return Err(LoadFailure::TooLarge);
     }
     Ok(file)

@@ -148,7 +148,10 @@ fn a_library_whose_section_reaches_past_its_end_is_refused_before_dlopen() {
         matches!(&reason, LoadFailure::Incomplete(why) if why.contains("a section ends at byte")),
         "{reason:?}"
     );
-    assert!(message.contains("incomplete or damaged library"), "{message}");
+    assert!(
+        message.contains("incomplete or damaged library"),
+        "{message}"
+    );
 }
 
 #[test]
