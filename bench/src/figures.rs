@@ -1,7 +1,9 @@
 //! Rojos's own figures, named, so a run can be summarised and two host binaries compared
 //! figure by figure (`compare`): per load scenario its throughput, latency percentiles, first
 //! event, CPU per conversation (user and system apart) and peak memory; the host's idle memory;
-//! S4's CPU per turn and per KB sent; the idle memory with no plugin and with all seven.
+//! S4's CPU per turn (all, and the last ten) and per KiB sent (the half-slope ratio is left
+//! to S4's own verdict line: a median of ratios of noisy slopes says little); the idle memory
+//! with no plugin and with all seven.
 
 use std::time::Duration;
 
@@ -108,12 +110,13 @@ pub(crate) fn of_long(run: &LongRun) -> Vec<Figure> {
             growth.slope,
             "µs",
         ));
-        figures.push(figure(
-            "S4 half-slope ratio (1 = linear)".to_owned(),
-            growth.half_slope_ratio,
-            "",
-        ));
     }
+    let last_cpu: Vec<f64> = cpu.iter().rev().take(10).copied().collect();
+    figures.push(figure(
+        "S4 CPU per turn, last 10 turns median".to_owned(),
+        stats::median(&last_cpu).unwrap_or(0.0),
+        "µs",
+    ));
     let last: Vec<f64> = run
         .turns
         .iter()
@@ -141,12 +144,19 @@ pub(crate) fn cpu_per_kib(run: &LongRun) -> Vec<(f64, f64)> {
 pub(crate) fn of_idle(idle: &[IdleRss]) -> Vec<Figure> {
     idle.iter()
         .filter(|i| i.label == "no plugins" || i.label == "all seven")
-        .map(|i| {
-            figure(
-                format!("idle RSS after first use, {}", i.label),
-                mebibytes(i.after_first_use),
-                "MiB",
-            )
+        .flat_map(|i| {
+            [
+                figure(
+                    format!("idle RSS after first use, {}", i.label),
+                    mebibytes(i.after_first_use),
+                    "MiB",
+                ),
+                figure(
+                    format!("  of it private (RssAnon), {}", i.label),
+                    mebibytes(i.anon_after_first_use),
+                    "MiB",
+                ),
+            ]
         })
         .collect()
 }

@@ -143,6 +143,9 @@ pub(crate) struct Memory {
     pub(crate) rss: u64,
     /// Highest resident since start or the last reset (`VmHWM`).
     pub(crate) peak: u64,
+    /// Resident and private (`RssAnon`: heap, stacks), without the mapped files that `rss`
+    /// counts as far as the page cache has them (a binary just copied counts more).
+    pub(crate) anon: u64,
 }
 
 /// A running host process; killed when dropped.
@@ -189,7 +192,8 @@ impl HostProcess {
         if flavour == Flavour::DropIn {
             std::fs::create_dir(dir.path().join("plugins.d"))?;
         }
-        let log = std::fs::File::create(dir.path().join("rojos.log"))?;
+        std::fs::create_dir(dir.path().join(LOG_FOLDER))?;
+        let log = std::fs::File::create(log_path(dir.path()))?;
         let mut command = wrapped(&launch.binary);
         let mut child = command
             .arg("--config")
@@ -252,6 +256,7 @@ impl HostProcess {
         Ok(Memory {
             rss: field("VmRSS:"),
             peak: field("VmHWM:"),
+            anon: field("RssAnon:"),
         })
     }
 
@@ -385,11 +390,21 @@ pub(crate) fn stat_of(path: &str) -> anyhow::Result<Stat> {
     })
 }
 
+/// The folder of the host's log, below the config's: the host watches the config's folder
+/// (not its subfolders) for changes, and a log written beside `rojos.toml` woke its watcher
+/// threads on every line, a cost no deployment with logs elsewhere has.
+const LOG_FOLDER: &str = "log";
+
+/// Where the host's standard error goes.
+fn log_path(dir: &Path) -> PathBuf {
+    dir.join(LOG_FOLDER).join("rojos.log")
+}
+
 fn log_tail(dir: &Path) -> String {
-    let log = std::fs::read_to_string(dir.join("rojos.log")).unwrap_or_default();
+    let log = std::fs::read_to_string(log_path(dir)).unwrap_or_default();
     let lines: Vec<&str> = log.lines().collect();
     let tail = lines[lines.len().saturating_sub(15)..].join("\n");
-    format!("host log ({}):\n{tail}", dir.join("rojos.log").display())
+    format!("host log ({}):\n{tail}", log_path(dir).display())
 }
 
 fn render_config(plugins: &[PathBuf], provider_url: &str, flavour: Flavour) -> String {

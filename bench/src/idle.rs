@@ -6,7 +6,9 @@
 //! threads' arenas) is counted. The figure quoted is the one after first use: a host in a
 //! fleet has served a request. What a plugin costs is its configuration's figure less the one
 //! without plugins. Configurations are interleaved round by round; each figure is the median
-//! over the rounds.
+//! over the rounds. Beside the RSS, its private part (`RssAnon`): the RSS also counts the
+//! pages of the binary and the plugins' files mapped so far, which depends on what the page
+//! cache holds (the same binary measured 2 MiB apart from two copies).
 
 use std::time::Duration;
 
@@ -14,7 +16,7 @@ use anyhow::Context;
 
 use crate::{
     client,
-    host::{Flavour, HostProcess, Launch, ALL_BUILTINS, TOKEN},
+    host::{Flavour, HostProcess, Launch, Memory, ALL_BUILTINS, TOKEN},
     stats,
     store::StoreSetup,
     upstream::Upstream,
@@ -30,10 +32,12 @@ const CHAT_LIMIT: Duration = Duration::from_secs(30);
 pub(crate) struct IdleRss {
     /// `no plugins`, a plugin's name, or `all seven`.
     pub(crate) label: String,
-    /// After start.
+    /// RSS after start.
     pub(crate) after_start: u64,
-    /// After the first-use chat.
+    /// RSS after the first-use chat.
     pub(crate) after_first_use: u64,
+    /// Of it private (`RssAnon`), after the first-use chat.
+    pub(crate) anon_after_first_use: u64,
     /// Why a round failed, if one did.
     pub(crate) problem: Option<String>,
 }
@@ -56,7 +60,7 @@ fn configurations() -> Vec<(String, Vec<&'static str>)> {
 /// Measures every configuration `rounds` times with `launch`'s binary and plugin folder.
 pub(crate) async fn measure(launch: &Launch, upstream: &Upstream, rounds: usize) -> Vec<IdleRss> {
     let configurations = configurations();
-    let mut readings: Vec<Vec<(u64, u64)>> = vec![Vec::new(); configurations.len()];
+    let mut readings: Vec<Vec<Reading>> = vec![Vec::new(); configurations.len()];
     let mut problems: Vec<Option<String>> = vec![None; configurations.len()];
     for _ in 0..rounds.max(1) {
         for (i, (_, load)) in configurations.iter().enumerate() {
@@ -71,22 +75,30 @@ pub(crate) async fn measure(launch: &Launch, upstream: &Upstream, rounds: usize)
         .zip(readings)
         .zip(problems)
         .map(|(((label, _), readings), problem)| {
-            let median_of = |pick: fn(&(u64, u64)) -> u64| {
+            let median_of = |pick: fn(&Reading) -> u64| {
                 let values: Vec<f64> = readings.iter().map(|r| pick(r) as f64).collect();
                 stats::median(&values).unwrap_or(0.0) as u64
             };
             IdleRss {
                 label,
-                after_start: median_of(|r| r.0),
-                after_first_use: median_of(|r| r.1),
+                after_start: median_of(|r| r.after_start.rss),
+                after_first_use: median_of(|r| r.after_first_use.rss),
+                anon_after_first_use: median_of(|r| r.after_first_use.anon),
                 problem,
             }
         })
         .collect()
 }
 
-/// A fresh host of `launch`: its RSS after start and after the first-use chat.
-async fn one_host(launch: &Launch, upstream: &Upstream) -> anyhow::Result<(u64, u64)> {
+/// One fresh host's memory.
+#[derive(Debug, Clone, Copy)]
+struct Reading {
+    after_start: Memory,
+    after_first_use: Memory,
+}
+
+/// A fresh host of `launch`: its memory after start and after the first-use chat.
+async fn one_host(launch: &Launch, upstream: &Upstream) -> anyhow::Result<Reading> {
     let host = HostProcess::launch(
         launch,
         &upstream.first_use_url(),
@@ -95,13 +107,16 @@ async fn one_host(launch: &Launch, upstream: &Upstream) -> anyhow::Result<(u64, 
     )
     .await?;
     tokio::time::sleep(SETTLE).await;
-    let after_start = host.memory()?.rss;
+    let after_start = host.memory()?;
     let used = first_use(&host).await;
     tokio::time::sleep(SETTLE).await;
-    let after_first_use = host.memory()?.rss;
+    let after_first_use = host.memory()?;
     host.stop().await;
     used?;
-    Ok((after_start, after_first_use))
+    Ok(Reading {
+        after_start,
+        after_first_use,
+    })
 }
 
 /// One chat calling every loaded tool once, read to its `DONE`.

@@ -13,21 +13,26 @@ pub(crate) fn idle(rows: &[IdleRss], rounds: usize) {
     println!(
         "idle RSS: fresh hosts, medians of {rounds} round(s); \"after first use\" is 300 ms after one chat calling every loaded tool once (the figure to quote)"
     );
-    let none = rows
-        .iter()
-        .find(|r| r.label == "no plugins")
-        .map_or(0, |r| r.after_first_use);
-    println!("| plugins loaded | after start | after first use | cost over no plugins |");
-    println!("|---|---|---|---|");
+    let none = rows.iter().find(|r| r.label == "no plugins");
+    let cost = |now: u64, pick: fn(&IdleRss) -> u64| {
+        let cost = now as i64 - none.map_or(0, pick) as i64;
+        format!(
+            "{}{}",
+            if cost < 0 { "−" } else { "+" },
+            mib(cost.unsigned_abs())
+        )
+    };
+    println!("| plugins loaded | RSS after start | RSS after first use | its cost over no plugins | private (RssAnon) after first use | its cost |");
+    println!("|---|---|---|---|---|---|");
     for row in rows {
-        let cost = row.after_first_use as i64 - none as i64;
         println!(
-            "| {} | {} | {} | {}{} |",
+            "| {} | {} | {} | {} | {} | {} |",
             row.label,
             mib(row.after_start),
             mib(row.after_first_use),
-            if cost < 0 { "−" } else { "+" },
-            mib(cost.unsigned_abs())
+            cost(row.after_first_use, |r| r.after_first_use),
+            mib(row.anon_after_first_use),
+            cost(row.anon_after_first_use, |r| r.anon_after_first_use)
         );
         if let Some(problem) = &row.problem {
             println!("    problem: {problem}");
