@@ -36,6 +36,8 @@ pub(crate) struct IdleRss {
     pub(crate) after_start: u64,
     /// RSS after the first-use chat.
     pub(crate) after_first_use: u64,
+    /// Of it private (`RssAnon`), after start.
+    pub(crate) anon_after_start: u64,
     /// Of it private (`RssAnon`), after the first-use chat.
     pub(crate) anon_after_first_use: u64,
     /// Why a round failed, if one did.
@@ -83,6 +85,7 @@ pub(crate) async fn measure(launch: &Launch, upstream: &Upstream, rounds: usize)
                 label,
                 after_start: median_of(|r| r.after_start.rss),
                 after_first_use: median_of(|r| r.after_first_use.rss),
+                anon_after_start: median_of(|r| r.after_start.anon),
                 anon_after_first_use: median_of(|r| r.after_first_use.anon),
                 problem,
             }

@@ -22,15 +22,16 @@ pub(crate) fn idle(rows: &[IdleRss], rounds: usize) {
             mib(cost.unsigned_abs())
         )
     };
-    println!("| plugins loaded | RSS after start | RSS after first use | its cost over no plugins | private (RssAnon) after first use | its cost |");
+    println!("| plugins loaded | RSS after start | RSS after first use | its cost over no plugins | private (RssAnon) after start / after first use | its cost after first use |");
     println!("|---|---|---|---|---|---|");
     for row in rows {
         println!(
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} / {} | {} |",
             row.label,
             mib(row.after_start),
             mib(row.after_first_use),
             cost(row.after_first_use, |r| r.after_first_use),
+            mib(row.anon_after_start),
             mib(row.anon_after_first_use),
             cost(row.anon_after_first_use, |r| r.anon_after_first_use)
         );
