@@ -5,6 +5,10 @@
 //! the scheduler's own counters (`.../schedstat`: time on a CPU, time runnable but waiting for
 //! one) are read at the start and the end. A thread in `R` is running or waiting for a CPU;
 //! `S` sleeps until woken (a futex, `epoll_wait`, a socket); `D` waits for the disk (fsync).
+//! tokio names its workers and its blocking pool's threads alike; the workers are started
+//! first (`Runtime::new`: one per core), so the first that many threads of that name, by
+//! thread id, are told apart as workers ([`WORKER`]) from the pool ([`BLOCKING`]): a parked
+//! worker means the host had nothing to run, an idle pool thread means nothing.
 //! [`on_cpu`] is the schedstat sum alone, at nanosecond resolution, for S4's per-turn CPU.
 
 use std::{
@@ -16,6 +20,13 @@ use std::{
     thread::JoinHandle,
     time::{Duration, Instant},
 };
+
+/// The name tokio gives its threads (`comm`, cut at 15 bytes).
+const TOKIO_THREAD: &str = "tokio-rt-worker";
+/// What the first threads named [`TOKIO_THREAD`] are called in the report.
+pub(crate) const WORKER: &str = "tokio worker";
+/// What the later ones are called.
+pub(crate) const BLOCKING: &str = "tokio blocking";
 
 /// How often the threads are sampled.
 pub(crate) const SAMPLE_EVERY: Duration = Duration::from_millis(5);
@@ -78,9 +89,17 @@ fn sample_until(pid: u32, stop: &AtomicBool) -> ThreadStates {
     let started = Instant::now();
     let before = schedstats(pid);
     let mut states = ThreadStates::default();
+    let workers = std::thread::available_parallelism().map_or(1, usize::from);
     while !stop.load(Ordering::Relaxed) {
-        for tid in tasks(pid) {
-            if let Some(place) = place(pid, &tid) {
+        let mut tids = tasks(pid);
+        tids.sort_by_key(|tid| tid.parse::<u64>().unwrap_or(u64::MAX));
+        let mut tokio_threads = 0;
+        for tid in tids {
+            if let Some(mut place) = place(pid, &tid) {
+                if place.thread == TOKIO_THREAD {
+                    tokio_threads += 1;
+                    place.thread = tokio_role(tokio_threads, workers).to_owned();
+                }
                 *states.places.entry(place).or_default() += 1;
             }
         }
@@ -95,6 +114,15 @@ fn sample_until(pid: u32, stop: &AtomicBool) -> ThreadStates {
     }
     states.wall = started.elapsed();
     states
+}
+
+/// [`WORKER`] for the first `workers` tokio threads (counted from 1), else [`BLOCKING`].
+fn tokio_role(nth: usize, workers: usize) -> &'static str {
+    if nth <= workers {
+        WORKER
+    } else {
+        BLOCKING
+    }
 }
 
 /// The thread ids of `pid`.
@@ -230,6 +258,13 @@ mod tests {
         if let Some(cpu) = on_cpu(pid) {
             assert!(cpu > Duration::ZERO);
         }
+    }
+
+    #[test]
+    fn the_first_tokio_threads_are_the_workers() {
+        assert_eq!(tokio_role(1, 2), WORKER);
+        assert_eq!(tokio_role(2, 2), WORKER);
+        assert_eq!(tokio_role(3, 2), BLOCKING);
     }
 
     #[test]
