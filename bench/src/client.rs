@@ -148,6 +148,17 @@ async fn read_events(mut response: reqwest::Response, ending: &mut Ending) -> Re
     }
 }
 
+/// Counts the events of a whole NDJSON body.
+pub(crate) fn count_events(body: &[u8]) -> Result<Ending, String> {
+    let (mut line, mut ending) = (Vec::new(), Ending::default());
+    feed(&mut line, body, &mut ending)?;
+    if line.is_empty() {
+        Ok(ending)
+    } else {
+        Err("the body does not end with a newline".to_owned())
+    }
+}
+
 /// Counts the events that `chunk` completes; `line` keeps the unfinished one. Each byte is
 /// looked at once, however long a line grows.
 fn feed(line: &mut Vec<u8>, chunk: &[u8], ending: &mut Ending) -> Result<(), String> {
@@ -181,7 +192,10 @@ fn count_event(line: &[u8], ending: &mut Ending) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks a whole NDJSON body; returns the conversation id.
+/// The optional events that tell a client what the model is writing.
+const LIVE_STATUS: [&str; 2] = ["TOOL_CALL_STARTED", "TOOL_CALL_PROGRESS"];
+
+/// Checks a whole NDJSON body (the live status events aside); returns the conversation id.
 pub(crate) fn check_stream(body: &[u8]) -> Result<String, String> {
     let text = std::str::from_utf8(body).map_err(|_| "body is not UTF-8".to_owned())?;
     if !text.ends_with('\n') {
@@ -192,6 +206,12 @@ pub(crate) fn check_stream(body: &[u8]) -> Result<String, String> {
         .map(serde_json::from_str::<Value>)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("bad event line: {e}"))?;
+    // The optional live status of a call the model is still writing (docs/api.md) comes
+    // before its TOOL_CALL; the conversation is checked without it.
+    let events: Vec<Value> = events
+        .into_iter()
+        .filter(|e| !LIVE_STATUS.contains(&e["type"].as_str().unwrap_or_default()))
+        .collect();
     let expect = |i: usize, event: Value| -> Result<(), String> {
         match events.get(i) {
             Some(got) if *got == event => Ok(()),
@@ -292,5 +312,23 @@ mod tests {
         let mut short = events();
         short.remove(5);
         assert!(check_stream(&body(&short)).is_err());
+    }
+
+    #[test]
+    fn live_status_events_before_a_call_are_passed_over() {
+        let mut live = events();
+        live.insert(
+            2,
+            json!({"type": "TOOL_CALL_STARTED", "index": 0, "id": "call_write", "name": "write_text_content"}),
+        );
+        live.insert(
+            3,
+            json!({"type": "TOOL_CALL_PROGRESS", "index": 0, "bytes": 40}),
+        );
+        live.insert(
+            0,
+            json!({"type": "TOOL_CALL_STARTED", "index": 0, "id": "call_mkdir", "name": "create_directory"}),
+        );
+        assert_eq!(check_stream(&body(&live)), Ok("abc".to_owned()));
     }
 }

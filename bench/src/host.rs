@@ -22,7 +22,7 @@ use crate::store::StoreSetup;
 /// The bearer token of the generated config.
 pub(crate) const TOKEN: &str = "bench-token-0123456789";
 
-/// The five built-in tool libraries, by crate lib name.
+/// The five built-in tool libraries the seed conversation's host loads, by crate lib name.
 pub(crate) const BUILTINS: [&str; 5] = [
     "rojos_tool_read_path_meta",
     "rojos_tool_get_text_content",
@@ -30,6 +30,75 @@ pub(crate) const BUILTINS: [&str; 5] = [
     "rojos_tool_list_files",
     "rojos_tool_create_directory",
 ];
+
+/// Every built-in tool library: [`BUILTINS`] and the two the seed conversation does not use.
+pub(crate) const ALL_BUILTINS: [&str; 7] = [
+    "rojos_tool_read_path_meta",
+    "rojos_tool_get_text_content",
+    "rojos_tool_write_text_content",
+    "rojos_tool_list_files",
+    "rojos_tool_create_directory",
+    "rojos_tool_delete_path",
+    "rojos_tool_move_path",
+];
+
+/// Which host binary runs, with which plugin libraries.
+#[derive(Debug, Clone)]
+pub(crate) struct Launch {
+    /// The `rojos` binary.
+    pub(crate) binary: PathBuf,
+    /// The folder with the `lib<name>.so` plugin files.
+    pub(crate) plugin_dir: PathBuf,
+    /// The libraries of `[plugins].load`, by crate lib name.
+    pub(crate) load: Vec<&'static str>,
+}
+
+impl Launch {
+    /// `<build>/rojos` with the five [`BUILTINS`] of `build`.
+    pub(crate) fn of_build(build: &Path) -> Launch {
+        Launch {
+            binary: build.join("rojos"),
+            plugin_dir: build.to_owned(),
+            load: BUILTINS.to_vec(),
+        }
+    }
+
+    /// `binary` with the [`BUILTINS`]; the plugin files beside it when they are all there (a
+    /// copied build folder), else those of `build`.
+    pub(crate) fn of_binary(binary: &Path, build: &Path) -> anyhow::Result<Launch> {
+        anyhow::ensure!(binary.is_file(), "no host binary at {}", binary.display());
+        let beside = binary.parent().unwrap_or(Path::new("."));
+        let own_plugins = ALL_BUILTINS
+            .iter()
+            .all(|name| beside.join(library_file(name)).is_file());
+        Ok(Launch {
+            binary: binary.to_owned(),
+            plugin_dir: if own_plugins { beside } else { build }.to_owned(),
+            load: BUILTINS.to_vec(),
+        })
+    }
+
+    /// The same binary and plugin folder, loading `load` instead.
+    pub(crate) fn loading(&self, load: &[&'static str]) -> Launch {
+        Launch {
+            load: load.to_vec(),
+            ..self.clone()
+        }
+    }
+
+    /// The paths of `[plugins].load`.
+    fn plugin_paths(&self) -> Vec<PathBuf> {
+        self.load
+            .iter()
+            .map(|name| self.plugin_dir.join(library_file(name)))
+            .collect()
+    }
+}
+
+/// `lib<name>.so`.
+fn library_file(name: &str) -> String {
+    format!("lib{name}.so")
+}
 
 /// Where the release build puts the host and the plugins (`target/release`).
 pub(crate) fn build_dir() -> anyhow::Result<PathBuf> {
@@ -39,7 +108,7 @@ pub(crate) fn build_dir() -> anyhow::Result<PathBuf> {
         .context("the bench executable has no folder")?
         .to_owned();
     let missing: Vec<String> = std::iter::once("rojos".to_owned())
-        .chain(BUILTINS.iter().map(|lib| format!("lib{lib}.so")))
+        .chain(ALL_BUILTINS.iter().map(|name| library_file(name)))
         .filter(|f| !dir.join(f).exists())
         .collect();
     if !missing.is_empty() {
@@ -74,6 +143,9 @@ pub(crate) struct Memory {
     pub(crate) rss: u64,
     /// Highest resident since start or the last reset (`VmHWM`).
     pub(crate) peak: u64,
+    /// Resident and private (`RssAnon`: heap, stacks), without the mapped files that `rss`
+    /// counts as far as the page cache has them (a binary just copied counts more).
+    pub(crate) anon: u64,
 }
 
 /// A running host process; killed when dropped.
@@ -103,15 +175,26 @@ impl HostProcess {
         flavour: Flavour,
         store: &StoreSetup,
     ) -> anyhow::Result<HostProcess> {
+        Self::launch(&Launch::of_build(build), provider_url, flavour, store).await
+    }
+
+    /// Writes a config loading `launch.plugins` and starts `launch.binary` on it.
+    pub(crate) async fn launch(
+        launch: &Launch,
+        provider_url: &str,
+        flavour: Flavour,
+        store: &StoreSetup,
+    ) -> anyhow::Result<HostProcess> {
         let dir = tempfile::tempdir().context("cannot make a temp folder")?;
         let config = dir.path().join("rojos.toml");
-        let text = render_config(build, provider_url, flavour) + &store.config;
+        let text = render_config(&launch.plugin_paths(), provider_url, flavour) + &store.config;
         std::fs::write(&config, text)?;
         if flavour == Flavour::DropIn {
             std::fs::create_dir(dir.path().join("plugins.d"))?;
         }
-        let log = std::fs::File::create(dir.path().join("rojos.log"))?;
-        let mut command = wrapped(&build.join("rojos"));
+        std::fs::create_dir(dir.path().join(LOG_FOLDER))?;
+        let log = std::fs::File::create(log_path(dir.path()))?;
+        let mut command = wrapped(&launch.binary);
         let mut child = command
             .arg("--config")
             .arg(&config)
@@ -121,7 +204,7 @@ impl HostProcess {
             .envs(store.env.clone())
             .kill_on_drop(true)
             .spawn()
-            .with_context(|| format!("cannot start {}", build.join("rojos").display()))?;
+            .with_context(|| format!("cannot start {}", launch.binary.display()))?;
         let pid = child.id().context("the host exited at once")?;
         let stdout = child.stdout.take().context("no stdout")?;
         let mut lines = BufReader::new(stdout).lines();
@@ -173,6 +256,7 @@ impl HostProcess {
         Ok(Memory {
             rss: field("VmRSS:"),
             peak: field("VmHWM:"),
+            anon: field("RssAnon:"),
         })
     }
 
@@ -184,6 +268,11 @@ impl HostProcess {
     /// CPU time the host has used (user + system).
     pub(crate) fn cpu(&self) -> anyhow::Result<Duration> {
         cpu_of(&format!("/proc/{}/stat", self.pid))
+    }
+
+    /// CPU time the host has used, user and system apart.
+    pub(crate) fn cpu_times(&self) -> anyhow::Result<CpuTimes> {
+        Ok(stat_of(&format!("/proc/{}/stat", self.pid))?.times)
     }
 
     /// Whether the process is still running.
@@ -233,6 +322,30 @@ pub(crate) fn cpu_of(path: &str) -> anyhow::Result<Duration> {
     Ok(stat_of(path)?.cpu)
 }
 
+/// CPU time in user space and in the kernel (`/proc/<pid>/stat`, clock-tick resolution).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct CpuTimes {
+    /// In user space (`utime`).
+    pub(crate) user: Duration,
+    /// In the kernel on the process's behalf (`stime`).
+    pub(crate) system: Duration,
+}
+
+impl CpuTimes {
+    /// User + system.
+    pub(crate) fn total(self) -> Duration {
+        self.user + self.system
+    }
+
+    /// The time used since `earlier`.
+    pub(crate) fn since(self, earlier: CpuTimes) -> CpuTimes {
+        CpuTimes {
+            user: self.user.saturating_sub(earlier.user),
+            system: self.system.saturating_sub(earlier.system),
+        }
+    }
+}
+
 /// What the bench reads from a `/proc/<pid>/stat` file.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Stat {
@@ -240,6 +353,8 @@ pub(crate) struct Stat {
     pub(crate) parent: u32,
     /// CPU time used (user + system).
     pub(crate) cpu: Duration,
+    /// The same, user and system apart.
+    pub(crate) times: CpuTimes,
     /// CPU time of the children it waited for (user + system).
     pub(crate) reaped_children_cpu: Duration,
 }
@@ -263,29 +378,39 @@ pub(crate) fn stat_of(path: &str) -> anyhow::Result<Stat> {
     let time = |ticks: u64| Duration::from_secs_f64(ticks as f64 / hz as f64);
     // proc(5) numbers the fields from 1 (pid, name, state, ppid, ...); here state (3) is index
     // 0, so ppid (4) is 1, utime and stime (14, 15) are 11 and 12, cutime and cstime 13 and 14.
+    let times = CpuTimes {
+        user: time(number(11)?),
+        system: time(number(12)?),
+    };
     Ok(Stat {
         parent: u32::try_from(number(1)?)?,
-        cpu: time(number(11)? + number(12)?),
+        cpu: times.total(),
+        times,
         reaped_children_cpu: time(number(13)? + number(14)?),
     })
 }
 
-fn log_tail(dir: &Path) -> String {
-    let log = std::fs::read_to_string(dir.join("rojos.log")).unwrap_or_default();
-    let lines: Vec<&str> = log.lines().collect();
-    let tail = lines[lines.len().saturating_sub(15)..].join("\n");
-    format!("host log ({}):\n{tail}", dir.join("rojos.log").display())
+/// The folder of the host's log, below the config's: the host watches the config's folder
+/// (not its subfolders) for changes, and a log written beside `rojos.toml` woke its watcher
+/// threads on every line, a cost no deployment with logs elsewhere has.
+const LOG_FOLDER: &str = "log";
+
+/// Where the host's standard error goes.
+fn log_path(dir: &Path) -> PathBuf {
+    dir.join(LOG_FOLDER).join("rojos.log")
 }
 
-fn render_config(build: &Path, provider_url: &str, flavour: Flavour) -> String {
-    let load: Vec<String> = BUILTINS
+fn log_tail(dir: &Path) -> String {
+    let log = std::fs::read_to_string(log_path(dir)).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().collect();
+    let tail = lines[lines.len().saturating_sub(15)..].join("\n");
+    format!("host log ({}):\n{tail}", log_path(dir).display())
+}
+
+fn render_config(plugins: &[PathBuf], provider_url: &str, flavour: Flavour) -> String {
+    let load: Vec<String> = plugins
         .iter()
-        .map(|lib| {
-            format!(
-                "{:?}",
-                build.join(format!("lib{lib}.so")).display().to_string()
-            )
-        })
+        .map(|lib| format!("{:?}", lib.display().to_string()))
         .collect();
     format!(
         r#"[server]

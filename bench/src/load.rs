@@ -9,8 +9,9 @@ use serde_json::Value;
 
 use crate::{
     client::{self, Sample},
-    host::{HostProcess, TOKEN},
+    host::{CpuTimes, HostProcess, TOKEN},
     store::{Backend, Store},
+    threads::{self, ThreadStates},
     upstream::{self, Pace, Upstream, FILE, PAGE},
     watch::{Healthz, Probing, Watch, Watched},
 };
@@ -28,6 +29,8 @@ pub(crate) struct Scenario {
     pub(crate) duration: Duration,
     /// The upstream's pace.
     pub(crate) pace: Pace,
+    /// Sample the host's thread states while it runs (`threads`).
+    pub(crate) sample_threads: bool,
 }
 
 /// What a scenario measured.
@@ -46,7 +49,7 @@ pub(crate) struct Outcome {
     /// The host's peak resident memory during the scenario, in bytes.
     pub(crate) peak_rss: u64,
     /// CPU time the host used during the scenario.
-    pub(crate) host_cpu: Duration,
+    pub(crate) host_cpu: CpuTimes,
     /// CPU time the PostgreSQL server used during the scenario (none with SQLite).
     pub(crate) store_cpu: Option<Duration>,
     /// CPU time the bench process (clients and upstream) used during the scenario.
@@ -55,6 +58,8 @@ pub(crate) struct Outcome {
     pub(crate) upstream_alone: Duration,
     /// `/healthz` latencies sampled during the scenario, and failed probes.
     pub(crate) healthz: Healthz,
+    /// Where the host's threads were, when sampled.
+    pub(crate) threads: Option<ThreadStates>,
 }
 
 impl Outcome {
@@ -74,7 +79,7 @@ pub(crate) async fn run(
     upstream.set_pace(scenario.pace);
     let rounds = if scenario.pace == Pace::FAST { 200 } else { 2 };
     let upstream_alone = upstream_alone(upstream, rounds).await;
-    let host_cpu0 = host.cpu().unwrap_or_default();
+    let host_cpu0 = host.cpu_times().unwrap_or_default();
     let store_cpu0 = store.server_cpu();
     let bench_cpu0 = crate::host::cpu_of("/proc/self/stat").unwrap_or_default();
     let watch = Watch::start(
@@ -85,6 +90,9 @@ pub(crate) async fn run(
         },
     );
 
+    let sampler = scenario
+        .sample_threads
+        .then(|| threads::Sampler::start(host.pid()));
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(scenario.clients)
         .build()
@@ -125,7 +133,8 @@ pub(crate) async fn run(
         }
     }
     let elapsed = started.elapsed();
-    let host_cpu = host.cpu().unwrap_or_default().saturating_sub(host_cpu0);
+    let threads = sampler.map(threads::Sampler::finish);
+    let host_cpu = host.cpu_times().unwrap_or_default().since(host_cpu0);
     let store_cpu = store_cpu0
         .zip(store.server_cpu())
         .map(|(before, after)| after.saturating_sub(before));
@@ -156,6 +165,7 @@ pub(crate) async fn run(
         bench_cpu,
         upstream_alone,
         healthz,
+        threads,
     }
 }
 

@@ -5,37 +5,51 @@
 //! It starts the release `rojos` binary as a separate process with the real plugins and a
 //! scripted OpenAI-compatible upstream on loopback (in this process), drives concurrent
 //! clients through the docs/intro conversation (3 model turns, 2 tool calls), checks every
-//! stream and a sample of the files written, and prints conversations/s, latency
-//! percentiles, time to first event, errors and the host's peak RSS for the three scenarios of
-//! the LangChain.js measurements, then the abuse scenario (a tool-call flood, a huge SSE line,
+//! stream and a sample of the files written, and prints Rojos's own figures (conversations/s,
+//! latency percentiles, time to first event, errors, the host's CPU per conversation user and
+//! system apart, idle and peak RSS) for S1–S3; S4, one long conversation whose per-turn CPU is
+//! checked for linear growth in the bytes sent upstream (`long_conversation`); the idle memory
+//! with each built-in plugin (`idle`); then the abuse scenario (a tool-call flood, a huge SSE line,
 //! partial request heads: `abuse`), the plugin boundary cost, one tool call through each path
 //! (plugin, MCP stdio, MCP over HTTP: `mcp_paths`, `--only mcp`, `--no-mcp`) and the drop-in
 //! deploy time.
 //! `--store postgres` runs S1–S3 on a throwaway PostgreSQL cluster instead of SQLite, and
 //! `--store both` on each, compared side by side (`store`).
-//! Figures, never pass/fail: the goals are printed beside them.
+//! `--baseline OLD/rojos` runs the selected scenarios against that binary and this build
+//! interleaved and prints each figure's median per binary and the after/before ratio
+//! (`compare`); `--thread-states` samples where the host's threads wait (`threads`).
+//! Figures, never pass/fail: the goals are printed beside them. No other system's figures:
+//! cross-system ratios come from the side-by-side harness only.
 
 #![forbid(unsafe_code)]
 
 mod abuse;
 mod boundary;
 mod client;
+mod compare;
 mod dropin;
+mod figures;
 mod host;
+mod idle;
 mod load;
+mod long_conversation;
 mod mcp_paths;
 mod report;
+mod stats;
 mod store;
+mod threads;
 mod upstream;
 mod watch;
 
-use std::time::Duration;
+use std::{path::PathBuf, time::Duration};
 
 use clap::Parser;
 
 use crate::{
-    host::{Flavour, HostProcess},
+    figures::Figure,
+    host::{Flavour, HostProcess, Launch},
     load::{Outcome, Scenario},
+    long_conversation::LongRun,
     store::{Backend, Store, StoreChoice},
     upstream::{Pace, Upstream},
 };
@@ -59,8 +73,14 @@ struct Options {
     /// Concurrent clients in S3.
     #[arg(long, default_value_t = 1000)]
     s3_clients: usize,
-    /// Only run these scenarios (`S1`, `S2`, `S3`, `abuse`, `mcp`; e.g. `--only S2`); repeat
-    /// for more.
+    /// User messages in S4's one long conversation.
+    #[arg(long, default_value_t = long_conversation::TURNS)]
+    s4_turns: usize,
+    /// Rounds of the idle memory measurement (a fresh host per configuration per round).
+    #[arg(long, default_value_t = 3)]
+    idle_rounds: usize,
+    /// Only run these scenarios (`S1`, `S2`, `S3`, `S4`, `idle`, `abuse`, `mcp`; e.g.
+    /// `--only S2`); repeat for more.
     #[arg(long)]
     only: Vec<String>,
     /// Skip the plugin boundary measurement.
@@ -76,6 +96,21 @@ struct Options {
     /// PostgreSQL cluster (Debian's `postgresql` package), or each in turn, side by side.
     #[arg(long, value_enum, default_value_t = StoreChoice::Sqlite)]
     store: StoreChoice,
+    /// Sample where the host's threads are (state, system call, wchan) during S1–S3.
+    #[arg(long)]
+    thread_states: bool,
+    /// The host binary under test (default: `rojos` of this build); its plugins are the ones
+    /// beside it when all seven are there, else this build's.
+    #[arg(long)]
+    host: Option<PathBuf>,
+    /// A host binary to compare with (before), run interleaved with the one under test
+    /// (after) on the selected S1–S4 and idle; its plugins as for `--host`. Prints each
+    /// figure's median per binary and the after/before ratio, and nothing else.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
+    /// With `--baseline`: rounds of (before, after).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
 }
 
 /// S1–S3 on one conversation store (each outcome names it).
@@ -85,6 +120,8 @@ pub(crate) struct StoreRun {
     pub(crate) idle: u64,
     /// The scenarios run.
     pub(crate) outcomes: Vec<Outcome>,
+    /// S4, when it ran.
+    pub(crate) long: Option<LongRun>,
 }
 
 fn main() -> std::process::ExitCode {
@@ -110,9 +147,17 @@ async fn run(options: Options) -> anyhow::Result<()> {
         eprintln!("rojos-bench: cannot raise the open files limit: {e}");
     }
     let build = host::build_dir()?;
-    report::machine();
+    let launch = match &options.host {
+        Some(binary) => Launch::of_binary(binary, &build)?,
+        None => Launch::of_build(&build),
+    };
+    report::machine(&launch.binary);
 
     let upstream = Upstream::start().await?;
+    if let Some(baseline) = &options.baseline {
+        let before = Launch::of_binary(baseline, &build)?;
+        return compare(&options, &before, &launch, &upstream).await;
+    }
     // Every store first, so a missing PostgreSQL package stops the bench before any run.
     let mut stores = Vec::new();
     for &backend in options.store.backends() {
@@ -120,11 +165,16 @@ async fn run(options: Options) -> anyhow::Result<()> {
     }
     let mut runs = Vec::new();
     for store in &stores {
-        runs.push(scenarios_on(&options, &build, &upstream, store).await?);
+        runs.push(scenarios_on(&options, &launch, &upstream, store).await?);
     }
     drop(stores);
     let (requests, refused) = upstream.counts();
     println!("\nupstream: {requests} requests served, {refused} refused as malformed");
+    if options.selects("idle") {
+        println!();
+        let rows = idle::measure(&launch, &upstream, options.idle_rounds).await;
+        report::idle(&rows, options.idle_rounds);
+    }
     if options.selects("abuse") {
         abuse(&build, &upstream).await;
     }
@@ -163,21 +213,56 @@ async fn run(options: Options) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A host on `store`, warmed up, through the selected scenarios S1–S3.
+/// Before/after: the selected S1–S4 and idle with `before` and `after`, interleaved round by
+/// round, on the first `--store`; then the comparison.
+async fn compare(
+    options: &Options,
+    before: &Launch,
+    after: &Launch,
+    upstream: &Upstream,
+) -> anyhow::Result<()> {
+    let backend = options.store.backends()[0];
+    let store = Store::start(backend).await?;
+    let mut figures: [Vec<Vec<Figure>>; 2] = [Vec::new(), Vec::new()];
+    for round in 1..=options.rounds.max(1) {
+        for (side, launch) in [before, after].into_iter().enumerate() {
+            println!(
+                "\n=== round {round}, {}: {}",
+                ["before", "after"][side],
+                launch.binary.display()
+            );
+            let run = scenarios_on(options, launch, upstream, &store).await?;
+            let mut these = figures::of_store_run(&run);
+            if options.selects("idle") {
+                let rows = idle::measure(launch, upstream, 1).await;
+                these.extend(figures::of_idle(&rows));
+            }
+            figures[side].push(these);
+        }
+    }
+    println!();
+    let [before_runs, after_runs] = &figures;
+    let rows = compare::rows(before_runs, after_runs);
+    report::comparison(
+        &rows,
+        options.rounds.max(1),
+        &before.binary.display().to_string(),
+        &after.binary.display().to_string(),
+    );
+    Ok(())
+}
+
+/// A host of `launch` on `store`, warmed up, through the selected scenarios S1–S3; then S4 on
+/// a fresh host of its own, when selected.
 async fn scenarios_on(
     options: &Options,
-    build: &std::path::Path,
+    launch: &Launch,
     upstream: &Upstream,
     store: &Store,
 ) -> anyhow::Result<StoreRun> {
     let backend = store.backend;
-    let mut host = HostProcess::start_on(
-        build,
-        &upstream.base_url,
-        Flavour::Plain,
-        &store.setup().await?,
-    )
-    .await?;
+    let setup = store.setup().await?;
+    let mut host = HostProcess::launch(launch, &upstream.base_url, Flavour::Plain, &setup).await?;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let idle = host.memory()?.rss;
     println!(
@@ -188,7 +273,8 @@ async fn scenarios_on(
     warm_up(&host).await;
 
     let mut outcomes = Vec::new();
-    for scenario in scenarios(options, backend) {
+    for mut scenario in scenarios(options, backend) {
+        scenario.sample_threads = options.thread_states;
         if !options.selects(scenario.name) {
             continue;
         }
@@ -206,7 +292,20 @@ async fn scenarios_on(
         outcomes.push(outcome);
     }
     host.stop().await;
-    Ok(StoreRun { idle, outcomes })
+    let long = if options.selects("S4") {
+        println!();
+        let run = long_conversation::run(launch, upstream, &store.setup().await?, options.s4_turns)
+            .await?;
+        report::long(&run);
+        Some(run)
+    } else {
+        None
+    };
+    Ok(StoreRun {
+        idle,
+        outcomes,
+        long,
+    })
 }
 
 /// S1, S2 and S3 as `options` set them, on `store`.
@@ -218,6 +317,7 @@ fn scenarios(options: &Options, store: Backend) -> [Scenario; 3] {
             clients: 1,
             duration: Duration::from_secs_f64(options.s1_secs),
             pace: Pace::FAST,
+            sample_threads: false,
         },
         Scenario {
             name: "S2",
@@ -225,6 +325,7 @@ fn scenarios(options: &Options, store: Backend) -> [Scenario; 3] {
             clients: 32,
             duration: Duration::from_secs_f64(options.s2_secs),
             pace: Pace::FAST,
+            sample_threads: false,
         },
         Scenario {
             name: "S3",
@@ -235,6 +336,7 @@ fn scenarios(options: &Options, store: Backend) -> [Scenario; 3] {
                 first: Duration::from_millis(200),
                 between: Duration::from_millis(20),
             },
+            sample_threads: false,
         },
     ]
 }

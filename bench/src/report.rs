@@ -1,7 +1,20 @@
-//! Printing: the machine, each scenario's figures with the LangChain.js baseline beside them,
-//! the abuse scenario's attacks with their goal, the plugin boundary, the drop-in deploy time,
-//! and a closing Markdown table for the README with the goals of issue 6 checked; with
-//! `--store both`, each scenario on PostgreSQL beside SQLite (the goal of issue 13).
+//! Printing: the machine, each scenario's own figures (no other system's: cross-system ratios
+//! come from the side-by-side harness, one run of both on one machine), the abuse scenario's
+//! attacks with their goal, the plugin boundary, the drop-in deploy time, and a closing
+//! Markdown table for the README with the goals of issue 17 beside the figures; with
+//! `--store both`, each scenario on PostgreSQL beside SQLite (the goal of issue 13). S4, the
+//! idle memory per plugin, the thread states and the before/after comparison print from the
+//! submodules.
+
+mod compare;
+mod idle;
+mod long;
+mod threads;
+
+pub(crate) use compare::comparison;
+pub(crate) use idle::idle;
+pub(crate) use long::long;
+pub(crate) use threads::thread_states;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -12,6 +25,7 @@ use crate::{
     host::ABUSE_HEADER_READ_TIMEOUT_SECS,
     load::Outcome,
     mcp_paths::McpPaths,
+    stats::percentile,
     store::Backend,
     upstream::{FLOOD_CALLS, FLOOD_FILE, HUGE_LINE_BYTES},
     watch::PROBE_TIMEOUT,
@@ -24,37 +38,14 @@ const ABUSE_MEMORY_HEADROOM: u64 = 64 << 20;
 const ABUSE_HEALTHZ_P99: Duration = Duration::from_millis(50);
 /// The issue 13 goal: S2 on PostgreSQL keeps at least this share of SQLite's throughput.
 const POSTGRES_S2_SHARE: f64 = 0.8;
-
-/// The LangChain.js design's figures on the same kind of machine (issue 6).
-struct Baseline {
-    throughput: f64,
-    p50: Duration,
-    rss_mib: f64,
-    rss_what: &'static str,
-}
-
-fn baseline(name: &str) -> Baseline {
-    match name {
-        "S1" => Baseline {
-            throughput: 110.0,
-            p50: Duration::from_micros(7_400),
-            rss_mib: 95.0,
-            rss_what: "idle",
-        },
-        "S2" => Baseline {
-            throughput: 184.0,
-            p50: Duration::from_millis(166),
-            rss_mib: 341.0,
-            rss_what: "peak",
-        },
-        _ => Baseline {
-            throughput: 185.0,
-            p50: Duration::from_millis(5_000),
-            rss_mib: 503.0,
-            rss_what: "peak",
-        },
-    }
-}
+/// The issue 17 goal: the host's CPU per conversation in S2 (on the 2-core machine).
+const S2_CPU_PER_CONVERSATION: Duration = Duration::from_micros(350);
+/// The issue 17 goal: S3's p50 within this share over the upstream's own time.
+const S3_P50_OVER_UPSTREAM: f64 = 0.10;
+/// The issue 17 goal: S3's first event p50 within this of the upstream's first token.
+const S3_FIRST_EVENT_OVER_FIRST_TOKEN: Duration = Duration::from_millis(50);
+/// The issue 17 goal: S3's peak RSS no higher than the day the issue was filed.
+const S3_PEAK_RSS: u64 = 108 << 20;
 
 /// Bytes as MiB.
 pub(crate) fn mib(bytes: u64) -> String {
@@ -72,18 +63,9 @@ fn ms(d: Duration) -> String {
     }
 }
 
-/// The nearest-rank percentile `p` (0–100) of sorted `values`.
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
 struct Percentiles {
     p50: Duration,
-    p90: Duration,
+    p95: Duration,
     p99: Duration,
     max: Duration,
 }
@@ -92,14 +74,14 @@ fn percentiles(mut values: Vec<Duration>) -> Percentiles {
     values.sort();
     Percentiles {
         p50: percentile(&values, 50.0),
-        p90: percentile(&values, 90.0),
+        p95: percentile(&values, 95.0),
         p99: percentile(&values, 99.0),
         max: values.last().copied().unwrap_or_default(),
     }
 }
 
 /// The date, the machine and the build, as the README table quotes them.
-pub(crate) fn machine() {
+pub(crate) fn machine(binary: &std::path::Path) {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|c| {
@@ -127,7 +109,8 @@ pub(crate) fn machine() {
         kernel.trim()
     );
     println!(
-        "host: target/release/rojos as a separate process; clients and the scripted upstream share the machine (this process)"
+        "host: {} as a separate process; clients and the scripted upstream share the machine (this process)",
+        binary.display()
     );
 }
 
@@ -168,9 +151,8 @@ fn describe(outcome: &Outcome) -> String {
     format!("{} on {}: {clients}, {pace}", s.name, s.store.name())
 }
 
-/// One scenario's figures.
+/// One scenario's figures: Rojos's own, no other system's.
 pub(crate) fn scenario(outcome: &Outcome, scripted: Duration) {
-    let base = baseline(outcome.scenario.name);
     let n = outcome.samples.len();
     let latency = percentiles(outcome.samples.iter().map(|s| s.latency).collect());
     let first = percentiles(outcome.samples.iter().map(|s| s.first_event).collect());
@@ -188,23 +170,20 @@ pub(crate) fn scenario(outcome: &Outcome, scripted: Duration) {
         println!("    error: {text}");
     }
     println!(
-        "  throughput      {:.0} conversations/s  (LangChain.js {:.0}/s: {:.1}×)",
-        outcome.throughput(),
-        base.throughput,
-        outcome.throughput() / base.throughput
+        "  throughput      {:.0} conversations/s",
+        outcome.throughput()
     );
     println!(
-        "  latency         p50 {}  p90 {}  p99 {}  max {}  (LangChain.js p50 {})",
+        "  latency         p50 {}  p95 {}  p99 {}  max {}",
         ms(latency.p50),
-        ms(latency.p90),
+        ms(latency.p95),
         ms(latency.p99),
-        ms(latency.max),
-        ms(base.p50)
+        ms(latency.max)
     );
     println!(
-        "  first event     p50 {}  p90 {}  p99 {}",
+        "  first event     p50 {}  p95 {}  p99 {}",
         ms(first.p50),
-        ms(first.p90),
+        ms(first.p95),
         ms(first.p99)
     );
     println!(
@@ -214,11 +193,15 @@ pub(crate) fn scenario(outcome: &Outcome, scripted: Duration) {
         ms(latency.p50.saturating_sub(outcome.upstream_alone))
     );
     if n > 0 {
+        let cpu = outcome.host_cpu;
+        let per = |d: Duration| d.as_secs_f64() * 1e6 / n as f64;
         println!(
-            "  CPU             host {:.2} s = {:.0} µs per conversation ({:.2} cores); bench {:.2} s",
-            outcome.host_cpu.as_secs_f64(),
-            outcome.host_cpu.as_secs_f64() * 1e6 / n as f64,
-            outcome.host_cpu.as_secs_f64() / outcome.elapsed.as_secs_f64(),
+            "  CPU             host {:.2} s = {:.0} µs per conversation (user {:.0} + system {:.0}; {:.2} cores); bench {:.2} s",
+            cpu.total().as_secs_f64(),
+            per(cpu.total()),
+            per(cpu.user),
+            per(cpu.system),
+            cpu.total().as_secs_f64() / outcome.elapsed.as_secs_f64(),
             outcome.bench_cpu.as_secs_f64()
         );
         if let Some(store) = outcome.store_cpu {
@@ -230,12 +213,7 @@ pub(crate) fn scenario(outcome: &Outcome, scripted: Duration) {
             );
         }
     }
-    println!(
-        "  host peak RSS   {}  (LangChain.js {} {:.0} MiB)",
-        mib(outcome.peak_rss),
-        base.rss_what,
-        base.rss_mib
-    );
+    println!("  host peak RSS   {}", mib(outcome.peak_rss));
     let (probes, failed) = &outcome.healthz;
     let health = percentiles(probes.clone());
     println!(
@@ -245,6 +223,9 @@ pub(crate) fn scenario(outcome: &Outcome, scripted: Duration) {
         ms(health.max),
         probes.len()
     );
+    if let Some(states) = &outcome.threads {
+        thread_states(states);
+    }
 }
 
 /// The heading of an attack, before it runs.
@@ -446,81 +427,50 @@ pub(crate) fn dropin(times: &[Duration]) {
     );
 }
 
-/// The README table and the goals.
+/// The README table (Rojos's own figures) and the goals of issue 17 that S1–S3 measure.
 pub(crate) fn summary(runs: &[StoreRun], boundary: Option<&Boundary>, dropin: Option<&[Duration]>) {
     let outcomes: Vec<(u64, &Outcome)> = runs
         .iter()
         .flat_map(|run| run.outcomes.iter().map(|o| (run.idle, o)))
         .collect();
     if !outcomes.is_empty() {
-        println!("| scenario | conversations/s | latency p50 / p90 / p99 | first event p50 | errors | host RSS | LangChain.js |");
+        println!("| scenario | conversations/s | latency p50 / p95 / p99 | first event p50 | errors | host CPU per conversation (user + system) | host RSS |");
         println!("|---|---|---|---|---|---|---|");
     }
     for &(idle, o) in &outcomes {
-        let base = baseline(o.scenario.name);
         let l = percentiles(o.samples.iter().map(|s| s.latency).collect());
         let f = percentiles(o.samples.iter().map(|s| s.first_event).collect());
-        let rss = if o.scenario.name == "S1" {
-            format!("idle {}, peak {}", mib(idle), mib(o.peak_rss))
+        let n = o.samples.len() as f64;
+        let per = |d: Duration| d.as_secs_f64() * 1e6 / n;
+        let cpu = if o.samples.is_empty() {
+            "n/a".to_owned()
         } else {
-            format!("peak {}", mib(o.peak_rss))
+            format!(
+                "{:.0} µs ({:.0} + {:.0})",
+                per(o.host_cpu.total()),
+                per(o.host_cpu.user),
+                per(o.host_cpu.system)
+            )
         };
         println!(
-            "| {} | {:.0} ({:.1}×) | {} / {} / {} | {} | {} | {rss} | {:.0}/s, p50 {}, {} {:.0} MiB |",
+            "| {} | {:.0} | {} / {} / {} | {} | {} | {cpu} | idle {}, peak {} |",
             describe(o),
             o.throughput(),
-            o.throughput() / base.throughput,
             ms(l.p50),
-            ms(l.p90),
+            ms(l.p95),
             ms(l.p99),
             ms(f.p50),
             o.errors,
-            base.throughput,
-            ms(base.p50),
-            base.rss_what,
-            base.rss_mib
+            mib(idle),
+            mib(o.peak_rss)
         );
     }
     if !outcomes.is_empty() {
         println!();
+        println!("(Rojos's own figures; ratios against another system come only from one side-by-side run, /work/shared/side-by-side.)");
     }
     for &(_, o) in &outcomes {
-        let base = baseline(o.scenario.name);
-        let l = percentiles(o.samples.iter().map(|s| s.latency).collect());
-        let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
-        match o.scenario.name {
-            "S1" => {
-                let overhead = l.p50.saturating_sub(o.upstream_alone);
-                println!(
-                    "goal S1 on {}: overhead over the upstream's own time < 1 ms: {} at p50 — {}",
-                    o.scenario.store.name(),
-                    ms(overhead),
-                    verdict(overhead < Duration::from_millis(1))
-                );
-            }
-            "S2" => println!(
-                "goal S2 on {}: ≥ 10× LangChain.js throughput ({:.0}/s): {:.1}× — {}",
-                o.scenario.store.name(),
-                base.throughput * 10.0,
-                o.throughput() / base.throughput,
-                verdict(o.throughput() >= base.throughput * 10.0)
-            ),
-            _ => {
-                let quarter = (base.rss_mib * 1024.0 * 1024.0 / 4.0) as u64;
-                println!(
-                    "goal S3 on {}: zero errors: {} — {}; p50 {} against the upstream's own {} ({:+.1} %); peak RSS {} < {} — {}",
-                    o.scenario.store.name(),
-                    o.errors,
-                    verdict(o.errors == 0),
-                    ms(l.p50),
-                    ms(o.upstream_alone),
-                    (l.p50.as_secs_f64() / o.upstream_alone.as_secs_f64() - 1.0) * 100.0,
-                    mib(o.peak_rss),
-                    mib(quarter),
-                    verdict(o.peak_rss < quarter)
-                );
-            }
-        }
+        goal(o);
     }
     if let Some(b) = boundary {
         let extra = b.invoke.saturating_sub(b.entry);
@@ -539,6 +489,53 @@ pub(crate) fn summary(runs: &[StoreRun], boundary: Option<&Boundary>, dropin: Op
             ms(percentiles(times.to_vec()).p50)
         ),
         None => println!("drop-in: n/a (not measured)"),
+    }
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "met"
+    } else {
+        "NOT met"
+    }
+}
+
+/// The issue 17 goal line of one scenario (the CPU goal is this 2-core machine's figure).
+fn goal(o: &Outcome) {
+    let store = o.scenario.store.name();
+    let l = percentiles(o.samples.iter().map(|s| s.latency).collect());
+    match o.scenario.name {
+        "S2" => {
+            let per = cpu_per_conversation(o).unwrap_or(Duration::MAX);
+            println!(
+                "goal S2 on {store}: host CPU per conversation ≤ {} (a third of 2026-12-01's, on the 2-core machine): {} — {}",
+                micros(Some(S2_CPU_PER_CONVERSATION)),
+                micros(cpu_per_conversation(o)),
+                verdict(per <= S2_CPU_PER_CONVERSATION)
+            );
+        }
+        "S3" => {
+            let f = percentiles(o.samples.iter().map(|s| s.first_event).collect());
+            let over = l.p50.as_secs_f64() / o.upstream_alone.as_secs_f64() - 1.0;
+            let first_limit = o.scenario.pace.first + S3_FIRST_EVENT_OVER_FIRST_TOKEN;
+            println!(
+                "goal S3 on {store}: zero errors: {} — {}; p50 {} within {:.0} % of the upstream's own {}: {:+.1} % — {}; first event p50 {} < {} — {}; peak RSS {} ≤ {} — {}",
+                o.errors,
+                verdict(o.errors == 0),
+                ms(l.p50),
+                S3_P50_OVER_UPSTREAM * 100.0,
+                ms(o.upstream_alone),
+                over * 100.0,
+                verdict(over <= S3_P50_OVER_UPSTREAM),
+                ms(f.p50),
+                ms(first_limit),
+                verdict(f.p50 < first_limit),
+                mib(o.peak_rss),
+                mib(S3_PEAK_RSS),
+                verdict(o.peak_rss <= S3_PEAK_RSS)
+            );
+        }
+        _ => {}
     }
 }
 
@@ -613,7 +610,7 @@ fn cpu_per_conversation(outcome: &Outcome) -> Option<Duration> {
     let n = u32::try_from(outcome.samples.len())
         .ok()
         .filter(|&n| n > 0)?;
-    Some(outcome.host_cpu / n)
+    Some(outcome.host_cpu.total() / n)
 }
 
 /// The PostgreSQL server's CPU time per completed conversation, when measured.
@@ -643,15 +640,6 @@ fn micros(d: Option<Duration>) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn percentiles_use_the_nearest_rank() {
-        let values: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
-        assert_eq!(percentile(&values, 50.0), Duration::from_millis(50));
-        assert_eq!(percentile(&values, 99.0), Duration::from_millis(99));
-        assert_eq!(percentile(&values[..1], 99.0), Duration::from_millis(1));
-        assert_eq!(percentile(&[], 50.0), Duration::ZERO);
-    }
-
     /// An S2 outcome of `conversations` in 10 s using `cpu_ms` of host CPU.
     fn outcome(store: Backend, conversations: usize, cpu_ms: u64) -> Outcome {
         let sample = crate::client::Sample {
@@ -666,17 +654,22 @@ mod tests {
                 clients: 32,
                 duration: Duration::from_secs(10),
                 pace: crate::upstream::Pace::FAST,
+                sample_threads: false,
             },
             samples: vec![sample; conversations],
             errors: 0,
             error_texts: Vec::new(),
             elapsed: Duration::from_secs(10),
             peak_rss: 0,
-            host_cpu: Duration::from_millis(cpu_ms),
+            host_cpu: crate::host::CpuTimes {
+                user: Duration::from_millis(cpu_ms),
+                system: Duration::ZERO,
+            },
             store_cpu: None,
             bench_cpu: Duration::ZERO,
             upstream_alone: Duration::ZERO,
             healthz: (Vec::new(), 0),
+            threads: None,
         }
     }
 

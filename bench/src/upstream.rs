@@ -4,7 +4,12 @@
 //! messages in the request, so any number of conversations can run at once. The pace (time to
 //! first byte, time between chunks) can be changed between scenarios. Under
 //! `/abuse/{misbehaviour}/v1` it misbehaves instead, for the abuse scenario: a turn of
-//! [`FLOOD_CALLS`] tool calls, or one SSE `data:` line of [`HUGE_LINE_BYTES`].
+//! [`FLOOD_CALLS`] tool calls, or one SSE `data:` line of [`HUGE_LINE_BYTES`]. Under
+//! `/long/v1` it plays S4's long conversation (`long`), under `/first-use/v1` one call of
+//! every offered tool (`first_use`, for the idle memory).
+
+mod first_use;
+mod long;
 
 use std::{
     sync::{
@@ -25,6 +30,8 @@ use axum::{
 };
 use futures_util::stream;
 use serde_json::{json, Value};
+
+pub(crate) use long::{long_file, LONG_FILE};
 
 /// The model name the host is configured with.
 pub(crate) const MODEL: &str = "bench-model";
@@ -210,8 +217,13 @@ fn huge_line() -> Vec<Bytes> {
 }
 
 fn text(answer: &str) -> Vec<Bytes> {
+    text_in_pieces(answer, TEXT_PIECE)
+}
+
+/// A text answer, `piece` characters per content delta.
+fn text_in_pieces(answer: &str, piece: usize) -> Vec<Bytes> {
     let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
-    for piece in pieces(answer, TEXT_PIECE) {
+    for piece in pieces(answer, piece) {
         events.push(chunk(json!({"content": piece}), None));
     }
     events.push(chunk(json!({}), Some("stop")));
@@ -226,6 +238,8 @@ struct Shared {
     between_us: AtomicU64,
     requests: AtomicU64,
     refused: AtomicU64,
+    /// Request body bytes received under `/long/v1`.
+    long_bytes: AtomicU64,
 }
 
 /// A running upstream.
@@ -247,12 +261,21 @@ impl Upstream {
             between_us: AtomicU64::new(0),
             requests: AtomicU64::new(0),
             refused: AtomicU64::new(0),
+            long_bytes: AtomicU64::new(0),
         });
         let app = Router::new()
             .route("/v1/chat/completions", post(completions))
             .route(
                 "/abuse/{misbehaviour}/v1/chat/completions",
                 post(misbehave).layer(DefaultBodyLimit::max(MISBEHAVING_BODY_LIMIT)),
+            )
+            .route(
+                "/long/v1/chat/completions",
+                post(long_completions).layer(DefaultBodyLimit::max(MISBEHAVING_BODY_LIMIT)),
+            )
+            .route(
+                "/first-use/v1/chat/completions",
+                post(first_use_completions),
             )
             .with_state(Arc::clone(&shared));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -277,6 +300,21 @@ impl Upstream {
     /// The base URL under which the upstream misbehaves as `misbehaviour`.
     pub(crate) fn misbehaving_url(&self, misbehaviour: Misbehaviour) -> String {
         format!("{}/abuse/{}/v1", self.root, misbehaviour.slug())
+    }
+
+    /// The base URL under which the upstream plays S4's long conversation.
+    pub(crate) fn long_url(&self) -> String {
+        format!("{}/long/v1", self.root)
+    }
+
+    /// The base URL under which the upstream calls every offered tool once, then answers.
+    pub(crate) fn first_use_url(&self) -> String {
+        format!("{}/first-use/v1", self.root)
+    }
+
+    /// Request body bytes received under [`Upstream::long_url`] so far.
+    pub(crate) fn long_bytes(&self) -> u64 {
+        self.shared.long_bytes.load(Ordering::Relaxed)
     }
 
     /// Sets the pace of every turn from now on.
@@ -358,6 +396,30 @@ async fn misbehave(Path(slug): Path<String>, body: Bytes) -> Response {
         Some(Misbehaviour::HugeLine) => huge_line(),
         None => return (StatusCode::NOT_FOUND, "no such misbehaviour").into_response(),
     };
+    at_once(events)
+}
+
+/// S4's turns, chosen by the request's last message; its bytes counted.
+async fn long_completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    shared
+        .long_bytes
+        .fetch_add(body.len() as u64, Ordering::Relaxed);
+    match long::answer(&body) {
+        Ok(events) => at_once(events),
+        Err(why) => (StatusCode::BAD_REQUEST, format!("bench upstream: {why}")).into_response(),
+    }
+}
+
+/// One call of every tool the request offers, then a short answer.
+async fn first_use_completions(body: Bytes) -> Response {
+    match first_use::answer(&body) {
+        Ok(events) => at_once(events),
+        Err(why) => (StatusCode::BAD_REQUEST, format!("bench upstream: {why}")).into_response(),
+    }
+}
+
+/// An SSE response of `events`, sent as fast as the host reads them.
+fn at_once(events: Vec<Bytes>) -> Response {
     sse(Body::from_stream(stream::iter(
         events.into_iter().map(Ok::<_, std::convert::Infallible>),
     )))

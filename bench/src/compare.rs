@@ -1,0 +1,116 @@
+//! Before/after in one session (`--baseline OLD/rojos`): the same scenarios run against two
+//! host binaries interleaved, before, after, before, after… (`--rounds`), each run on a fresh
+//! host, so a slow spell of a shared machine falls on both; then each figure's median per
+//! binary and the after/before ratio. This is what performance work quotes; ratios against
+//! other systems come from the side-by-side harness, never from here.
+
+use crate::{figures::Figure, stats};
+
+/// One figure over the rounds of both binaries.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Row {
+    /// The figure's name.
+    pub(crate) name: String,
+    /// Its unit.
+    pub(crate) unit: &'static str,
+    /// Each round's value with the baseline.
+    pub(crate) before: Vec<f64>,
+    /// Each round's value with the binary under test.
+    pub(crate) after: Vec<f64>,
+}
+
+impl Row {
+    /// The median of the baseline's values.
+    pub(crate) fn before_median(&self) -> Option<f64> {
+        stats::median(&self.before)
+    }
+
+    /// The median of the tested binary's values.
+    pub(crate) fn after_median(&self) -> Option<f64> {
+        stats::median(&self.after)
+    }
+
+    /// After's median over before's.
+    pub(crate) fn ratio(&self) -> Option<f64> {
+        stats::ratio(self.after_median()?, self.before_median()?)
+    }
+}
+
+/// The rows of every figure either binary produced, in the order they first appear.
+pub(crate) fn rows(before: &[Vec<Figure>], after: &[Vec<Figure>]) -> Vec<Row> {
+    let mut rows: Vec<Row> = Vec::new();
+    let mut add = |figure: &Figure, is_after: bool| {
+        let at = match rows.iter().position(|r| r.name == figure.name) {
+            Some(at) => at,
+            None => {
+                rows.push(Row {
+                    name: figure.name.clone(),
+                    unit: figure.unit,
+                    before: Vec::new(),
+                    after: Vec::new(),
+                });
+                rows.len() - 1
+            }
+        };
+        let side = if is_after {
+            &mut rows[at].after
+        } else {
+            &mut rows[at].before
+        };
+        side.push(figure.value);
+    };
+    for figure in before.iter().flatten() {
+        add(figure, false);
+    }
+    for figure in after.iter().flatten() {
+        add(figure, true);
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(throughput: f64, cpu: f64) -> Vec<Figure> {
+        vec![
+            Figure {
+                name: "S2 conversations/s".to_owned(),
+                value: throughput,
+                unit: "/s",
+            },
+            Figure {
+                name: "S2 CPU per conversation".to_owned(),
+                value: cpu,
+                unit: "µs",
+            },
+        ]
+    }
+
+    #[test]
+    fn each_figure_gets_its_median_per_binary_and_the_after_over_before_ratio() {
+        let before = [run(1000.0, 1000.0), run(1100.0, 900.0), run(5000.0, 1200.0)];
+        let after = [run(2000.0, 300.0), run(1900.0, 360.0), run(2200.0, 350.0)];
+        let rows = rows(&before, &after);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].name, "S2 conversations/s");
+        // The outlier 5000 moves no median.
+        assert_eq!(rows[0].before_median(), Some(1100.0));
+        assert_eq!(rows[0].after_median(), Some(2000.0));
+        assert_eq!(rows[0].ratio(), Some(2000.0 / 1100.0));
+        assert_eq!(rows[1].ratio(), Some(350.0 / 1000.0));
+    }
+
+    #[test]
+    fn a_figure_only_one_binary_has_gets_no_ratio() {
+        let mut after = run(1.0, 1.0);
+        after.push(Figure {
+            name: "S4 CPU per turn, median".to_owned(),
+            value: 5.0,
+            unit: "µs",
+        });
+        let rows = rows(&[run(1.0, 1.0)], &[after]);
+        assert_eq!(rows[2].before, Vec::<f64>::new());
+        assert_eq!(rows[2].ratio(), None);
+    }
+}

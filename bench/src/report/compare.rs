@@ -1,0 +1,51 @@
+//! The before/after table: each figure's median per binary over the rounds, the after/before
+//! ratio, and the values of every round so the spread shows.
+
+use crate::compare::Row;
+
+/// Prints the comparison of `rows` over `rounds` rounds.
+pub(crate) fn comparison(rows: &[Row], rounds: usize, before: &str, after: &str) {
+    println!("before: {before}");
+    println!("after:  {after}");
+    println!(
+        "before/after, interleaved (before, after) × {rounds}, medians per binary; the runs of each in brackets"
+    );
+    println!("| figure | before | after | after ÷ before | before runs | after runs |");
+    println!("|---|---|---|---|---|---|");
+    let number = |v: Option<f64>, unit: &str| {
+        v.map_or_else(|| "n/a".to_owned(), |v| format!("{} {unit}", short(v)))
+    };
+    let runs = |values: &[f64]| {
+        values
+            .iter()
+            .map(|v| short(*v))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for row in rows {
+        println!(
+            "| {} | {} | {} | {} | {} | {} |",
+            row.name,
+            number(row.before_median(), row.unit),
+            number(row.after_median(), row.unit),
+            row.ratio()
+                .map_or_else(|| "n/a".to_owned(), |r| format!("{r:.2}")),
+            runs(&row.before),
+            runs(&row.after)
+        );
+    }
+    println!(
+        "(this machine's run-to-run spread is about ±25 %: read a ratio against the runs beside it)"
+    );
+}
+
+/// A value with about three significant digits.
+fn short(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}

@@ -1,0 +1,206 @@
+//! The statistics the bench's verdicts rest on: the nearest-rank percentile of latencies, the
+//! median of repeated runs, the after/before ratio of two medians, and whether a cost grows
+//! linearly in a size ([`growth`], Tukey's three-group resistant line: robust to the odd slow
+//! turn a shared machine produces).
+
+use std::time::Duration;
+
+/// The nearest-rank percentile `p` (0–100) of sorted `values`.
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// The median of `values` (the mean of the middle two for an even count); none when empty or
+/// when a value is not a number.
+pub(crate) fn median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() || values.iter().any(|v| v.is_nan()) {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let middle = sorted.len() / 2;
+    Some(if sorted.len().is_multiple_of(2) {
+        (sorted[middle - 1] + sorted[middle]) / 2.0
+    } else {
+        sorted[middle]
+    })
+}
+
+/// `after / before`; none when `before` is zero or either is not a finite number.
+pub(crate) fn ratio(after: f64, before: f64) -> Option<f64> {
+    (before != 0.0 && before.is_finite() && after.is_finite()).then(|| after / before)
+}
+
+/// Above this half-slope ratio the cost grows faster than linearly. A cost `c·x²` over sizes
+/// spread evenly from near zero gives about 1.9; a linear cost 1.0 (noise moves it ±0.3 on
+/// 50 points of a shared machine).
+pub(crate) const SUPERLINEAR_HALF_SLOPES: f64 = 1.5;
+
+/// Below this rise from the first third to the last (a share of the first third's cost), the
+/// cost does not grow measurably with the size: the fixed cost per turn dominates.
+pub(crate) const MEASURABLE_RISE: f64 = 0.10;
+
+/// How a cost `y` grows with a size `x`, from Tukey's resistant line: the points sorted by
+/// `x`, cut in thirds, each third summarised by its medians.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Growth {
+    /// The slope from the left third's medians to the right third's: cost per unit of size.
+    pub(crate) slope: f64,
+    /// The cost at zero size on that line.
+    pub(crate) intercept: f64,
+    /// The right half's slope over the left half's (middle third to right, over left to
+    /// middle): 1 for a straight line, higher where the cost bends upwards.
+    pub(crate) half_slope_ratio: f64,
+    /// (right third's median cost − left third's) / left third's.
+    pub(crate) rise: f64,
+    /// What the figures say.
+    pub(crate) verdict: Verdict,
+}
+
+/// Whether a cost is linear in a size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// It does not grow measurably ([`MEASURABLE_RISE`]).
+    Flat,
+    /// It grows, along a straight line.
+    Linear,
+    /// It grows faster than the size: the right half's slope is over
+    /// [`SUPERLINEAR_HALF_SLOPES`] times the left half's.
+    Superlinear,
+}
+
+/// [`Growth`] of the points `(x, y)`; none under 6 points or when the thirds' sizes do not
+/// differ (no slope to measure).
+pub(crate) fn growth(points: &[(f64, f64)]) -> Option<Growth> {
+    if points.len() < 6 {
+        return None;
+    }
+    let mut sorted = points.to_vec();
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let third = sorted.len() / 3;
+    let summary = |part: &[(f64, f64)]| -> Option<(f64, f64)> {
+        let xs: Vec<f64> = part.iter().map(|p| p.0).collect();
+        let ys: Vec<f64> = part.iter().map(|p| p.1).collect();
+        Some((median(&xs)?, median(&ys)?))
+    };
+    let left = summary(&sorted[..third])?;
+    let middle = summary(&sorted[third..sorted.len() - third])?;
+    let right = summary(&sorted[sorted.len() - third..])?;
+    if !(left.0 < middle.0 && middle.0 < right.0) {
+        return None;
+    }
+    let slope_between = |a: (f64, f64), b: (f64, f64)| (b.1 - a.1) / (b.0 - a.0);
+    let slope = slope_between(left, right);
+    let (left_slope, right_slope) = (slope_between(left, middle), slope_between(middle, right));
+    let rise = (right.1 - left.1) / left.1.abs().max(f64::MIN_POSITIVE);
+    // A left half that does not rise while the right half does is as bent as it gets.
+    let half_slope_ratio = if left_slope > 0.0 {
+        right_slope / left_slope
+    } else if right_slope > 0.0 {
+        f64::INFINITY
+    } else {
+        1.0
+    };
+    let verdict = if rise < MEASURABLE_RISE {
+        Verdict::Flat
+    } else if half_slope_ratio > SUPERLINEAR_HALF_SLOPES {
+        Verdict::Superlinear
+    } else {
+        Verdict::Linear
+    };
+    Some(Growth {
+        slope,
+        intercept: (left.1 + middle.1 + right.1 - slope * (left.0 + middle.0 + right.0)) / 3.0,
+        half_slope_ratio,
+        rise,
+        verdict,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_use_the_nearest_rank() {
+        let values: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
+        assert_eq!(percentile(&values, 50.0), Duration::from_millis(50));
+        assert_eq!(percentile(&values, 99.0), Duration::from_millis(99));
+        assert_eq!(percentile(&values[..1], 99.0), Duration::from_millis(1));
+        assert_eq!(percentile(&[], 50.0), Duration::ZERO);
+    }
+
+    #[test]
+    fn the_median_is_the_middle_value_or_the_mean_of_the_middle_two() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[7.0]), Some(7.0));
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[1.0, f64::NAN, 2.0]), None);
+    }
+
+    #[test]
+    fn the_ratio_is_after_over_before_and_none_without_a_before() {
+        assert_eq!(ratio(50.0, 200.0), Some(0.25));
+        assert_eq!(ratio(3.0, 0.0), None);
+        assert_eq!(ratio(f64::NAN, 2.0), None);
+    }
+
+    /// 50 turns whose size grows from 4 to 200 units, as S4's history does.
+    fn sizes() -> Vec<f64> {
+        (1..=50).map(|turn| 4.0 * f64::from(turn)).collect()
+    }
+
+    /// A ±10 % wobble that repeats every 7 turns, as a shared machine's noise.
+    fn wobble(turn: usize) -> f64 {
+        1.0 + 0.1 * ((turn % 7) as f64 - 3.0) / 3.0
+    }
+
+    #[test]
+    fn a_linear_cost_with_a_fixed_part_and_noise_is_linear() {
+        let points: Vec<(f64, f64)> = sizes()
+            .into_iter()
+            .enumerate()
+            .map(|(turn, x)| (x, (500.0 + 10.0 * x) * wobble(turn)))
+            .collect();
+        let growth = growth(&points).expect("enough points");
+        assert_eq!(growth.verdict, Verdict::Linear, "{growth:?}");
+        assert!((growth.slope - 10.0).abs() < 2.0, "{growth:?}");
+    }
+
+    #[test]
+    fn a_quadratic_cost_is_superlinear() {
+        let points: Vec<(f64, f64)> = sizes()
+            .into_iter()
+            .enumerate()
+            .map(|(turn, x)| (x, (500.0 + 10.0 * x + 0.2 * x * x) * wobble(turn)))
+            .collect();
+        let growth = growth(&points).expect("enough points");
+        assert_eq!(growth.verdict, Verdict::Superlinear, "{growth:?}");
+        assert!(growth.half_slope_ratio > 1.5, "{growth:?}");
+    }
+
+    #[test]
+    fn a_cost_that_does_not_follow_the_size_is_flat() {
+        let points: Vec<(f64, f64)> = sizes()
+            .into_iter()
+            .enumerate()
+            .map(|(turn, x)| (x, 800.0 * wobble(turn)))
+            .collect();
+        assert_eq!(
+            growth(&points).map(|g| g.verdict),
+            Some(Verdict::Flat),
+            "{points:?}"
+        );
+    }
+
+    #[test]
+    fn too_few_points_or_one_size_give_no_growth() {
+        assert_eq!(growth(&[(1.0, 1.0); 5]), None);
+        assert_eq!(growth(&[(1.0, 1.0); 9]), None);
+    }
+}
