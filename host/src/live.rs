@@ -194,6 +194,7 @@ impl Live {
             quiet: QUIET,
             rescan: None,
             thread: "rojos-config-watch",
+            only: path.file_name().map(ToOwned::to_owned),
         };
         let edits = ConfigEdits {
             live: Arc::clone(self),

@@ -277,6 +277,7 @@ impl DropIn {
             quiet: QUIET,
             rescan: Some(RESCAN),
             thread: "rojos-plugins-watch",
+            only: None,
         };
         watcher::spawn(self.dir.clone(), options, self)
     }
