@@ -55,11 +55,12 @@ impl Default for SqliteOptions {
 /// `<storage>/rojos.db`) in WAL mode, with `synchronous=NORMAL`, foreign keys on
 /// and a busy timeout.
 ///
-/// Writes go through one writer connection, one transaction at a time; reads use
-/// a few reader connections that WAL lets run beside it. Calls wait for a
-/// connection asynchronously, then run on tokio's blocking pool, so the store can
-/// be shared (e.g. in an `Arc`) by hundreds of concurrent chats. The files close
-/// when the last clone of the store is dropped and running calls have finished.
+/// Writes go to one writer connection on a thread of its own, which commits the
+/// writes waiting together in one transaction (each in its own savepoint) and
+/// answers each after the commit; reads use a few reader connections that WAL lets
+/// run beside it, waited for asynchronously and run on tokio's blocking pool. So the
+/// store can be shared (e.g. in an `Arc`) by hundreds of concurrent chats. The files
+/// close when the last clone of the store is dropped and running calls have finished.
 #[derive(Clone)]
 pub struct SqliteStore {
     path: Arc<PathBuf>,
@@ -114,9 +115,10 @@ impl SqliteStore {
             .map(|_| open_reader(&path, &options))
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(|e| StoreError::backend(action(), e))?;
+        let pool = Pool::new(writer, readers).map_err(|e| StoreError::backend(action(), e))?;
         Ok(Self {
             path: Arc::new(path),
-            pool: Pool::new(writer, readers),
+            pool,
         })
     }
 

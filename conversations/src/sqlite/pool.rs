@@ -1,41 +1,63 @@
-//! The SQLite connections and how async callers borrow them: one writer and a
-//! few readers, each used on a `spawn_blocking` thread. Tasks wait for a
-//! connection on a tokio `Semaphore` (asynchronously), so at most one blocking
-//! thread per connection exists and no `std` lock is ever held across `.await`.
+//! The SQLite connections and how async callers use them: one writer, owned by a thread of
+//! its own, and a few readers, each used on a `spawn_blocking` thread.
+//!
+//! Writes are sent to the writer thread, which takes every write waiting when it wakes (at
+//! most [`MAX_BATCH`]) and runs them in one transaction, each inside a savepoint of its own:
+//! a write that fails is rolled back alone, and every caller gets its answer only after the
+//! transaction committed. Under load, one thread hand-off and one commit then serve many
+//! writes instead of one each (a `spawn_blocking` hop and a commit per write were what kept
+//! the tokio workers waiting, `bench/PROFILE.md`); alone, a write costs what it did.
+//!
+//! Readers: tasks wait for one on a tokio `Semaphore` (asynchronously), so at most one
+//! blocking thread per reader exists and no `std` lock is ever held across `.await`.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::{
+    panic::{catch_unwind, AssertUnwindSafe},
+    sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError, TryLockError},
+};
 
 use rusqlite::Connection;
-use tokio::sync::Semaphore;
+use tokio::sync::{oneshot, Semaphore};
 
 use crate::error::StoreError;
 
-/// One writer connection and `readers.len()` reader connections.
+/// Most writes committed together.
+const MAX_BATCH: usize = 64;
+
+/// The writer thread's inbox and `readers.len()` reader connections.
 #[derive(Debug)]
 pub(crate) struct Pool {
-    writer: Mutex<Connection>,
-    /// One permit: write transactions run one at a time, as SQLite allows.
-    write_gate: Arc<Semaphore>,
+    writes: mpsc::Sender<Box<dyn WriteJob>>,
     readers: Vec<Mutex<Connection>>,
     /// One permit per reader, so a permit holder always finds a free reader.
     read_gate: Arc<Semaphore>,
 }
 
 impl Pool {
-    /// Wraps opened connections. `readers` must not be empty.
-    pub(crate) fn new(writer: Connection, readers: Vec<Connection>) -> Arc<Self> {
+    /// Starts the writer thread on `writer` and wraps the readers. `readers` must not be
+    /// empty. The thread ends, closing the writer, when the pool is dropped and the writes
+    /// sent before have been answered.
+    ///
+    /// # Errors
+    ///
+    /// The thread cannot be started.
+    pub(crate) fn new(writer: Connection, readers: Vec<Connection>) -> std::io::Result<Arc<Self>> {
+        let (writes, inbox) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("rojos-sqlite-writer".to_owned())
+            .spawn(move || run_writer(writer, &inbox))?;
         let reader_count = readers.len();
-        Arc::new(Self {
-            writer: Mutex::new(writer),
-            write_gate: Arc::new(Semaphore::new(1)),
+        Ok(Arc::new(Self {
+            writes,
             readers: readers.into_iter().map(Mutex::new).collect(),
             read_gate: Arc::new(Semaphore::new(reader_count)),
-        })
+        }))
     }
 
-    /// Runs `work` on the writer connection, off the async runtime.
+    /// Runs `work` on the writer connection, on the writer thread, and answers once its
+    /// changes are committed (or with the failure that kept them from being committed).
     ///
-    /// `action` names the work in the error if the worker cannot run or panics.
+    /// `action` names the work in the error if the writer cannot run it or it panics.
     pub(crate) async fn write<T, F>(
         self: &Arc<Self>,
         action: &str,
@@ -45,18 +67,16 @@ impl Pool {
         F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
-        let permit = Arc::clone(&self.write_gate)
-            .acquire_owned()
-            .await
-            .map_err(|closed| StoreError::backend(action, closed))?;
-        let pool = Arc::clone(self);
-        let job = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            let mut conn = relock(pool.writer.lock());
-            work(&mut conn)
+        let (reply, answer) = oneshot::channel();
+        let job = Box::new(Job {
+            action: action.to_owned(),
+            work: Some(work),
+            result: None,
+            reply,
         });
-        job.await
-            .map_err(|failed| StoreError::backend(action, failed))?
+        let stopped = || StoreError::backend(action, "the database writer thread stopped");
+        self.writes.send(job).map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
     }
 
     /// Runs `work` on a free reader connection, off the async runtime.
@@ -95,10 +115,243 @@ impl Pool {
     }
 }
 
+/// One write waiting for the writer thread.
+trait WriteJob: Send {
+    /// Runs the work on `conn` (once); whether it succeeded, so its changes are kept.
+    fn run(&mut self, conn: &mut Connection) -> bool;
+
+    /// Answers the caller: the work's result if its batch committed (`Ok`), else the
+    /// batch's failure. A job whose batch failed before it ran gets that failure.
+    fn answer(self: Box<Self>, committed: Result<(), &rusqlite::Error>);
+}
+
+struct Job<T, F> {
+    action: String,
+    work: Option<F>,
+    result: Option<Result<T, StoreError>>,
+    reply: oneshot::Sender<Result<T, StoreError>>,
+}
+
+impl<T, F> WriteJob for Job<T, F>
+where
+    F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    T: Send + 'static,
+{
+    fn run(&mut self, conn: &mut Connection) -> bool {
+        let Some(work) = self.work.take() else {
+            return false;
+        };
+        // A panic drops the work's open savepoint, which rolls it back: the connection is
+        // sound, and the caller gets an error instead of a lost answer.
+        let result = catch_unwind(AssertUnwindSafe(|| work(conn))).unwrap_or_else(|_| {
+            Err(StoreError::backend(
+                self.action.as_str(),
+                "the database write panicked",
+            ))
+        });
+        let ok = result.is_ok();
+        self.result = Some(result);
+        ok
+    }
+
+    fn answer(self: Box<Self>, committed: Result<(), &rusqlite::Error>) {
+        let action = self.action;
+        let result = match (committed, self.result) {
+            (Ok(()), Some(result)) | (Err(_), Some(result @ Err(_))) => result,
+            (Err(e), _) => Err(StoreError::backend(action, e.to_string())),
+            (Ok(()), None) => Err(StoreError::backend(action, "the write was not run")),
+        };
+        // The caller may have gone away (its request was cancelled): nothing to tell.
+        let _ = self.reply.send(result);
+    }
+}
+
+/// The writer thread: batches of the writes waiting, until the pool is dropped.
+fn run_writer(mut conn: Connection, inbox: &mpsc::Receiver<Box<dyn WriteJob>>) {
+    while let Ok(first) = inbox.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match inbox.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        run_batch(&mut conn, batch);
+    }
+}
+
+/// Runs `batch` in one transaction, each job in its own savepoint, and answers every job
+/// after the commit.
+fn run_batch(conn: &mut Connection, mut batch: Vec<Box<dyn WriteJob>>) {
+    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+        for job in batch {
+            job.answer(Err(&e));
+        }
+        return;
+    }
+    for job in &mut batch {
+        if conn.execute_batch("SAVEPOINT batched_write").is_err() {
+            continue; // not run: answered with "not run" after the commit
+        }
+        let ok = job.run(conn);
+        let end = if ok {
+            "RELEASE batched_write"
+        } else {
+            "ROLLBACK TO batched_write; RELEASE batched_write"
+        };
+        if let Err(e) = conn.execute_batch(end) {
+            tracing::warn!(error = %e, "cannot end a batched write's savepoint");
+        }
+    }
+    match conn.execute_batch("COMMIT") {
+        Ok(()) => {
+            for job in batch {
+                job.answer(Ok(()));
+            }
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            for job in batch {
+                job.answer(Err(&e));
+            }
+        }
+    }
+}
+
 /// Takes a lock even if a job panicked while holding it: the panic dropped any
 /// open `rusqlite::Transaction`, which rolls back, so the connection is sound.
-fn relock<'a>(
-    locked: Result<MutexGuard<'a, Connection>, PoisonError<MutexGuard<'a, Connection>>>,
-) -> MutexGuard<'a, Connection> {
+fn relock<'a, T>(
+    locked: Result<MutexGuard<'a, T>, PoisonError<MutexGuard<'a, T>>>,
+) -> MutexGuard<'a, T> {
     locked.unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        future::Future,
+        pin::{pin, Pin},
+        task::{Context, Waker},
+    };
+
+    use super::*;
+
+    /// A pool on a fresh WAL database with a table `t(x)`, and an observer connection that
+    /// sees only committed rows.
+    fn pool() -> (tempfile::TempDir, Arc<Pool>, Arc<Mutex<Connection>>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let writer = Connection::open(&path).unwrap();
+        writer
+            .execute_batch("PRAGMA journal_mode=WAL; CREATE TABLE t (x INTEGER)")
+            .unwrap();
+        let reader = Connection::open(&path).unwrap();
+        let observer = Arc::new(Mutex::new(Connection::open(&path).unwrap()));
+        (dir, Pool::new(writer, vec![reader]).unwrap(), observer)
+    }
+
+    fn committed(observer: &Mutex<Connection>, x: i64) -> bool {
+        relock(observer.lock())
+            .query_row("SELECT count(*) FROM t WHERE x = ?1", [x], |r| {
+                r.get::<_, i64>(0)
+            })
+            .unwrap()
+            == 1
+    }
+
+    fn insert(conn: &Connection, x: i64) -> Result<(), StoreError> {
+        conn.execute("INSERT INTO t (x) VALUES (?1)", [x])
+            .map(|_| ())
+            .map_err(|e| StoreError::backend("insert", e))
+    }
+
+    /// Polls each future once, in order (each sends its job), then returns them to await.
+    fn enqueue<F: Future>(futures: &mut [Pin<&mut F>]) {
+        let mut context = Context::from_waker(Waker::noop());
+        for future in futures.iter_mut() {
+            assert!(future.as_mut().poll(&mut context).is_pending());
+        }
+    }
+
+    #[tokio::test]
+    async fn writes_waiting_together_commit_in_one_transaction_and_answer_after_it() {
+        let (_dir, pool, observer) = pool();
+        let (open, gate) = std::sync::mpsc::channel::<()>();
+        // The first write holds the writer until the others are queued behind it.
+        let first = pool.write("first", move |conn| {
+            gate.recv().unwrap();
+            insert(conn, 0)
+        });
+        let mut first = pin!(first);
+        enqueue(std::slice::from_mut(&mut first));
+        let rest: Vec<_> = (1..=5)
+            .map(|x| {
+                let observer = Arc::clone(&observer);
+                pool.write("next", move |conn| {
+                    // Inside one batch, the write before this one is not committed yet.
+                    let before = committed(&observer, x - 1);
+                    insert(conn, x).map(|()| before)
+                })
+            })
+            .collect();
+        let mut rest: Vec<_> = rest.into_iter().map(Box::pin).collect();
+        let mut pinned: Vec<Pin<&mut _>> = rest.iter_mut().map(|f| f.as_mut()).collect();
+        enqueue(&mut pinned);
+        open.send(()).unwrap();
+        first.await.unwrap();
+        let mut seen_before = Vec::new();
+        for write in rest {
+            seen_before.push(write.await.unwrap());
+        }
+        // Writes 1..5 waited together, so 2..5 ran in one transaction with the write before
+        // them (write 1 may have joined the first write's batch or not, as the writer woke).
+        assert_eq!(seen_before[1..], [false, false, false, false]);
+        // Every answer came after its commit.
+        assert!((0..=5).all(|x| committed(&observer, x)));
+    }
+
+    #[tokio::test]
+    async fn a_failed_or_panicking_write_is_rolled_back_alone() {
+        let (_dir, pool, observer) = pool();
+        let (open, gate) = std::sync::mpsc::channel::<()>();
+        let hold = pin!(pool.write("hold", move |_| {
+            gate.recv().unwrap();
+            Ok(())
+        }));
+        let kept = pool.write("kept", |conn| insert(conn, 1));
+        let failed = pool.write("failed", |conn| {
+            insert(conn, 2)?;
+            Err::<(), _>(StoreError::backend("failed", "the job's own failure"))
+        });
+        let panicked = pool.write("panicked", |conn| -> Result<(), StoreError> {
+            insert(conn, 3)?;
+            panic!("a deliberate panic in a batched write")
+        });
+        let after = pool.write("after", |conn| insert(conn, 4));
+        let (mut hold, mut kept, mut failed, mut panicked, mut after) =
+            (hold, pin!(kept), pin!(failed), pin!(panicked), pin!(after));
+        let mut context = Context::from_waker(Waker::noop());
+        for poll in [
+            hold.as_mut().poll(&mut context).is_pending(),
+            kept.as_mut().poll(&mut context).is_pending(),
+            failed.as_mut().poll(&mut context).is_pending(),
+            panicked.as_mut().poll(&mut context).is_pending(),
+            after.as_mut().poll(&mut context).is_pending(),
+        ] {
+            assert!(poll);
+        }
+        open.send(()).unwrap();
+        hold.await.unwrap();
+        kept.await.unwrap();
+        let failure = failed.await.unwrap_err().to_string();
+        assert!(failure.contains("failed"), "{failure}");
+        let panic = panicked.await.unwrap_err().to_string();
+        assert!(panic.contains("panicked"), "{panic}");
+        after.await.unwrap();
+        let rows: Vec<bool> = (1..=4).map(|x| committed(&observer, x)).collect();
+        assert_eq!(rows, [true, false, false, true]);
+        // The writer still works after the panic.
+        pool.write("later", |conn| insert(conn, 5)).await.unwrap();
+        assert!(committed(&observer, 5));
+    }
 }

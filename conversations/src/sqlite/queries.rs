@@ -1,8 +1,10 @@
 //! The blocking SQL behind each store operation, run on a pooled connection.
-//! Each function is one transaction; `SqliteStore` moves it off the runtime.
+//! Each function is one transaction; `SqliteStore` moves it off the runtime. A write is
+//! a savepoint, so it is its own transaction alone and a nested one inside the writer's
+//! batch (`pool`), where a failed write rolls back only itself.
 //! Rows are turned back into records here, so a corrupt row is reported by name.
 
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 use time::OffsetDateTime;
 
@@ -18,7 +20,7 @@ pub(crate) fn insert_conversation(
     rojo: &str,
     now_ms: i64,
 ) -> rusqlite::Result<bool> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = conn.savepoint()?;
     let activity = next_activity(&tx, project_id)?;
     // Cached statements: parsing the SQL again on every call was a tenth of a chat's CPU
     // time under load (rojos-bench profile).
@@ -42,7 +44,7 @@ pub(crate) fn insert_step(
     title: Option<&str>,
     now_ms: i64,
 ) -> rusqlite::Result<bool> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = conn.savepoint()?;
     let found = append_in(&tx, id, messages, title, now_ms)?;
     tx.commit()?;
     Ok(found)
@@ -50,7 +52,7 @@ pub(crate) fn insert_step(
 
 /// [`insert_step`] inside the caller's transaction, which the caller commits.
 fn append_in(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     id: &ConversationId,
     messages: &[String],
     title: Option<&str>,
@@ -122,7 +124,7 @@ pub(crate) fn replace_step(
     title: Option<&str>,
     now_ms: i64,
 ) -> rusqlite::Result<Replaced> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = conn.savepoint()?;
     let count = tx
         .prepare_cached("SELECT message_count FROM conversations WHERE id = ?1")?
         .query_row([id.as_str()], |row| row.get::<_, u64>(0))
@@ -172,7 +174,7 @@ pub(crate) fn delete_conversation(
     conn: &mut Connection,
     id: &ConversationId,
 ) -> rusqlite::Result<bool> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = conn.savepoint()?;
     tx.prepare_cached("DELETE FROM messages WHERE conversation_id = ?1")?
         .execute([id.as_str()])?;
     let deleted = tx
