@@ -171,7 +171,7 @@ pub(super) async fn delete(
 
 /// The conversation's head, once the caller is known to be allowed on its project: `404`
 /// for an unknown one, `403` for one of another project.
-async fn owned_head(
+pub(super) async fn owned_head(
     caller: &Caller,
     state: &AppState,
     id: &ConversationId,
@@ -189,6 +189,6 @@ async fn owned_head(
     Ok(head)
 }
 
-fn not_found(id: &ConversationId) -> ApiError {
+pub(super) fn not_found(id: &ConversationId) -> ApiError {
     ApiError::NotFound(format!("no conversation {id}"))
 }

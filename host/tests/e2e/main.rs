@@ -38,3 +38,4 @@ mod several_hosts;
 mod support;
 mod tools_api;
 mod trust;
+mod undo;
