@@ -77,7 +77,10 @@ fn the_five_builtin_plugins_load_with_their_manifests() {
         ("rojos_test_panic_tool", &[][..]),
     ] {
         let tool = load(&loader, &plugin_lib(crate_name));
-        assert_eq!(tool.library.manifest.spec.changes_paths, changes, "{crate_name}");
+        assert_eq!(
+            tool.library.manifest.spec.changes_paths, changes,
+            "{crate_name}"
+        );
     }
 }
 

@@ -1,0 +1,158 @@
+// Rojos chat panel: undo of a turn's file changes (docs/panel.md, "Undo of file changes";
+// docs/api.md, "Undo of file changes"). A turn whose run changed files gets a bar after it
+// naming the paths; the conversation's last turn not yet undone offers "Undo file changes"
+// (the server undoes runs last first), an undone one says "File changes undone". A refusal
+// (files changed since) shows the server's message and an "Undo anyway" button.
+//
+// It exposes one global, `RojosUndo`; panel.js hands it what it needs (`attach`) and calls
+// `refresh` when a conversation is drawn and `afterRun` when a run ends. Talks to the server
+// through panel.js's `api` only: GET /conversations/{id}/checkpoints and
+// POST /conversations/{id}/undo.
+//
+// Safety rule (as panel.js): paths and messages go into the page as text only.
+'use strict';
+
+window.RojosUndo = (() => {
+  let panel = null; // what panel.js hands over in `attach`
+  let seq = 0;
+
+  function attach(handed) {
+    panel = handed;
+  }
+
+  function node(tag, className, text) {
+    const n = document.createElement(tag);
+    if (className) n.className = className;
+    if (text !== undefined) n.textContent = text;
+    return n;
+  }
+
+  function thread() {
+    return document.getElementById('thread');
+  }
+
+  // The user messages the server took, in order (a refused one is no turn).
+  function userBubbles() {
+    return [...thread().querySelectorAll('.msg.user')]
+      .filter((b) => !b.classList.contains('refused') && !b.hidden);
+  }
+
+  function checkpointsPath(id) {
+    return '/conversations/' + encodeURIComponent(id) + '/checkpoints';
+  }
+
+  // Fetches the conversation's checkpoints and draws the bars; `live` is the user message of
+  // the run that just ended, which takes the newest checkpoint after every known one.
+  async function refresh(live) {
+    if (!panel) return;
+    const id = panel.conversationId();
+    if (!id) return;
+    const mine = ++seq;
+    let list;
+    try {
+      const response = await panel.api(checkpointsPath(id));
+      if (!response.ok) return;
+      list = (await response.json()).checkpoints;
+    } catch (e) {
+      return; // the bars are an extra: a failed look leaves the thread as it is
+    }
+    if (mine !== seq || id !== panel.conversationId() || !Array.isArray(list)) return;
+    render(list, live);
+  }
+
+  function afterRun(bubble) {
+    refresh(bubble && !bubble.classList.contains('refused') ? bubble : null);
+  }
+
+  function render(list, live) {
+    for (const old of thread().querySelectorAll('.undo-bar')) old.remove();
+    const bubbles = userBubbles();
+    if (live && live.dataset.message === undefined) {
+      const known = bubbles.map((b) => Number(b.dataset.message)).filter((n) => n >= 0);
+      const after = Math.max(-1, ...known);
+      const mine = list.filter((c) => c.message > after).pop();
+      live.dataset.message = mine ? String(mine.message) : '-1';
+    }
+    const last = list.filter((c) => !c.undone).pop();
+    for (const checkpoint of list) {
+      const bubble = bubbles.find((b) => Number(b.dataset.message) === checkpoint.message);
+      if (bubble) place(bubble, bar(checkpoint, checkpoint === last));
+    }
+  }
+
+  // After the turn of `bubble`: before the next user message, or at the end.
+  function place(bubble, element) {
+    let next = bubble.nextElementSibling;
+    while (next && !(next.classList.contains('msg') && next.classList.contains('user'))) {
+      next = next.nextElementSibling;
+    }
+    thread().insertBefore(element, next);
+  }
+
+  function bar(checkpoint, undoable) {
+    const element = node('div', 'undo-bar');
+    element.dataset.run = checkpoint.run;
+    const paths = Array.isArray(checkpoint.paths) ? checkpoint.paths : [];
+    element.append(node('span', 'undo-paths', 'Changed files: ' + paths.join(', ')));
+    if (checkpoint.undone) {
+      element.dataset.state = 'undone';
+      element.append(node('span', 'undo-state', 'File changes undone'));
+    } else if (!checkpoint.available) {
+      element.dataset.state = 'gone';
+      element.append(node('span', 'undo-state', 'These changes can no longer be undone (the undo storage limit dropped them)'));
+    } else if (undoable) {
+      element.dataset.state = 'undoable';
+      const button = node('button', 'undo-button', 'Undo file changes');
+      button.type = 'button';
+      button.addEventListener('click', () => undo(element, false));
+      element.append(button);
+    }
+    return element;
+  }
+
+  async function undo(element, force) {
+    const id = panel.conversationId();
+    if (!id) return;
+    for (const b of element.querySelectorAll('button')) b.disabled = true;
+    const options = { method: 'POST' };
+    if (force) {
+      options.headers = { 'Content-Type': 'application/json' };
+      options.body = JSON.stringify({ force: true });
+    }
+    let response;
+    try {
+      response = await panel.api('/conversations/' + encodeURIComponent(id) + '/undo', options);
+    } catch (e) {
+      if (!panel.isAuthError(e)) refused(element, 'Cannot reach the server: ' + e.message, false);
+      return;
+    }
+    if (response.ok) {
+      if (window.RojosFiles && window.RojosFiles.refresh) window.RojosFiles.refresh();
+      await refresh();
+      const done = thread().querySelector('.undo-bar[data-run="' + CSS.escape(element.dataset.run) + '"] .undo-state');
+      if (done) done.setAttribute('role', 'status');
+      return;
+    }
+    const changed = response.status === 409;
+    const message = await panel.errorText(response);
+    refused(element, message, changed && !force);
+  }
+
+  // Shows why the undo did not happen; `offerForce`: with an "Undo anyway" choice.
+  function refused(element, message, offerForce) {
+    for (const old of element.querySelectorAll('.undo-refusal')) old.remove();
+    const box = node('div', 'undo-refusal');
+    box.setAttribute('role', 'alert');
+    box.append(node('span', 'undo-message', message));
+    if (offerForce) {
+      const force = node('button', 'undo-force', 'Undo anyway');
+      force.type = 'button';
+      force.addEventListener('click', () => undo(element, true));
+      box.append(force);
+    }
+    element.append(box);
+    for (const b of element.querySelectorAll('.undo-button')) b.disabled = false;
+  }
+
+  return { attach, refresh, afterRun };
+})();
