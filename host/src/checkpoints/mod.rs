@@ -11,7 +11,9 @@
 //!
 //! - `stored`: the on-disk manifest and blobs, written atomically.
 //! - `fingerprint`: what "unchanged since the run" compares.
+//! - `before`: a file's text before a run, for the panel's line diff.
 
+mod before;
 mod fingerprint;
 mod stored;
 
@@ -28,6 +30,8 @@ use rojos_fs_guard::{PathError, ProjectDir};
 use rojos_plugin_api::Limits;
 use serde::Serialize;
 use serde_json::{Map, Value};
+
+pub use before::{Before, BeforeError};
 
 use crate::storage::{ProjectId, Storage};
 use fingerprint::fingerprint;
@@ -149,6 +153,37 @@ impl Checkpoints {
         let (store, project, conversation) =
             (Arc::clone(self), project.clone(), conversation.clone());
         blocking(move || store.undo_now(&project, &conversation, force)).await
+    }
+
+    /// The text `path` held before the conversation's run `run` (at most `limit` bytes).
+    ///
+    /// # Errors
+    ///
+    /// See [`BeforeError`].
+    pub async fn before(
+        self: &Arc<Self>,
+        project: &ProjectId,
+        conversation: &ConversationId,
+        run: &str,
+        path: &str,
+        limit: u64,
+    ) -> Result<Before, BeforeError> {
+        before::parts(path)?;
+        let (store, project, conversation) =
+            (Arc::clone(self), project.clone(), conversation.clone());
+        let (run, path) = (run.to_owned(), path.to_owned());
+        blocking(move || {
+            let runs = store.conversation_runs(&project, &conversation)?;
+            let (run_dir, manifest) = runs
+                .into_iter()
+                .find(|(_, m)| m.run == run)
+                .ok_or_else(|| BeforeError::NoRun(run.clone()))?;
+            if manifest.evicted {
+                return Err(BeforeError::Evicted(run));
+            }
+            before::find(&manifest.entries, &run_dir, &path, limit)
+        })
+        .await
     }
 
     fn undo_now(

@@ -46,6 +46,10 @@ pub fn router(state: AppState) -> Router {
         .route("/conversations", get(conversations::list))
         .route("/conversations/{id}/checkpoints", get(undo::list))
         .route("/conversations/{id}/undo", post(undo::undo))
+        .route(
+            "/conversations/{id}/checkpoints/{run}/before",
+            get(undo::before),
+        )
         .route("/rojos", get(rojos::list))
         .route("/projects", get(projects::list))
         .route("/projects/{id}/files", get(files::list))

@@ -5,7 +5,7 @@
 
 use axum::{
     body::Bytes,
-    extract::{Path, State},
+    extract::{rejection::QueryRejection, Path, Query, State},
     http::StatusCode,
     response::{IntoResponse, Response},
     Json,
@@ -20,7 +20,11 @@ use super::{
     conversations::{not_found, owned_head},
     error::ApiError,
 };
-use crate::{checkpoints::UndoError, state::AppState, storage::ProjectId};
+use crate::{
+    checkpoints::{Before, BeforeError, UndoError},
+    state::AppState,
+    storage::ProjectId,
+};
 
 /// The body of `POST /conversations/{id}/undo`.
 #[derive(Debug, Default, Deserialize)]
@@ -93,6 +97,44 @@ pub(super) async fn undo(
         Err(e @ UndoError::Evicted(_)) => Err(ApiError::Gone(e.to_string())),
         Err(e @ UndoError::Restore(_)) => Err(ApiError::Conflict(e.to_string())),
         Err(UndoError::Io(e)) => Err(ApiError::internal("undoing file changes", e)),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct BeforeQuery {
+    path: String,
+}
+
+/// `GET /conversations/{id}/checkpoints/{run}/before?path=P`: the text `P` held before the
+/// run, `{"existed": true, "text": …}`, or `{"existed": false}` for a file the run created;
+/// at most `[limits] max_read_bytes`.
+pub(super) async fn before(
+    caller: Caller,
+    State(state): State<AppState>,
+    Path((id, run)): Path<(String, String)>,
+    query: Result<Query<BeforeQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let (id, project) = conversation(&caller, &state, &id).await?;
+    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let limit = state.config.limits.max_read_bytes;
+    let found = state
+        .agent
+        .checkpoints
+        .before(&project, &id, &run, &query.path, limit)
+        .await;
+    match found {
+        Ok(Before::Text(text)) => {
+            Ok(Json(json!({ "existed": true, "text": text })).into_response())
+        }
+        Ok(Before::Absent) => Ok(Json(json!({ "existed": false })).into_response()),
+        Err(e @ BeforeError::BadPath(_)) => Err(ApiError::BadRequest(e.to_string())),
+        Err(e @ (BeforeError::NoRun(_) | BeforeError::NotRecorded(_))) => {
+            Err(ApiError::NotFound(e.to_string()))
+        }
+        Err(e @ BeforeError::Evicted(_)) => Err(ApiError::Gone(e.to_string())),
+        Err(e @ BeforeError::NotText(_)) => Err(ApiError::Unprocessable(e.to_string())),
+        Err(e @ BeforeError::TooLarge { .. }) => Err(ApiError::TooLarge(e.to_string())),
+        Err(BeforeError::Io(e)) => Err(ApiError::internal("reading a checkpoint", e)),
     }
 }
 

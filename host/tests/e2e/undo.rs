@@ -102,6 +102,12 @@ async fn undo(host: &TestHost, conversation: &str, body: Option<Value>) -> (u16,
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+async fn get(host: &TestHost, path: &str) -> (u16, Value) {
+    let response = call(host, Method::GET, Some(TOKEN), path, None).await;
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
 async fn checkpoints(host: &TestHost, conversation: &str) -> Vec<Value> {
     let path = format!("/conversations/{conversation}/checkpoints");
     let response = call(host, Method::GET, Some(TOKEN), &path, None).await;
@@ -202,6 +208,37 @@ async fn undo_restores_every_byte_mode_link_and_folder_a_run_changed_then_the_ru
     assert_eq!(listed[0]["message"], 0);
     // user, tool calls, five results, answer: the second message is the ninth.
     assert_eq!(listed[1]["message"], 8);
+
+    // The text before a run, for the panel's diff: read from the checkpoint only.
+    let first = listed[0]["run"].as_str().unwrap();
+    let second = listed[1]["run"].as_str().unwrap();
+    let before_of = |run: &str, path: &str| {
+        format!("/conversations/{conversation}/checkpoints/{run}/before?path={path}")
+    };
+    let (status, body) = get(&host, &before_of(first, "keep.txt")).await;
+    assert_eq!(
+        (status, body),
+        (200, json!({"existed": true, "text": "original\n"}))
+    );
+    let (status, body) = get(&host, &before_of(second, "./keep.txt")).await;
+    assert_eq!(
+        (status, body),
+        (200, json!({"existed": true, "text": "replaced\n"}))
+    );
+    let (status, body) = get(&host, &before_of(first, "new/dir/new.txt")).await;
+    assert_eq!((status, body), (200, json!({"existed": false})));
+    let (status, body) = get(&host, &before_of(first, "doomed/inner/data.bin")).await;
+    assert_eq!(status, 422, "{body}");
+    for (path, expected) in [
+        ("..%2Fkeep.txt", 400),
+        ("%2Fetc%2Fpasswd", 400),
+        ("other.txt", 404),
+    ] {
+        let (status, body) = get(&host, &before_of(first, path)).await;
+        assert_eq!(status, expected, "{path}: {body}");
+    }
+    let (status, _) = get(&host, &before_of("no-such-run", "keep.txt")).await;
+    assert_eq!(status, 404);
 
     let (status, body) = undo(&host, &conversation, None).await;
     assert_eq!(status, 200, "{body}");
@@ -317,6 +354,9 @@ async fn the_budget_drops_the_oldest_checkpoint_and_refuses_a_change_too_large_t
     assert_eq!(std::fs::read(root.join("two.txt")).unwrap(), [b'b'; 60]);
     let (status, body) = undo(&host, &conversation, None).await;
     assert_eq!(status, 410, "{body}");
+    let evicted = listed[0]["run"].as_str().unwrap();
+    let path = format!("/conversations/{conversation}/checkpoints/{evicted}/before?path=one.txt");
+    assert_eq!(get(&host, &path).await.0, 410);
     assert!(
         body["error"].as_str().unwrap().contains("checkpoint_bytes"),
         "{body}"
@@ -423,4 +463,39 @@ async fn a_token_of_another_project_can_neither_list_nor_undo() {
         b"x",
         "nothing undone"
     );
+}
+
+#[tokio::test]
+async fn undo_waits_for_no_run_it_is_refused_while_a_reply_is_written_in_the_conversation() {
+    let (host, upstream) = host_with(
+        vec![
+            calls(vec![write("a.txt", "written")]),
+            Turn::text("first"),
+            Turn::text("held answer").held(),
+        ],
+        "",
+    )
+    .await;
+    let (conversation, _) = run(&host, None, "write").await;
+    let body = json!({"projectId": "demo", "conversationId": conversation, "message": "again"});
+    let response = host.chat(body).await;
+    upstream.until_received(3).await;
+    let (status, body) = undo(&host, &conversation, None).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("still being written"),
+        "{body}"
+    );
+    assert_eq!(
+        std::fs::read(host.project_root("demo").join("a.txt")).unwrap(),
+        b"written"
+    );
+    upstream.release();
+    Stream::read(response).await.done();
+    let (status, body) = undo(&host, &conversation, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(!host.project_root("demo").join("a.txt").exists());
 }
