@@ -162,6 +162,7 @@
     details.append(summary, body);
     line.appendChild(details);
     if (window.RojosFiles) window.RojosFiles.decorate(line, name, args);
+    if (undo) undo.decorate(line, name, args);
     return append(line);
   }
 
@@ -173,6 +174,7 @@
     line.querySelector('.act-status').textContent = 'running\u2026';
     line.querySelector('.act-result').textContent = 'Running\u2026';
     if (window.RojosFiles) window.RojosFiles.decorate(line, line.dataset.tool, args);
+    if (undo) undo.decorate(line, line.dataset.tool, args);
     return line;
   }
 

@@ -44,13 +44,14 @@ async function waitBars(page, want) {
 describe('undo of file changes', () => {
   test('a refused undo can be forced, turns say they were undone, and a reopened conversation shows it', async (t) => {
     const { page, host, problems } = await session(t, browser, [
-      write('call_1', 'first version\n'),
+      write('call_1', 'first version\nkept line\n'),
       Turn.text('Wrote the first version.'),
-      write('call_2', 'second version\n'),
+      write('call_2', 'second version\nkept line\nmore\n'),
       Turn.text('Wrote the second version.'),
     ]);
     const file = path.join(host.projectRoot('demo'), 'notes.txt');
     fs.writeFileSync(file, 'my own notes\n');
+    const firstVersion = 'first version\nkept line\n';
     await openPanel(page, host);
 
     await send(page, 'Write the first version');
@@ -66,8 +67,23 @@ describe('undo of file changes', () => {
     // The bar sits after its turn's reply, before the next user message.
     const order = await page.$$eval('#thread > .msg.user, #thread > .undo-bar', (all) => all.map((e) => e.className));
     assert.deepEqual(order, ['msg user', 'undo-bar', 'msg user', 'undo-bar']);
+    // The second turn's write line expands to a line diff against the file before that turn.
+    await page.click('#thread .activity >> nth=1 >> summary');
+    await page.waitForSelector('#thread .activity >> nth=1 >> .diff');
+    const diff = await page.$$eval('#thread .activity', (lines) => [...lines[1].querySelectorAll('.diff-line')]
+      .map((r) => r.className.replace('diff-line ', '') + ' ' + r.textContent));
+    assert.deepEqual(diff, [
+      'diff-del \u2212first version',
+      'diff-add +second version',
+      'diff-same  kept line',
+      'diff-add +more',
+    ]);
     await screenshot(page, 'undo-offered');
     await assertAccessible(page, 'undo-offered');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await screenshot(page, 'undo-offered-dark');
+    await assertAccessible(page, 'undo-offered-dark');
+    await page.emulateMedia({ colorScheme: 'light' });
 
     fs.writeFileSync(file, 'edited by hand\n');
     await page.click('#thread .undo-bar >> nth=1 >> .undo-button');
@@ -84,7 +100,7 @@ describe('undo of file changes', () => {
       ['Changed files: notes.txt', 'Undo file changes'],
       ['Changed files: notes.txt', 'File changes undone'],
     ]);
-    assert.equal(fs.readFileSync(file, 'utf8'), 'first version\n');
+    assert.equal(fs.readFileSync(file, 'utf8'), firstVersion);
 
     await page.click('#thread .undo-bar >> nth=0 >> .undo-button');
     await waitBars(page, [
