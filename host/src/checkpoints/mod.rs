@@ -155,6 +155,31 @@ impl Checkpoints {
         blocking(move || store.undo_now(&project, &conversation, force)).await
     }
 
+    /// Removes the conversation's checkpoints (the conversation was deleted).
+    ///
+    /// # Errors
+    ///
+    /// The checkpoint folder cannot be removed.
+    pub async fn forget(
+        self: &Arc<Self>,
+        project: &ProjectId,
+        conversation: &ConversationId,
+    ) -> io::Result<()> {
+        let (store, project, conversation) =
+            (Arc::clone(self), project.clone(), conversation.clone());
+        blocking(move || {
+            let _one_at_a_time = store.lock.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(checkpoints) = store.project_dir(&project, false)? else {
+                return Ok(());
+            };
+            match checkpoints.remove_dir_all(conversation.as_str()) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+                _ => stored::sync_dir(&checkpoints),
+            }
+        })
+        .await
+    }
+
     /// The text `path` held before the conversation's run `run` (at most `limit` bytes).
     ///
     /// # Errors

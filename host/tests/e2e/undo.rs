@@ -287,7 +287,7 @@ async fn undo_is_refused_naming_files_changed_since_by_another_run_or_by_hand_un
     std::fs::write(root.join("notes.txt"), "mine\n").unwrap();
     let before = tree(&root);
     let (a, _) = run(&host, None, "A").await;
-    let (_b, _) = run(&host, None, "B").await;
+    let (b, _) = run(&host, None, "B").await;
     std::fs::write(root.join("plan.txt"), "edited by hand\n").unwrap();
 
     let (status, body) = undo(&host, &a, None).await;
@@ -310,6 +310,19 @@ async fn undo_is_refused_naming_files_changed_since_by_another_run_or_by_hand_un
 
     let (status, body) = undo(&host, &a, Some(json!({"force": "yes"}))).await;
     assert_eq!(status, 400, "{body}");
+
+    // Deleting a conversation removes its checkpoints, and only its own.
+    let checkpoints_of = |id: &str| root.parent().unwrap().join("checkpoints").join(id);
+    assert!(checkpoints_of(&a).is_dir() && checkpoints_of(&b).is_dir());
+    let path = format!("/conversations/{a}");
+    assert_eq!(
+        call(&host, Method::DELETE, Some(TOKEN), &path, None)
+            .await
+            .status(),
+        204
+    );
+    assert!(!checkpoints_of(&a).exists());
+    assert!(checkpoints_of(&b).is_dir());
 }
 
 #[tokio::test]
