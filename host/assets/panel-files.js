@@ -2,7 +2,7 @@
 // (docs/panel.md, "Files pane"). Talks to GET/PUT /projects/{id}/files[/content]
 // (docs/api.md, "Project files") through the page's `api` (bearer token, 401 handling),
 // which panel.js hands over in `RojosFiles.start`. panel.js calls four hooks: `start`,
-// `projectChanged`, `decorate` (a new activity line) and `toolFinished` (a TOOL_RESULT).
+// `projectChanged`, `decorate` (a new activity line), `toolFinished` (a TOOL_RESULT) and `refresh` (an undo changed the files).
 //
 // Safety rule, as in panel.js: file names, paths, file content and server messages are only
 // ever put in the page as text (textContent / text nodes); no markup is parsed from them.
@@ -384,5 +384,5 @@ window.RojosFiles = (() => {
     }
   });
 
-  return { start, projectChanged, decorate, toolFinished, openFile };
+  return { start, projectChanged, decorate, toolFinished, openFile, refresh: scheduleRefresh };
 })();

@@ -1,6 +1,7 @@
 // Rojos chat panel. Talks to this server only: GET /rojos, /projects, /conversations,
 // /conversations/{id}, and POST /chat (NDJSON events CHAT, TOOL_CALL, TOOL_RESULT, ERROR, DONE,
 // and the optional live status TOOL_CALL_STARTED / TOOL_CALL_PROGRESS, shown by panel-a11y.js).
+// Undo of a turn's file changes is panel-undo.js's (refresh / afterRun hooks).
 //
 // Safety rule: text from the model, tools, files or the server is only ever put in the page
 // as text (textContent / text nodes); no markup is ever parsed from it. Replies are markdown,
@@ -39,6 +40,8 @@
   // Conversation management (panel-conversations.js, loaded before this file); absent, the
   // panel works without it.
   const conv = window.RojosConversations || null;
+  // Undo of a turn's file changes (panel-undo.js); absent, no undo bars are drawn.
+  const undo = window.RojosUndo || null;
 
   // ---- small DOM helpers -------------------------------------------------------------------
 
@@ -159,6 +162,7 @@
     details.append(summary, body);
     line.appendChild(details);
     if (window.RojosFiles) window.RojosFiles.decorate(line, name, args);
+    if (undo) undo.decorate(line, name, args);
     return append(line);
   }
 
@@ -170,6 +174,7 @@
     line.querySelector('.act-status').textContent = 'running\u2026';
     line.querySelector('.act-result').textContent = 'Running\u2026';
     if (window.RojosFiles) window.RojosFiles.decorate(line, line.dataset.tool, args);
+    if (undo) undo.decorate(line, line.dataset.tool, args);
     return line;
   }
 
@@ -460,6 +465,7 @@
       state.abort = null;
       setBusy(false);
       loadHistory();
+      if (undo) undo.afterRun(bubble);
     }
   }
 
@@ -570,10 +576,10 @@
   function renderHistory(messages) {
     clearThread();
     const lines = new Map();
-    for (const m of messages) {
+    for (const [index, m] of messages.entries()) {
       if (!m || typeof m !== 'object') continue;
       if (m.role === 'user') {
-        addUser(contentText(m.content));
+        addUser(contentText(m.content)).dataset.message = String(index); // for panel-undo.js
       } else if (m.role === 'assistant') {
         const text = contentText(m.content);
         // How the run ended, as it was shown live (docs/api.md, "What a reopened
@@ -640,6 +646,7 @@
       if (rojo && [...el.rojo.options].some((o) => o.value === rojo)) el.rojo.value = rojo;
       setConversation(id);
       renderHistory(messages);
+      if (undo) undo.refresh();
       if (conv) conv.cancelEdit();
       if (conv) conv.refreshActions();
     } catch (e) {
@@ -829,6 +836,15 @@
   window.addEventListener('hashchange', async () => {
     if (location.hash.includes('token=') && (await tokenFromUrl())) start();
   });
+
+  if (undo) {
+    undo.attach({
+      api,
+      errorText,
+      isAuthError: (e) => e instanceof AuthError,
+      conversationId: () => state.conversationId,
+    });
+  }
 
   if (conv) {
     conv.attach({

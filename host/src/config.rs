@@ -102,6 +102,9 @@ pub struct Config {
     /// Largest file uploaded or downloaded through `/projects/{id}/files/content` (`413`
     /// beyond; docs/api.md "Project files").
     pub max_upload_bytes: usize,
+    /// Most bytes one project's undo checkpoints keep; the oldest are dropped first
+    /// (docs/configuration.md, docs/api.md "Undo of file changes").
+    pub checkpoint_bytes: usize,
     /// Chats each token may start per minute (`429` beyond); `None`: no rate limit.
     pub rate_limit_per_minute: Option<u32>,
     /// The MCP servers (stdio or Streamable HTTP) whose tools join the registry (`[mcp.servers.*]`), by name.
@@ -363,6 +366,12 @@ impl ConfigFile {
             10 << 20,
             1,
         )?;
+        let checkpoint_bytes = at_least(
+            "limits.checkpoint_bytes",
+            limits_raw.checkpoint_bytes,
+            256 << 20,
+            1,
+        )?;
         let rate_limit_per_minute = parse_rate_limit(raw.auth.rate_limit_per_minute)?;
         let providers = parse_providers(&raw.providers, env, budgets.max_model_turn_bytes)?;
         let rojos = parse_rojos(&raw.rojos, &providers)?;
@@ -385,6 +394,7 @@ impl ConfigFile {
             budgets,
             max_conversation_page_bytes,
             max_upload_bytes,
+            checkpoint_bytes,
             rate_limit_per_minute,
             mcp_servers,
         };

@@ -7,6 +7,8 @@
 //! - [`config`]: `rojos.toml`, raw then validated.
 //! - [`secret`]: API keys and tokens that never show in logs.
 //! - [`storage`]: `<storage>/<projectId>/root/`, opened as capabilities; [`storage::ProjectId`].
+//! - [`checkpoints`]: undo of a run's file changes: the earlier state of the paths a
+//!   changing tool names, recorded beside the project root, and put back on request.
 //! - [`watcher`]: one folder watcher (per-path quiet period, rescans, stop on drop), used by
 //!   the drop-in folder and the config file.
 //! - [`plugins`]: loading a tool plugin library, running one call of it, the drop-in folder.
@@ -35,6 +37,7 @@
 #![forbid(unsafe_code)]
 
 pub mod agent;
+pub mod checkpoints;
 pub mod cli;
 pub mod config;
 pub mod http;

@@ -49,6 +49,15 @@ impl RegisteredTool {
         }
     }
 
+    /// The arguments naming paths the tool changes (the plugin's `changes_paths`, see
+    /// docs/plugins.md); an MCP server's tool declares none.
+    pub fn changes_paths(&self) -> &[String] {
+        match self {
+            RegisteredTool::Plugin(tool) => &tool.library.manifest.spec.changes_paths,
+            RegisteredTool::Mcp(_) => &[],
+        }
+    }
+
     /// Where it comes from: the plugin file, or `mcp:SERVER`.
     pub fn source(&self) -> PathBuf {
         match self {

@@ -214,5 +214,9 @@ fn agent(
         shutdown: CancellationToken::new(),
         tasks: TaskTracker::new(),
         metrics: Arc::clone(metrics),
+        checkpoints: Arc::new(crate::checkpoints::Checkpoints::new(
+            Arc::clone(storage),
+            config.checkpoint_bytes as u64,
+        )),
     })
 }

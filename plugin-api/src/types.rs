@@ -20,6 +20,13 @@ pub struct ToolSpec {
     /// True for tools that destroy or move data; clients may ask before running them.
     #[serde(default)]
     pub destructive: bool,
+    /// The names of the arguments that hold paths the tool changes (creates, writes, moves,
+    /// deletes), e.g. `["from", "to"]`. Before such a call runs, the host records those paths'
+    /// earlier state so the user can undo the run's file changes (docs/plugins.md). Empty:
+    /// the tool changes no files; a manifest without the field (plugins built before it)
+    /// reads as empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes_paths: Vec<String>,
 }
 
 impl ToolSpec {
@@ -30,6 +37,7 @@ impl ToolSpec {
             description: description.to_owned(),
             parameters: serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false}),
             destructive: false,
+            changes_paths: Vec::new(),
         }
     }
 
@@ -42,6 +50,13 @@ impl ToolSpec {
     /// Marks the tool as destructive.
     pub fn destructive(mut self) -> Self {
         self.destructive = true;
+        self
+    }
+
+    /// Declares the arguments that name paths the tool changes (see
+    /// [`ToolSpec::changes_paths`](struct.ToolSpec.html#structfield.changes_paths)).
+    pub fn changes_paths(mut self, arguments: &[&str]) -> Self {
+        self.changes_paths = arguments.iter().map(|a| (*a).to_owned()).collect();
         self
     }
 }
@@ -175,4 +190,28 @@ pub fn parse_args<T: DeserializeOwned>(args: &str) -> Result<T, ToolError> {
     }
     serde_json::from_str(args)
         .map_err(|e| ToolError::invalid_arguments(format!("invalid arguments: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manifest_from_before_changes_paths_loads_as_changing_nothing() {
+        // What a plugin built against JSON_API 1 before the field existed sends.
+        let old = r#"{"name":"old_tool","description":"d","parameters":{"type":"object"},
+            "destructive":true,"api":1,"plugin_api_version":"0.1.0","panic_unwind":true}"#;
+        let manifest: Manifest = serde_json::from_str(old).expect("an old manifest loads");
+        assert!(manifest.spec.changes_paths.is_empty());
+        assert!(manifest.spec.destructive);
+    }
+
+    #[test]
+    fn changes_paths_travels_in_the_manifest_and_is_left_out_when_empty() {
+        let spec = ToolSpec::new("mover", "m").changes_paths(&["from", "to"]);
+        let json = serde_json::to_value(&spec).expect("json");
+        assert_eq!(json["changes_paths"], serde_json::json!(["from", "to"]));
+        let plain = serde_json::to_value(ToolSpec::new("reader", "r")).expect("json");
+        assert!(plain.get("changes_paths").is_none(), "{plain}");
+    }
 }

@@ -215,7 +215,9 @@ describe('the chat panel', () => {
     const again = await context.newPage();
     const pages = [];
     again.on('response', (r) => {
-      if (new URL(r.url()).pathname.startsWith('/conversations/')) pages.push(r.url());
+      // The pages of messages (not the undo bars' GET /conversations/{id}/checkpoints).
+      const { pathname } = new URL(r.url());
+      if (pathname.startsWith('/conversations/') && !pathname.endsWith('/checkpoints')) pages.push(r.url());
     });
     await again.goto(host.url + '/');
     await again.waitForSelector('body[data-ready="true"]');

@@ -13,6 +13,7 @@ use super::{
     canonical::canonical_args,
 };
 use crate::{
+    checkpoints::{changed_paths, RunCheckpoint},
     config::{RunBudgets, ToolSelection},
     metrics::{Metrics, UNKNOWN_TOOL},
     plugins::{model_text, CallRequest, FailureKind, ToolArgs, ToolFailure},
@@ -28,6 +29,8 @@ pub(super) struct Ledger {
     seen: HashMap<String, String>,
     /// What is left of the run's budgets.
     budget: Budget,
+    /// A chat run's undo checkpoint (`None` outside a chat: the MCP server's calls).
+    checkpoint: Option<RunCheckpoint>,
 }
 
 impl Ledger {
@@ -36,7 +39,14 @@ impl Ledger {
         Ledger {
             seen: HashMap::new(),
             budget: Budget::new(budgets),
+            checkpoint: None,
         }
+    }
+
+    /// The ledger of a chat run whose changing calls are recorded in `checkpoint`.
+    pub(super) fn with_checkpoint(mut self, checkpoint: RunCheckpoint) -> Ledger {
+        self.checkpoint = Some(checkpoint);
+        self
     }
 
     /// A new model turn: its call count and byte budget start again.
@@ -132,7 +142,22 @@ pub(super) async fn run_call<'r>(
             }
         }
     };
+    // Undo: the earlier state of the paths it changes, recorded just before it runs.
+    let changes = checkpoint_paths(admitted.tool, call);
+    if let (Some(checkpoint), false) = (ledger.checkpoint.as_mut(), changes.is_empty()) {
+        if let Err(refusal) = checkpoint.before_call(changes, &request.root).await {
+            return Settled {
+                tool,
+                failure: Some(FailureKind::Refused),
+                text: model_text(Err(ToolFailure::new(FailureKind::Refused, refusal))),
+                refused: None,
+            };
+        }
+    }
     let outcome = admitted.tool.invoke(&admitted.args, request).await;
+    if let (Some(checkpoint), true) = (ledger.checkpoint.as_mut(), changed(admitted.tool)) {
+        checkpoint.after_call(&request.root).await;
+    }
     drop(admitted.args);
     let failure = outcome.as_ref().err().map(|f| f.kind.clone());
     if failure.is_none() {
@@ -199,6 +224,18 @@ fn admit<'r>(
         args: ToolArgs::new(args.clone()),
         key,
     })
+}
+
+/// The paths `call` changes, as its tool declares (`changes_paths`).
+fn checkpoint_paths(tool: &RegisteredTool, call: &ToolCall) -> Vec<String> {
+    match &call.arguments {
+        Ok(arguments) => changed_paths(tool.changes_paths(), arguments),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn changed(tool: &RegisteredTool) -> bool {
+    !tool.changes_paths().is_empty()
 }
 
 fn budget_refusal(refusal: super::budget::Refusal) -> NotRun {

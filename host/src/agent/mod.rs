@@ -68,6 +68,8 @@ pub struct Agent {
     pub tasks: TaskTracker,
     /// Counts chats, model turns and tool calls for `GET /metrics`.
     pub metrics: Arc<Metrics>,
+    /// The runs' undo checkpoints.
+    pub checkpoints: Arc<crate::checkpoints::Checkpoints>,
 }
 
 impl std::fmt::Debug for Agent {

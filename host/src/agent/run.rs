@@ -49,7 +49,11 @@ pub(super) async fn run(agent: Arc<Agent>, request: RunRequest, tx: mpsc::Sender
             history_bytes: request.history_bytes,
             request: &request,
             out: &out,
-            ledger: dispatch::Ledger::new(agent.budgets),
+            ledger: dispatch::Ledger::new(agent.budgets).with_checkpoint(agent.checkpoints.run(
+                request.project.clone(),
+                request.conversation.clone(),
+                user_message_index(&request),
+            )),
         };
         let stop = match run.steps().await {
             Ok(stop) => stop,
@@ -74,6 +78,13 @@ pub(super) async fn run(agent: Arc<Agent>, request: RunRequest, tx: mpsc::Sender
     }
     .instrument(span)
     .await;
+}
+
+/// Where the run's user message lands in the stored history (after the closing message an
+/// interrupted run needs, see [`Run::steps`]): the run's position for its undo checkpoint.
+fn user_message_index(request: &RunRequest) -> u64 {
+    let kept = request.replace_from.unwrap_or(request.history.len() as u64);
+    kept + u64::from(history::needs_closing(&request.history))
 }
 
 /// The client side of a run: events out, and whether anyone still listens.

@@ -124,6 +124,7 @@ pub(super) struct RawLimits {
     pub(super) max_conversation_bytes: Option<usize>,
     pub(super) max_conversation_page_bytes: Option<usize>,
     pub(super) max_upload_bytes: Option<usize>,
+    pub(super) checkpoint_bytes: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]

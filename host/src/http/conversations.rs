@@ -4,8 +4,8 @@
 //! say where the next page starts. `GET /conversations?projectId=X&limit=N[&q=TEXT]`: that
 //! project's conversations (those whose title or message text contains `TEXT`), the most
 //! recently updated first (the chat panel's history). `PATCH /conversations/{id}`
-//! `{"title": …}` renames one, `DELETE /conversations/{id}` deletes one (`409` while a run
-//! writes in it). See `docs/api.md`, "Managing conversations".
+//! `{"title": …}` renames one, `DELETE /conversations/{id}` deletes one with its undo
+//! checkpoints (`409` while a run writes in it). See `docs/api.md`, "Managing conversations".
 
 use axum::{
     extract::{
@@ -149,7 +149,7 @@ pub(super) async fn delete(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let id = ConversationId::parse(&id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    owned_head(&caller, &state, &id).await?;
+    let head = owned_head(&caller, &state, &id).await?;
     let lease = state.agent.lease(&id).await.map_err(|e| match e {
         StoreError::NotFound { .. } => not_found(&id),
         e => internal(e),
@@ -164,14 +164,29 @@ pub(super) async fn delete(
     let deleted = state.agent.store.delete(&id).await;
     lease.release().await;
     match deleted.map_err(internal)? {
-        true => Ok(StatusCode::NO_CONTENT),
+        true => {
+            forget_checkpoints(&state, &head, &id).await;
+            Ok(StatusCode::NO_CONTENT)
+        }
         false => Err(not_found(&id)),
+    }
+}
+
+/// Removes a deleted conversation's undo checkpoints (docs/api.md, "Undo of file changes");
+/// a failure is logged: the conversation is gone either way, and the budget drops what is
+/// left in time.
+async fn forget_checkpoints(state: &AppState, head: &ConversationHead, id: &ConversationId) {
+    let Ok(project) = ProjectId::parse(&head.project_id) else {
+        return;
+    };
+    if let Err(e) = state.agent.checkpoints.forget(&project, id).await {
+        tracing::warn!(error = %e, conversation_id = %id, "the deleted conversation's checkpoints were not removed");
     }
 }
 
 /// The conversation's head, once the caller is known to be allowed on its project: `404`
 /// for an unknown one, `403` for one of another project.
-async fn owned_head(
+pub(super) async fn owned_head(
     caller: &Caller,
     state: &AppState,
     id: &ConversationId,
@@ -189,6 +204,6 @@ async fn owned_head(
     Ok(head)
 }
 
-fn not_found(id: &ConversationId) -> ApiError {
+pub(super) fn not_found(id: &ConversationId) -> ApiError {
     ApiError::NotFound(format!("no conversation {id}"))
 }

@@ -27,6 +27,10 @@ pub enum ApiError {
     /// can succeed.
     #[error("{0}")]
     Conflict(String),
+    /// 410: what the request names existed but is gone for good (an undo checkpoint dropped
+    /// to keep within its budget).
+    #[error("{0}")]
+    Gone(String),
     /// 413: the body is too large.
     #[error("request body too large (limit {0} bytes)")]
     PayloadTooLarge(usize),
@@ -90,6 +94,7 @@ impl IntoResponse for ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::Gone(_) => StatusCode::GONE,
             ApiError::PayloadTooLarge(_) | ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,

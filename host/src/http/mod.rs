@@ -17,6 +17,7 @@ mod replace;
 mod rojos;
 pub(crate) mod server;
 mod tools;
+mod undo;
 
 use axum::{
     extract::DefaultBodyLimit,
@@ -43,6 +44,12 @@ pub fn router(state: AppState) -> Router {
                 .delete(conversations::delete),
         )
         .route("/conversations", get(conversations::list))
+        .route("/conversations/{id}/checkpoints", get(undo::list))
+        .route("/conversations/{id}/undo", post(undo::undo))
+        .route(
+            "/conversations/{id}/checkpoints/{run}/before",
+            get(undo::before),
+        )
         .route("/rojos", get(rojos::list))
         .route("/projects", get(projects::list))
         .route("/projects/{id}/files", get(files::list))

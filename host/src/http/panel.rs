@@ -22,6 +22,17 @@ const CSS: &str = "text/css; charset=utf-8";
 const ASSETS: &[(&str, &str, &str)] = &[
     ("panel.js", JS, include_str!("../../assets/panel.js")),
     ("panel.css", CSS, include_str!("../../assets/panel.css")),
+    // Undo of a turn's file changes: the bar after a turn and its buttons.
+    (
+        "panel-undo.js",
+        JS,
+        include_str!("../../assets/panel-undo.js"),
+    ),
+    (
+        "panel-undo.css",
+        CSS,
+        include_str!("../../assets/panel-undo.css"),
+    ),
     // Markdown rendering: our token-stream-to-DOM code and the bundled libraries.
     (
         "panel-render.js",

@@ -39,3 +39,4 @@ mod stale_writes;
 mod support;
 mod tools_api;
 mod trust;
+mod undo;

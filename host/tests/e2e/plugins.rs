@@ -64,6 +64,23 @@ fn the_five_builtin_plugins_load_with_their_manifests() {
         assert_eq!(manifest.plugin_api_version, "0.1.0");
         assert_eq!(manifest.spec.parameters["type"], "object", "{name}");
         assert!(!manifest.spec.description.is_empty());
+        let changes: &[&str] = match name {
+            "write_text_content" | "create_directory" => &["path"],
+            _ => &[],
+        };
+        assert_eq!(manifest.spec.changes_paths, changes, "{name}");
+    }
+    for (crate_name, changes) in [
+        ("rojos_tool_move_path", &["from", "to"][..]),
+        ("rojos_tool_delete_path", &["path"][..]),
+        // Built without declaring it, as every plugin from before the field: changes nothing.
+        ("rojos_test_panic_tool", &[][..]),
+    ] {
+        let tool = load(&loader, &plugin_lib(crate_name));
+        assert_eq!(
+            tool.library.manifest.spec.changes_paths, changes,
+            "{crate_name}"
+        );
     }
 }
 

@@ -85,6 +85,7 @@ impl Tool for DeletePath {
             "additionalProperties": false
         }))
         .destructive()
+        .changes_paths(&["path"])
     }
 
     fn call(ctx: &CallContext, args: &str) -> Result<String, ToolError> {

@@ -275,6 +275,22 @@ pub enum PathError {
         /// What was attempted, as a past participle (`deleted`, `moved`).
         action: &'static str,
     },
+    /// A snapshot for undo met something it cannot record and put back.
+    #[error("{path} holds {what}, which cannot be recorded for undo")]
+    NotUndoable {
+        /// The model's path (or the path of the entry under it).
+        path: Shown,
+        /// What it met.
+        what: &'static str,
+    },
+    /// A snapshot for undo would hold more than its byte limit.
+    #[error("{path}: its earlier content is over {limit} bytes, more than undo may record")]
+    SnapshotTooLarge {
+        /// The model's path (or the path of the entry under it).
+        path: Shown,
+        /// The limit.
+        limit: u64,
+    },
     /// `EACCES`, `EPERM`, `EROFS`.
     #[error("{path}: permission denied")]
     PermissionDenied {
@@ -307,7 +323,10 @@ impl PathError {
             | ForbiddenChar { .. } => ErrorKind::INVALID_ARGUMENTS,
             Outside { .. } => ErrorKind::OUTSIDE_ROOT,
             NotFound { .. } => ErrorKind::NOT_FOUND,
-            FileTooLarge { .. } | FileGrew { .. } | TextTooLarge { .. } => ErrorKind::TOO_LARGE,
+            FileTooLarge { .. }
+            | FileGrew { .. }
+            | TextTooLarge { .. }
+            | SnapshotTooLarge { .. } => ErrorKind::TOO_LARGE,
             NotUtf8 { .. } | Binary { .. } => ErrorKind::NOT_TEXT,
             Stale { .. } => ErrorKind::STALE,
             Io { .. } => ErrorKind::IO,
@@ -329,6 +348,7 @@ impl PathError {
             | Changed { .. }
             | NotEmpty { .. }
             | Root { .. }
+            | NotUndoable { .. }
             | PermissionDenied { .. } => ErrorKind::REFUSED,
         }
     }

@@ -19,6 +19,8 @@
 //!   [`ProjectDir::delete_recursive`] and [`ProjectDir::rename`], which never replaces:
 //!   `renameat2(RENAME_NOREPLACE)`).
 //! - [`version`]: [`ContentVersion`], a file content's version for stale-write checks.
+//! - [`ProjectDir::snapshot`] and [`ProjectDir::restore`] (`project/snapshot.rs`): what a
+//!   changing call may change, recorded as [`Node`]s and put back, for the host's undo.
 //! - `testing` (feature `testing`): a temp world with leak markers outside the root.
 //!
 //! # Writing a file tool
@@ -47,6 +49,7 @@ pub use args::parse_args;
 pub use error::{from_io, Current, PathError, Shown};
 pub use path::{check_path, PathUse, RelPath, MAX_NAME_BYTES, MAX_PATH_BYTES};
 pub use project::{
-    EntryType, IfExists, ListEntry, Listing, PathMeta, ProjectDir, Written, MAX_DELETE_DEPTH,
+    EntryType, IfExists, ListEntry, Listing, Node, PathMeta, ProjectDir, Recorded, Written,
+    MAX_DELETE_DEPTH,
 };
 pub use version::{BadVersion, ContentVersion};

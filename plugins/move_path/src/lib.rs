@@ -70,6 +70,7 @@ impl Tool for MovePath {
             "additionalProperties": false
         }))
         .destructive()
+        .changes_paths(&["from", "to"])
     }
 
     fn call(ctx: &CallContext, args: &str) -> Result<String, ToolError> {

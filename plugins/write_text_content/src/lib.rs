@@ -85,6 +85,7 @@ impl Tool for WriteTextContent {
             "required": ["path", "text"],
             "additionalProperties": false
         }))
+        .changes_paths(&["path"])
     }
 
     fn call(ctx: &CallContext, args: &str) -> Result<String, ToolError> {

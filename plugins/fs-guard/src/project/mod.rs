@@ -19,10 +19,12 @@ mod change;
 mod first_names;
 mod move_fallback;
 mod read;
+mod snapshot;
 mod tree;
 
 use first_names::FirstNames;
 
+pub use snapshot::{Node, Recorded};
 pub use tree::MAX_DELETE_DEPTH;
 
 /// The permission bits a rewritten file keeps from the file it replaces: read, write and
@@ -227,6 +229,8 @@ mod change_tests;
 mod nfs_like_mount;
 #[cfg(test)]
 mod nfs_like_tests;
+#[cfg(test)]
+mod snapshot_tests;
 #[cfg(test)]
 mod stale_tests;
 #[cfg(test)]

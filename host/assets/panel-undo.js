@@ -1,0 +1,288 @@
+// Rojos chat panel: undo of a turn's file changes (docs/panel.md, "Undo of file changes";
+// docs/api.md, "Undo of file changes"). A turn whose run changed files gets a bar after it
+// naming the paths; the conversation's last turn not yet undone offers "Undo file changes"
+// (the server undoes runs last first), an undone one says "File changes undone". A refusal
+// (files changed since) shows the server's message and an "Undo anyway" button. A
+// `write_text_content` line of such a turn also shows, when expanded, a line diff of the
+// written text against the file before the turn (GET
+// /conversations/{id}/checkpoints/{run}/before; a longest-common-subsequence diff over lines).
+//
+// It exposes one global, `RojosUndo`; panel.js hands it what it needs (`attach`) and calls
+// `refresh` when a conversation is drawn and `afterRun` when a run ends. Talks to the server
+// through panel.js's `api` only: GET /conversations/{id}/checkpoints and
+// POST /conversations/{id}/undo.
+//
+// Safety rule (as panel.js): paths and messages go into the page as text only.
+'use strict';
+
+window.RojosUndo = (() => {
+  let panel = null; // what panel.js hands over in `attach`
+  let seq = 0;
+  // The arguments of each write_text_content activity line (handed over in `decorate`).
+  const written = new WeakMap();
+  // Most line pairs the diff compares (its table is lines before × lines after).
+  const MAX_DIFF_CELLS = 2000000;
+  // Unchanged lines kept around each change; longer unchanged stretches fold into one row.
+  const CONTEXT = 3;
+
+  function decorate(line, name, args) {
+    if (name !== 'write_text_content' || !args || typeof args !== 'object') return;
+    if (typeof args.path === 'string' && typeof args.text === 'string') written.set(line, args);
+  }
+
+  function attach(handed) {
+    panel = handed;
+  }
+
+  function node(tag, className, text) {
+    const n = document.createElement(tag);
+    if (className) n.className = className;
+    if (text !== undefined) n.textContent = text;
+    return n;
+  }
+
+  function thread() {
+    return document.getElementById('thread');
+  }
+
+  // The user messages the server took, in order (a refused one is no turn).
+  function userBubbles() {
+    return [...thread().querySelectorAll('.msg.user')]
+      .filter((b) => !b.classList.contains('refused') && !b.hidden);
+  }
+
+  function checkpointsPath(id) {
+    return '/conversations/' + encodeURIComponent(id) + '/checkpoints';
+  }
+
+  // Fetches the conversation's checkpoints and draws the bars; `live` is the user message of
+  // the run that just ended, which takes the newest checkpoint after every known one.
+  async function refresh(live) {
+    if (!panel) return;
+    const id = panel.conversationId();
+    if (!id) return;
+    const mine = ++seq;
+    let list;
+    try {
+      const response = await panel.api(checkpointsPath(id));
+      if (!response.ok) return;
+      list = (await response.json()).checkpoints;
+    } catch (e) {
+      return; // the bars are an extra: a failed look leaves the thread as it is
+    }
+    if (mine !== seq || id !== panel.conversationId() || !Array.isArray(list)) return;
+    render(list, live);
+  }
+
+  function afterRun(bubble) {
+    refresh(bubble && !bubble.classList.contains('refused') ? bubble : null);
+  }
+
+  function render(list, live) {
+    for (const old of thread().querySelectorAll('.undo-bar')) old.remove();
+    const bubbles = userBubbles();
+    if (live && live.dataset.message === undefined) {
+      const known = bubbles.map((b) => Number(b.dataset.message)).filter((n) => n >= 0);
+      const after = Math.max(-1, ...known);
+      const mine = list.filter((c) => c.message > after).pop();
+      live.dataset.message = mine ? String(mine.message) : '-1';
+    }
+    const last = list.filter((c) => !c.undone).pop();
+    for (const checkpoint of list) {
+      const bubble = bubbles.find((b) => Number(b.dataset.message) === checkpoint.message);
+      if (!bubble) continue;
+      place(bubble, bar(checkpoint, checkpoint === last));
+      for (const line of turnLines(bubble)) addDiff(line, checkpoint);
+    }
+  }
+
+  // The write_text_content lines of the turn that starts at `bubble`.
+  function turnLines(bubble) {
+    const lines = [];
+    for (let n = bubble.nextElementSibling; n && !n.classList.contains('user'); n = n.nextElementSibling) {
+      if (n.classList.contains('activity') && n.dataset.status === 'ok' && written.has(n)) lines.push(n);
+    }
+    return lines;
+  }
+
+  // Adds the diff section to a write line; it is filled when the line is first expanded.
+  function addDiff(line, checkpoint) {
+    if (line.dataset.diffRun === checkpoint.run || !checkpoint.available) return;
+    line.dataset.diffRun = checkpoint.run;
+    for (const old of line.querySelectorAll('.act-diff')) old.remove();
+    const section = node('div', 'act-diff');
+    section.append(node('div', 'act-label', 'Changes against the file before this turn'));
+    line.querySelector('.act-body').append(section);
+    const details = line.querySelector('details');
+    const fill = () => {
+      if (!details.open || section.dataset.filled) return;
+      section.dataset.filled = 'true';
+      fillDiff(section, checkpoint.run, written.get(line));
+    };
+    details.addEventListener('toggle', fill);
+    fill();
+  }
+
+  async function fillDiff(section, run, args) {
+    const id = panel.conversationId();
+    const path = '/conversations/' + encodeURIComponent(id) + '/checkpoints/' +
+      encodeURIComponent(run) + '/before?path=' + encodeURIComponent(args.path);
+    let before;
+    try {
+      const response = await panel.api(path);
+      if (!response.ok) {
+        section.append(node('div', 'diff-note', 'No diff: ' + (await panel.errorText(response))));
+        return;
+      }
+      before = await response.json();
+    } catch (e) {
+      if (!panel.isAuthError(e)) section.append(node('div', 'diff-note', 'No diff: ' + e.message));
+      return;
+    }
+    if (!before.existed) {
+      section.append(node('div', 'diff-note', 'New file: nothing stood at ' + args.path + ' before this turn.'));
+      return;
+    }
+    const rows = diffLines(splitLines(before.text), splitLines(args.text));
+    if (rows === null) {
+      section.append(node('div', 'diff-note', 'The file is too long to compare line by line here.'));
+    } else if (rows.every((r) => r[0] === ' ')) {
+      section.append(node('div', 'diff-note', 'No change against the file before this turn.'));
+    } else {
+      section.append(diffView(rows, args.path));
+    }
+  }
+
+  function splitLines(text) {
+    const lines = text.split('\n');
+    if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
+    return lines;
+  }
+
+  // The line diff of `a` to `b` as [sign, text] rows (' ' kept, '-' removed, '+' added):
+  // the longest common subsequence of lines, by the classic table; `null` when too long.
+  function diffLines(a, b) {
+    if ((a.length + 1) * (b.length + 1) > MAX_DIFF_CELLS) return null;
+    const width = b.length + 1;
+    const common = new Uint32Array((a.length + 1) * width);
+    for (let i = a.length - 1; i >= 0; i--) {
+      for (let j = b.length - 1; j >= 0; j--) {
+        common[i * width + j] = a[i] === b[j]
+          ? common[(i + 1) * width + j + 1] + 1
+          : Math.max(common[(i + 1) * width + j], common[i * width + j + 1]);
+      }
+    }
+    const rows = [];
+    let i = 0;
+    let j = 0;
+    while (i < a.length || j < b.length) {
+      if (i < a.length && j < b.length && a[i] === b[j]) { rows.push([' ', a[i]]); i++; j++; }
+      // Removed lines before added ones, as diffs usually show them.
+      else if (i < a.length && (j === b.length || common[(i + 1) * width + j] >= common[i * width + j + 1])) {
+        rows.push(['-', a[i]]); i++;
+      } else { rows.push(['+', b[j]]); j++; }
+    }
+    return rows;
+  }
+
+  // The rows as text, long unchanged stretches folded (a focusable, named region: it scrolls).
+  function diffView(rows, path) {
+    const box = node('div', 'diff');
+    box.tabIndex = 0;
+    box.setAttribute('role', 'region');
+    box.setAttribute('aria-label', 'Line diff of ' + path + ' against the file before this turn');
+    const changed = rows.map((r) => r[0] !== ' ');
+    const near = (k) => changed.slice(Math.max(0, k - CONTEXT), k + CONTEXT + 1).some(Boolean);
+    let folded = 0;
+    const flush = () => {
+      if (folded) box.append(node('div', 'diff-line diff-fold', '\u22EF ' + folded + ' unchanged line' + (folded === 1 ? '' : 's')));
+      folded = 0;
+    };
+    rows.forEach(([sign, text], k) => {
+      if (sign === ' ' && !near(k)) { folded++; return; }
+      flush();
+      const kind = sign === '+' ? 'diff-add' : sign === '-' ? 'diff-del' : 'diff-same';
+      const row = node('div', 'diff-line ' + kind);
+      row.append(node('span', 'diff-sign', sign === '-' ? '\u2212' : sign), node('span', 'diff-text', text));
+      box.append(row);
+    });
+    flush();
+    return box;
+  }
+
+  // After the turn of `bubble`: before the next user message, or at the end.
+  function place(bubble, element) {
+    let next = bubble.nextElementSibling;
+    while (next && !(next.classList.contains('msg') && next.classList.contains('user'))) {
+      next = next.nextElementSibling;
+    }
+    thread().insertBefore(element, next);
+  }
+
+  function bar(checkpoint, undoable) {
+    const element = node('div', 'undo-bar');
+    element.dataset.run = checkpoint.run;
+    const paths = Array.isArray(checkpoint.paths) ? checkpoint.paths : [];
+    element.append(node('span', 'undo-paths', 'Changed files: ' + paths.join(', ')));
+    if (checkpoint.undone) {
+      element.dataset.state = 'undone';
+      element.append(node('span', 'undo-state', 'File changes undone'));
+    } else if (!checkpoint.available) {
+      element.dataset.state = 'gone';
+      element.append(node('span', 'undo-state', 'These changes can no longer be undone (the undo storage limit dropped them)'));
+    } else if (undoable) {
+      element.dataset.state = 'undoable';
+      const button = node('button', 'undo-button', 'Undo file changes');
+      button.type = 'button';
+      button.addEventListener('click', () => undo(element, false));
+      element.append(button);
+    }
+    return element;
+  }
+
+  async function undo(element, force) {
+    const id = panel.conversationId();
+    if (!id) return;
+    for (const b of element.querySelectorAll('button')) b.disabled = true;
+    const options = { method: 'POST' };
+    if (force) {
+      options.headers = { 'Content-Type': 'application/json' };
+      options.body = JSON.stringify({ force: true });
+    }
+    let response;
+    try {
+      response = await panel.api('/conversations/' + encodeURIComponent(id) + '/undo', options);
+    } catch (e) {
+      if (!panel.isAuthError(e)) refused(element, 'Cannot reach the server: ' + e.message, false);
+      return;
+    }
+    if (response.ok) {
+      if (window.RojosFiles && window.RojosFiles.refresh) window.RojosFiles.refresh();
+      await refresh();
+      const done = thread().querySelector('.undo-bar[data-run="' + CSS.escape(element.dataset.run) + '"] .undo-state');
+      if (done) done.setAttribute('role', 'status');
+      return;
+    }
+    const changed = response.status === 409;
+    const message = await panel.errorText(response);
+    refused(element, message, changed && !force);
+  }
+
+  // Shows why the undo did not happen; `offerForce`: with an "Undo anyway" choice.
+  function refused(element, message, offerForce) {
+    for (const old of element.querySelectorAll('.undo-refusal')) old.remove();
+    const box = node('div', 'undo-refusal');
+    box.setAttribute('role', 'alert');
+    box.append(node('span', 'undo-message', message));
+    if (offerForce) {
+      const force = node('button', 'undo-force', 'Undo anyway');
+      force.type = 'button';
+      force.addEventListener('click', () => undo(element, true));
+      box.append(force);
+    }
+    element.append(box);
+    for (const b of element.querySelectorAll('.undo-button')) b.disabled = false;
+  }
+
+  return { attach, refresh, afterRun, decorate };
+})();

@@ -1,0 +1,152 @@
+//! `GET /conversations/{id}/checkpoints`: the conversation's runs that changed files, and
+//! whether each can still be undone; `POST /conversations/{id}/undo` (body optional,
+//! `{"force": true}`): puts back the files of its last run not yet undone. See docs/api.md,
+//! "Undo of file changes", and `checkpoints`.
+
+use axum::{
+    body::Bytes,
+    extract::{rejection::QueryRejection, Path, Query, State},
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    Json,
+};
+use rojos_conversations::{ConversationId, StoreError};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{
+    auth::Caller,
+    chat::internal,
+    conversations::{not_found, owned_head},
+    error::ApiError,
+};
+use crate::{
+    checkpoints::{Before, BeforeError, UndoError},
+    state::AppState,
+    storage::ProjectId,
+};
+
+/// The body of `POST /conversations/{id}/undo`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UndoBody {
+    /// Undo even over changes made since the run.
+    #[serde(default)]
+    force: bool,
+}
+
+pub(super) async fn list(
+    caller: Caller,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let (id, project) = conversation(&caller, &state, &id).await?;
+    let runs = state
+        .agent
+        .checkpoints
+        .list(&project, &id)
+        .await
+        .map_err(|e| ApiError::internal("reading the checkpoints", e))?;
+    Ok(Json(json!({ "checkpoints": runs })).into_response())
+}
+
+pub(super) async fn undo(
+    caller: Caller,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let (id, project) = conversation(&caller, &state, &id).await?;
+    let body: UndoBody = if body.iter().all(u8::is_ascii_whitespace) {
+        UndoBody::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| {
+            ApiError::BadRequest(format!(
+                "the body must be empty or {{\"force\": true}} ({e})"
+            ))
+        })?
+    };
+    let lease = state.agent.lease(&id).await.map_err(|e| match e {
+        StoreError::NotFound { .. } => not_found(&id),
+        e => internal(e),
+    })?;
+    let Some(lease) = lease else {
+        return Err(ApiError::Conflict(
+            "a reply is still being written in this conversation; wait for it to finish or \
+             stop it, then undo"
+                .to_owned(),
+        ));
+    };
+    let undone = state
+        .agent
+        .checkpoints
+        .undo(&project, &id, body.force)
+        .await;
+    lease.release().await;
+    match undone {
+        Ok(summary) => Ok(Json(json!({ "undone": summary })).into_response()),
+        Err(UndoError::Changed(paths)) => {
+            let message = UndoError::Changed(paths.clone()).to_string();
+            Ok((
+                StatusCode::CONFLICT,
+                Json(json!({ "error": message, "changed": paths })),
+            )
+                .into_response())
+        }
+        Err(e @ UndoError::Nothing) => Err(ApiError::NotFound(e.to_string())),
+        Err(e @ UndoError::Evicted(_)) => Err(ApiError::Gone(e.to_string())),
+        Err(e @ UndoError::Restore(_)) => Err(ApiError::Conflict(e.to_string())),
+        Err(UndoError::Io(e)) => Err(ApiError::internal("undoing file changes", e)),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct BeforeQuery {
+    path: String,
+}
+
+/// `GET /conversations/{id}/checkpoints/{run}/before?path=P`: the text `P` held before the
+/// run, `{"existed": true, "text": …}`, or `{"existed": false}` for a file the run created;
+/// at most `[limits] max_read_bytes`.
+pub(super) async fn before(
+    caller: Caller,
+    State(state): State<AppState>,
+    Path((id, run)): Path<(String, String)>,
+    query: Result<Query<BeforeQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let (id, project) = conversation(&caller, &state, &id).await?;
+    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let limit = state.config.limits.max_read_bytes;
+    let found = state
+        .agent
+        .checkpoints
+        .before(&project, &id, &run, &query.path, limit)
+        .await;
+    match found {
+        Ok(Before::Text(text)) => {
+            Ok(Json(json!({ "existed": true, "text": text })).into_response())
+        }
+        Ok(Before::Absent) => Ok(Json(json!({ "existed": false })).into_response()),
+        Err(e @ BeforeError::BadPath(_)) => Err(ApiError::BadRequest(e.to_string())),
+        Err(e @ (BeforeError::NoRun(_) | BeforeError::NotRecorded(_))) => {
+            Err(ApiError::NotFound(e.to_string()))
+        }
+        Err(e @ BeforeError::Evicted(_)) => Err(ApiError::Gone(e.to_string())),
+        Err(e @ BeforeError::NotText(_)) => Err(ApiError::Unprocessable(e.to_string())),
+        Err(e @ BeforeError::TooLarge { .. }) => Err(ApiError::TooLarge(e.to_string())),
+        Err(BeforeError::Io(e)) => Err(ApiError::internal("reading a checkpoint", e)),
+    }
+}
+
+/// The conversation `id` once the caller may see it (`400`/`404`/`403`), and its project.
+async fn conversation(
+    caller: &Caller,
+    state: &AppState,
+    id: &str,
+) -> Result<(ConversationId, ProjectId), ApiError> {
+    let id = ConversationId::parse(id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let head = owned_head(caller, state, &id).await?;
+    let project = ProjectId::parse(&head.project_id)
+        .map_err(|e| ApiError::internal("the stored project id is invalid", e))?;
+    Ok((id, project))
+}
