@@ -109,7 +109,15 @@ impl NotRun {
     }
 }
 
-/// Runs `call`, or says why it was not run; `max_result_bytes` caps one result.
+/// The last check before a call that passed every other one runs: the user's approval
+/// (`approval.rs`). `Err`: the call is not run and the model gets the failure.
+pub(super) trait Gate {
+    /// Whether `call` of `tool` may run now.
+    async fn clear(&mut self, tool: &RegisteredTool, call: &ToolCall) -> Result<(), ToolFailure>;
+}
+
+/// Runs `call`, or says why it was not run; `max_result_bytes` caps one result. `gate` is
+/// asked after every other check, so a call refused anyway never waits for the user.
 pub(super) async fn run_call<'r>(
     registry: &'r Registry,
     enabled: &ToolSelection,
@@ -117,6 +125,7 @@ pub(super) async fn run_call<'r>(
     call: &ToolCall,
     request: &CallRequest,
     max_result_bytes: usize,
+    gate: &mut impl Gate,
 ) -> Settled<'r> {
     // The one registry lookup of this call.
     let loaded = registry.get(&call.name);
@@ -132,6 +141,14 @@ pub(super) async fn run_call<'r>(
             }
         }
     };
+    if let Err(failure) = gate.clear(admitted.tool, call).await {
+        return Settled {
+            tool,
+            failure: Some(failure.kind.clone()),
+            text: model_text(Err(failure)),
+            refused: None,
+        };
+    }
     let outcome = admitted.tool.invoke(&admitted.args, request).await;
     drop(admitted.args);
     let failure = outcome.as_ref().err().map(|f| f.kind.clone());

@@ -55,6 +55,17 @@ pub enum Event {
         /// The arguments (the raw text as a string when they are not valid JSON).
         args: Value,
     },
+    /// The call (announced by its `TOOL_CALL`) waits for the user's decision
+    /// (`POST /conversations/{id}/approvals/{callId}`); its `TOOL_RESULT` follows once
+    /// decided, timed out or cancelled. Clients that ignore it see the run wait.
+    ApprovalRequired {
+        /// The call id (the one to decide).
+        id: String,
+        /// The tool name.
+        name: String,
+        /// The arguments, as in `TOOL_CALL`.
+        args: Value,
+    },
     /// A tool call finished.
     ToolResult {
         /// The call id.
@@ -151,6 +162,14 @@ mod tests {
                     bytes: 12_345,
                 },
                 r#"{"type":"TOOL_CALL_PROGRESS","index":0,"bytes":12345}"#,
+            ),
+            (
+                Event::ApprovalRequired {
+                    id: "c1".into(),
+                    name: "delete_path".into(),
+                    args: json!({"path": "a"}),
+                },
+                r#"{"type":"APPROVAL_REQUIRED","id":"c1","name":"delete_path","args":{"path":"a"}}"#,
             ),
             (
                 Event::ToolResult {

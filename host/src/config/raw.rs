@@ -124,6 +124,7 @@ pub(super) struct RawLimits {
     pub(super) max_conversation_bytes: Option<usize>,
     pub(super) max_conversation_page_bytes: Option<usize>,
     pub(super) max_upload_bytes: Option<usize>,
+    pub(super) approval_timeout_secs: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -155,6 +156,7 @@ pub(super) struct RawRojo {
     #[serde(default = "all_tools")]
     pub(super) tools: RawNames,
     pub(super) max_steps: Option<u32>,
+    pub(super) approve: Option<RawNames>,
 }
 
 /// A name, or a list of names (a rojo's `provider` and `tools`).

@@ -29,6 +29,13 @@ pub enum Event {
         name: String,
         args: Value,
     },
+    /// The call waits for the user's decision (`docs/api.md`, "Approvals").
+    #[serde(rename = "APPROVAL_REQUIRED")]
+    ApprovalRequired {
+        id: String,
+        name: String,
+        args: Value,
+    },
     /// Its result.
     #[serde(rename = "TOOL_RESULT")]
     ToolResult {
