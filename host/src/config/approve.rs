@@ -85,3 +85,52 @@ pub(super) fn check(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_is_destructive_or_a_list_and_nothing_else() {
+        assert_eq!(parse("r", None).unwrap(), ApprovalRule::Nothing);
+        let destructive = RawNames::One("destructive".into());
+        assert_eq!(
+            parse("r", Some(&destructive)).unwrap(),
+            ApprovalRule::Destructive
+        );
+        let typo = RawNames::One("destructiv".into());
+        let error = parse("writer", Some(&typo)).unwrap_err().to_string();
+        assert!(
+            error.contains("rojos.writer.approve") && error.contains("\"destructiv\""),
+            "{error}"
+        );
+        let list = RawNames::List(vec!["delete_path".into()]);
+        let rule = parse("r", Some(&list)).unwrap();
+        assert!(rule.requires("delete_path", false));
+        assert!(!rule.requires("move_path", true));
+        assert!(ApprovalRule::Destructive.requires("move_path", true));
+        assert!(!ApprovalRule::Destructive.requires("list_files", false));
+        assert!(!ApprovalRule::Nothing.requires("delete_path", true));
+    }
+
+    #[test]
+    fn a_listed_tool_must_be_loaded_and_enabled_for_the_rojo() {
+        let rule = ApprovalRule::Only(BTreeSet::from(["delete_path".to_owned()]));
+        let loaded = |name: &str| name == "delete_path" || name == "list_files";
+        assert!(check("r", &rule, &ToolSelection::All, &loaded).is_ok());
+        let only_list = ToolSelection::Only(BTreeSet::from(["list_files".to_owned()]));
+        let error = check("reader", &rule, &only_list, &loaded)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("rojos.reader.approve")
+                && error.contains("\"delete_path\"")
+                && error.contains("not enabled"),
+            "{error}"
+        );
+        let error = check("r", &rule, &ToolSelection::All, &|_| false)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("no loaded plugin"), "{error}");
+    }
+}

@@ -19,7 +19,7 @@ use crate::support::{
 };
 
 /// The rojo of these tests: every tool, writes need approval.
-const APPROVING_ROJO: &str = "[rojos.default]\nprovider = \"scripted\"\ntools = \"*\"\n\
+pub(crate) const APPROVING_ROJO: &str = "[rojos.default]\nprovider = \"scripted\"\ntools = \"*\"\n\
                               approve = [\"write_text_content\"]\n";
 
 async fn approving_host(turns: Vec<Turn>, extra: &str) -> (TestHost, ScriptedUpstream) {
@@ -48,7 +48,7 @@ fn calls(list: &[(String, String, Value)]) -> Turn {
 }
 
 /// A chat whose stream is read event by event, to answer while it waits.
-struct OpenChat {
+pub(crate) struct OpenChat {
     response: reqwest::Response,
     /// Everything read so far.
     seen: String,
@@ -56,7 +56,12 @@ struct OpenChat {
 
 impl OpenChat {
     async fn start(host: &TestHost, body: Value) -> OpenChat {
-        let response = host.chat(body).await;
+        OpenChat::start_at(&host.url, body).await
+    }
+
+    /// A chat through the server at `url` (a test host or a running binary).
+    pub(crate) async fn start_at(url: &str, body: Value) -> OpenChat {
+        let response = crate::support::host::chat_at(url, &body).await;
         assert_eq!(response.status(), 200);
         OpenChat {
             response,
@@ -65,7 +70,7 @@ impl OpenChat {
     }
 
     /// Reads until the `n`-th (1-based) complete `APPROVAL_REQUIRED` line and returns it.
-    async fn approval_required(&mut self, n: usize) -> (String, String, Value) {
+    pub(crate) async fn approval_required(&mut self, n: usize) -> (String, String, Value) {
         loop {
             let asked: Vec<Event> = self
                 .seen
@@ -87,7 +92,7 @@ impl OpenChat {
     }
 
     /// The whole stream, checked as the contract says.
-    async fn finish(mut self) -> Stream {
+    pub(crate) async fn finish(mut self) -> Stream {
         let rest = self.response.text().await.expect("the rest of the stream");
         self.seen.push_str(&rest);
         Stream::parse(&self.seen)
@@ -96,7 +101,7 @@ impl OpenChat {
 
 /// `POST /conversations/{id}/approvals/{call}` with `token` (none: no header) and `body`:
 /// the status and JSON body.
-async fn decide_at(
+pub(crate) async fn decide_at(
     url: &str,
     token: Option<&str>,
     conversation: &str,
