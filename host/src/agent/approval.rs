@@ -219,6 +219,7 @@ impl RunGate<'_> {
             id: call.id.clone(),
             name: call.name.clone(),
             args,
+            conversation_id: conversation.to_string(),
         };
         let _ = self.tx.send(asked).await;
         tracing::info!(tool = %call.name, call_id = %call.id, "waiting for the user's approval");

@@ -65,6 +65,10 @@ pub enum Event {
         name: String,
         /// The arguments, as in `TOOL_CALL`.
         args: Value,
+        /// The conversation, for the decision's URL (a new conversation's id is otherwise
+        /// only known at `DONE`).
+        #[serde(rename = "conversationId")]
+        conversation_id: String,
     },
     /// A tool call finished.
     ToolResult {
@@ -168,8 +172,9 @@ mod tests {
                     id: "c1".into(),
                     name: "delete_path".into(),
                     args: json!({"path": "a"}),
+                    conversation_id: "abc".into(),
                 },
-                r#"{"type":"APPROVAL_REQUIRED","id":"c1","name":"delete_path","args":{"path":"a"}}"#,
+                r#"{"type":"APPROVAL_REQUIRED","id":"c1","name":"delete_path","args":{"path":"a"},"conversationId":"abc"}"#,
             ),
             (
                 Event::ToolResult {

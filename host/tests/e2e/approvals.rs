@@ -52,6 +52,8 @@ pub(crate) struct OpenChat {
     response: reqwest::Response,
     /// Everything read so far.
     seen: String,
+    /// The conversation, as the last `APPROVAL_REQUIRED` named it.
+    pub(crate) conversation: Option<String>,
 }
 
 impl OpenChat {
@@ -66,6 +68,7 @@ impl OpenChat {
         OpenChat {
             response,
             seen: String::new(),
+            conversation: None,
         }
     }
 
@@ -79,7 +82,14 @@ impl OpenChat {
                 .filter_map(|line| serde_json::from_str(line).ok())
                 .filter(|e| matches!(e, Event::ApprovalRequired { .. }))
                 .collect();
-            if let Some(Event::ApprovalRequired { id, name, args }) = asked.get(n - 1) {
+            if let Some(Event::ApprovalRequired {
+                id,
+                name,
+                args,
+                conversation_id,
+            }) = asked.get(n - 1)
+            {
+                self.conversation = Some(conversation_id.clone());
                 return (id.clone(), name.clone(), args.clone());
             }
             let chunk = tokio::time::timeout(Duration::from_secs(20), self.response.chunk())
@@ -167,6 +177,7 @@ async fn an_approved_call_runs_and_the_history_records_the_decision() {
         "nothing runs before the decision"
     );
     let conversation = host.only_conversation().await;
+    assert_eq!(chat.conversation.as_deref(), Some(conversation.as_str()));
     let (status, body) = decide(
         &host,
         &conversation,

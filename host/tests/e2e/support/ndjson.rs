@@ -35,6 +35,8 @@ pub enum Event {
         id: String,
         name: String,
         args: Value,
+        #[serde(rename = "conversationId")]
+        conversation_id: String,
     },
     /// Its result.
     #[serde(rename = "TOOL_RESULT")]
