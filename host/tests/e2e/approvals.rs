@@ -101,9 +101,14 @@ impl OpenChat {
         }
     }
 
-    /// The whole stream, checked as the contract says.
+    /// The whole stream, checked as the contract says; it must end within a minute (far
+    /// longer than a decision takes to reach the run, far shorter than the default
+    /// `approval_timeout_secs`).
     pub(crate) async fn finish(mut self) -> Stream {
-        let rest = self.response.text().await.expect("the rest of the stream");
+        let rest = tokio::time::timeout(Duration::from_secs(60), self.response.text())
+            .await
+            .expect("the run ends within 60 s of the decision")
+            .expect("the rest of the stream");
         self.seen.push_str(&rest);
         Stream::parse(&self.seen)
     }
