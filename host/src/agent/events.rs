@@ -13,6 +13,8 @@
 //! While the model streams a call, optional live-status events may come first:
 //! `TOOL_CALL_STARTED` (index, name) then throttled `TOOL_CALL_PROGRESS` (argument bytes so
 //! far); clients that ignore them lose nothing (`progress.rs`).
+//! A call the rojo's `approve` names is followed by `APPROVAL_REQUIRED` while it waits for
+//! the user's decision (`approval.rs`), then by its `TOOL_RESULT` as usual.
 //! `TOOL_CALL`/`TOOL_RESULT` pair by `id`; `ERROR` reports a failure after streaming began;
 //! `DONE` always ends the stream and says why the run stopped. See `docs/api.md`.
 
