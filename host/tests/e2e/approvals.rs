@@ -4,7 +4,7 @@
 //! the conversation, or denies it (the model gets the reason, the file stays as it was).
 //! Unanswered calls are denied after `[limits] approval_timeout_secs`; a client that leaves
 //! while a call waits cancels the run (the call is not run, the history is closed, the
-//! conversation free). Every decision is in the stored history's `rojos` note, which no
+//! conversation free), and so does a server shutting down. Every decision is in the stored history's `rojos` note, which no
 //! provider is sent. The decision through a second host on one PostgreSQL database is in
 //! `hosts.rs`.
 
@@ -561,4 +561,47 @@ async fn the_endpoint_refuses_what_it_cannot_decide() {
         status, 409,
         "the demo token may decide in demo's conversations"
     );
+}
+
+#[tokio::test]
+async fn a_server_shutting_down_while_a_call_waits_does_not_run_it() {
+    let upstream = ScriptedUpstream::start(vec![
+        calls(&[write_call("call_1", "a.txt", "x")]),
+        Turn::text("after the restart"),
+    ])
+    .await;
+    let config = HostConfig::builtins()
+        .upstream(&upstream)
+        .with(APPROVING_ROJO);
+    let host = TestHost::start(config.clone()).await;
+    let mut chat = OpenChat::start(&host, json!({"projectId": "demo", "message": "go"})).await;
+    chat.approval_required(1).await;
+    let conversation = chat.conversation.clone().expect("named by the event");
+    let finishing = tokio::spawn(chat.finish());
+
+    let host = host.restart(config).await;
+
+    let stream = finishing.await.expect("the stream is read");
+    assert_eq!(stream.done().1, "cancelled");
+    assert!(
+        stream.errors().iter().any(|e| e.contains("shutting down")),
+        "{:?}",
+        stream.errors()
+    );
+    assert!(!host.project_root("demo").join("a.txt").exists());
+    let history = host.closed_history(&conversation).await;
+    let tools = tool_messages(&history);
+    assert_eq!(tools[0]["content"], "error: not run: the run was cancelled");
+    assert_eq!(
+        tools[0]["rojos"],
+        json!({"approval": {"decision": "cancelled"}})
+    );
+    let (status, _) = decide(
+        &host,
+        &conversation,
+        "call_1",
+        json!({"decision": "approve"}),
+    )
+    .await;
+    assert_eq!(status, 409, "the restarted host knows the call is over");
 }
