@@ -12,6 +12,8 @@
 //! - `title`: a conversation's title, taken from its first user message unless the user
 //!   gave one (`rename`); the checks of appended messages and given titles; the escaped
 //!   pattern of a search.
+//! - `approvals`: [`Approvals`], tool calls waiting for the user's decision, kept in
+//!   each store's database ([`SqliteApprovals`], [`PostgresApprovals`]).
 //! - `lease`: [`RunLeases`], one run at a time per conversation, and its in-process
 //!   [`LocalRunLeases`].
 //! - `sqlite`: [`SqliteStore`]: connections (`pool`), schema and migrations
@@ -38,6 +40,7 @@
 
 #![forbid(unsafe_code)]
 
+mod approvals;
 mod error;
 mod id;
 mod lease;
@@ -48,14 +51,15 @@ mod store;
 pub mod test_cluster;
 mod title;
 
+pub use approvals::{ApprovalState, Approvals, Decided, Decision, GaveUp, DENY_REASON_MAX_CHARS};
 pub use error::StoreError;
 pub use id::ConversationId;
 pub use lease::{LeaseHolder, LocalRunLeases, RunLeases};
 pub use postgres::{
-    Migration, PostgresOptions, PostgresRunLeases, PostgresStore, PostgresTls, UrlError,
-    POSTGRES_SCHEMA_VERSION,
+    Migration, PostgresApprovals, PostgresOptions, PostgresRunLeases, PostgresStore, PostgresTls,
+    UrlError, POSTGRES_SCHEMA_VERSION,
 };
-pub use sqlite::{SqliteOptions, SqliteStore, SCHEMA_VERSION};
+pub use sqlite::{SqliteApprovals, SqliteOptions, SqliteStore, SCHEMA_VERSION};
 pub use store::{
     Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
 };

@@ -1,7 +1,8 @@
 // Rojos chat panel. Talks to this server only: GET /rojos, /projects, /conversations,
 // /conversations/{id}, and POST /chat (NDJSON events CHAT, TOOL_CALL, TOOL_RESULT, ERROR, DONE,
-// and the optional live status TOOL_CALL_STARTED / TOOL_CALL_PROGRESS, shown by panel-a11y.js).
-// Undo of a turn's file changes is panel-undo.js's (refresh / afterRun hooks).
+// the optional live status TOOL_CALL_STARTED / TOOL_CALL_PROGRESS, shown by panel-a11y.js, and
+// APPROVAL_REQUIRED, answered by panel-approve.js). Undo of a turn's file changes is
+// panel-undo.js's (refresh / afterRun hooks).
 //
 // Safety rule: text from the model, tools, files or the server is only ever put in the page
 // as text (textContent / text nodes); no markup is ever parsed from it. Replies are markdown,
@@ -183,6 +184,7 @@
     line.querySelector('.act-status').textContent = ok ? 'ok' : 'error';
     line.querySelector('.act-result').textContent = pretty(result);
     if (window.RojosFiles) window.RojosFiles.toolFinished(line.dataset.tool, ok);
+    if (window.RojosApprove) window.RojosApprove.settle(line, ok, result);
   }
 
   function interruptActivity(line, why) {
@@ -190,6 +192,7 @@
     line.dataset.status = 'error';
     line.querySelector('.act-status').textContent = 'interrupted';
     line.querySelector('.act-result').textContent = why;
+    if (window.RojosApprove) window.RojosApprove.settle(line, false, why);
   }
 
   function showTyping(on) {
@@ -250,6 +253,12 @@
           this.closeBubble();
           const line = window.RojosA11y.claim(this.started, event);
           this.calls.set(event.id, line ? fillActivity(line, event.id, event.args) : addActivity(event.id, event.name, event.args));
+          break;
+        }
+        case 'APPROVAL_REQUIRED': {
+          // panel-approve.js: the buttons on the call's line (docs/panel.md, "Approvals").
+          this.flush();
+          if (window.RojosApprove) window.RojosApprove.ask(this.calls.get(event.id), event);
           break;
         }
         case 'TOOL_RESULT': {
@@ -601,6 +610,8 @@
         if (!line) continue;
         const text = contentText(m.content);
         finishActivity(line, !text.startsWith('error: '), text);
+        const approval = m.rojos && typeof m.rojos === 'object' ? m.rojos.approval : null;
+        if (approval && window.RojosApprove) window.RojosApprove.recorded(line, approval);
       }
     }
     for (const line of lines.values()) interruptActivity(line, 'No result was stored for this call.');
@@ -777,6 +788,7 @@
     window.RojosA11y.closeModal(el.overlay);
     state.started = true;
     if (window.RojosFiles) window.RojosFiles.start({ api, errorText, project: () => el.project.value.trim() });
+    if (window.RojosApprove) window.RojosApprove.start({ api, errorText });
     await loadHistory();
     const wanted = new URLSearchParams(location.hash.slice(1)).get('c');
     if (wanted) await openConversation(wanted, null);

@@ -16,12 +16,14 @@ use rojos_plugin_api::Limits;
 
 use crate::{secret::Secret, storage::ProjectId};
 
+mod approve;
 mod mcp;
 mod parse_error;
 mod provider;
 mod raw;
 mod store;
 
+pub use approve::{ApprovalRule, DEFAULT_APPROVAL_TIMEOUT};
 pub use mcp::{HttpServer, McpServerConfig, McpTransport, PerProject, StdioServer};
 pub use provider::ProviderConfig;
 pub use store::StoreConfig;
@@ -109,6 +111,9 @@ pub struct Config {
     pub rate_limit_per_minute: Option<u32>,
     /// The MCP servers (stdio or Streamable HTTP) whose tools join the registry (`[mcp.servers.*]`), by name.
     pub mcp_servers: Vec<McpServerConfig>,
+    /// How long a call waits for the user's approval before it is denied (`[limits]
+    /// approval_timeout_secs`).
+    pub approval_timeout: Duration,
 }
 
 /// What applies live from `rojos.toml` (re-read on every edit): the rojos and their
@@ -236,6 +241,8 @@ pub struct RojoConfig {
     /// Model turns per user message: at least one, so every run makes a turn and ends with
     /// `DONE`.
     pub max_steps: NonZeroU32,
+    /// Which tools wait for the user's approval (`approve`).
+    pub approve: ApprovalRule,
 }
 
 /// A rojo's enabled tools.
@@ -372,6 +379,12 @@ impl ConfigFile {
             256 << 20,
             1,
         )?;
+        let approval_timeout = seconds_key(
+            "limits.approval_timeout_secs",
+            limits_raw.approval_timeout_secs,
+            DEFAULT_APPROVAL_TIMEOUT,
+            approve::MAX_APPROVAL_TIMEOUT_SECS,
+        )?;
         let rate_limit_per_minute = parse_rate_limit(raw.auth.rate_limit_per_minute)?;
         let providers = parse_providers(&raw.providers, env, budgets.max_model_turn_bytes)?;
         let rojos = parse_rojos(&raw.rojos, &providers)?;
@@ -397,6 +410,7 @@ impl ConfigFile {
             checkpoint_bytes,
             rate_limit_per_minute,
             mcp_servers,
+            approval_timeout,
         };
         Ok(ConfigFile {
             config,
@@ -422,6 +436,7 @@ impl LiveConfig {
                     .is_some_and(|(server, _)| mcp_servers.contains(&server))
         };
         for (name, rojo) in &self.rojos {
+            approve::check(name, &rojo.approve, &rojo.tools, &known)?;
             if let ToolSelection::Only(list) = &rojo.tools {
                 if let Some(unknown) = list.iter().find(|t| !known(t)) {
                     return Err(invalid(
@@ -710,6 +725,7 @@ fn parse_rojo(
         system_prompt: raw.system_prompt.clone(),
         tools,
         max_steps,
+        approve: approve::parse(name, raw.approve.as_ref())?,
     })
 }
 

@@ -41,6 +41,15 @@ impl RegisteredTool {
         }
     }
 
+    /// Whether its plugin's manifest says it is destructive (an MCP tool never is: its
+    /// annotations are the server's own hints; `docs/configuration.md`, "Approvals").
+    pub fn destructive(&self) -> bool {
+        match self {
+            RegisteredTool::Plugin(tool) => tool.library.manifest.spec.destructive,
+            RegisteredTool::Mcp(_) => false,
+        }
+    }
+
     /// The OpenAI function definition.
     pub fn definition(&self) -> &Value {
         match self {

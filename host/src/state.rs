@@ -205,6 +205,7 @@ fn agent(
         registry: Arc::clone(registry),
         store: opened.store,
         leases: opened.leases,
+        approvals: crate::agent::ApprovalDesk::new(opened.approvals, config.approval_timeout),
         run_lease: config.run_lease,
         storage: Arc::clone(storage),
         limits: config.limits,

@@ -1,4 +1,4 @@
-//! Opening the conversation store `[store]` chooses, with the run leases that go with it
+//! Opening the conversation store `[store]` chooses, with the run leases and approvals that go with it
 //! (in this process for SQLite, one process per file; in the database for PostgreSQL,
 //! shared by every host), and `rojos migrate`. PostgreSQL is
 //! migrated before the store is used, over a connection of its own made on a short-lived
@@ -9,7 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use rojos_conversations::{
-    ConversationStore, LocalRunLeases, PostgresStore, RunLeases, SqliteStore, StoreError,
+    Approvals, ConversationStore, LocalRunLeases, PostgresStore, RunLeases, SqliteStore, StoreError,
 };
 
 use crate::config::StoreConfig;
@@ -20,6 +20,8 @@ pub struct OpenedStore {
     pub store: Arc<dyn ConversationStore>,
     /// Who may run in which conversation.
     pub leases: Arc<dyn RunLeases>,
+    /// Tool calls waiting for the user's decision, in the same database.
+    pub approvals: Arc<dyn Approvals>,
 }
 
 impl std::fmt::Debug for OpenedStore {
@@ -38,15 +40,20 @@ impl std::fmt::Debug for OpenedStore {
 /// than this build's.
 pub fn open(config: &StoreConfig) -> Result<OpenedStore, StoreError> {
     match config {
-        StoreConfig::Sqlite { path } => Ok(OpenedStore {
-            store: Arc::new(SqliteStore::open(path)?),
-            leases: Arc::new(LocalRunLeases::new()),
-        }),
+        StoreConfig::Sqlite { path } => {
+            let store = SqliteStore::open(path)?;
+            Ok(OpenedStore {
+                approvals: Arc::new(store.approvals()),
+                store: Arc::new(store),
+                leases: Arc::new(LocalRunLeases::new()),
+            })
+        }
         StoreConfig::Postgres(options) => {
             on_own_runtime(PostgresStore::migrate(options))?;
             let store = PostgresStore::open(options)?;
             Ok(OpenedStore {
                 leases: Arc::new(store.run_leases()),
+                approvals: Arc::new(store.approvals()),
                 store: Arc::new(store),
             })
         }

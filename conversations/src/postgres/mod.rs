@@ -4,6 +4,7 @@
 //! versioned and migrated under an advisory lock (`schema`); `failure` tells an unreachable
 //! database from other errors; `lease` keeps the hosts' run leases in the same database.
 
+mod approvals;
 mod connect;
 mod failure;
 mod lease;
@@ -19,6 +20,7 @@ use async_trait::async_trait;
 use deadpool_postgres::{Object, Pool};
 use serde_json::Value;
 
+pub use approvals::PostgresApprovals;
 pub use connect::{PostgresOptions, PostgresTls, UrlError};
 pub use lease::PostgresRunLeases;
 pub use schema::{Migration, POSTGRES_SCHEMA_VERSION};
@@ -118,6 +120,12 @@ impl PostgresStore {
     /// every host sharing the database uses so one run at a time writes to a conversation.
     pub fn run_leases(&self) -> PostgresRunLeases {
         PostgresRunLeases::new(self.pool.clone(), self.query_timeout)
+    }
+
+    /// The approvals kept in this store's database, over the same connection pool
+    /// (`crate::approvals`): every host sharing the database sees every decision.
+    pub fn approvals(&self) -> PostgresApprovals {
+        PostgresApprovals::new(self.pool.clone(), self.query_timeout)
     }
 
     /// The database, as messages name it: `postgres://user@host:port/database`.

@@ -172,7 +172,9 @@ pub(crate) async fn delete_conversation(
     let delete = client
         .prepare_cached(
             "WITH gone AS (DELETE FROM conversations WHERE id = $1 RETURNING id),
-                  messages_gone AS (DELETE FROM messages WHERE conversation_id = $1)
+                  messages_gone AS (DELETE FROM messages WHERE conversation_id = $1),
+                  approvals_gone AS (DELETE FROM approvals WHERE conversation_id = $1),
+                  tools_gone AS (DELETE FROM approved_tools WHERE conversation_id = $1)
              SELECT count(*) FROM gone",
         )
         .await?;

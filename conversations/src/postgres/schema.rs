@@ -58,6 +58,23 @@ const MIGRATIONS: &[&str] = &[
     // 4: the title the user gave (`rename`); `NULL` shows the derived `title` (the SQLite
     // store's version 3).
     "ALTER TABLE conversations ADD COLUMN custom_title text;",
+    // 5: approvals (`crate::approvals`, the SQLite store's version 4): calls waiting for
+    // (or given) the user's decision, seen by every host, and the tools approved for the
+    // rest of a conversation. No foreign key (see version 3); deleting a conversation
+    // deletes its rows (`queries::delete_conversation`).
+    "CREATE TABLE approvals (
+        conversation_id text NOT NULL,
+        call_id         text NOT NULL,
+        tool            text NOT NULL,
+        state           text NOT NULL,
+        reason          text,
+        PRIMARY KEY (conversation_id, call_id)
+    );
+    CREATE TABLE approved_tools (
+        conversation_id text NOT NULL,
+        tool            text NOT NULL,
+        PRIMARY KEY (conversation_id, tool)
+    );",
 ];
 
 /// The schema version this build creates and understands.

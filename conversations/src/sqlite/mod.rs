@@ -2,6 +2,7 @@
 //! Opening configures and migrates the file; each call then runs its blocking
 //! SQL on a pooled connection (`pool`), with the SQL itself in `queries`.
 
+mod approvals;
 mod pool;
 mod queries;
 mod schema;
@@ -15,6 +16,7 @@ use async_trait::async_trait;
 use rusqlite::Connection;
 use serde_json::Value;
 
+pub use approvals::SqliteApprovals;
 pub use schema::SCHEMA_VERSION;
 
 use crate::error::StoreError;
@@ -120,6 +122,12 @@ impl SqliteStore {
             path: Arc::new(path),
             pool,
         })
+    }
+
+    /// The approvals kept in this store's file, over the same connections
+    /// (`crate::approvals`).
+    pub fn approvals(&self) -> SqliteApprovals {
+        SqliteApprovals::new(Arc::clone(&self.pool))
     }
 
     /// The database file this store uses.

@@ -46,6 +46,22 @@ const MIGRATIONS: &[&str] = &[
     );",
     // 3: the title the user gave (`rename`); `NULL` shows the derived `title`.
     "ALTER TABLE conversations ADD COLUMN custom_title TEXT;",
+    // 4: approvals (`crate::approvals`): the calls waiting for (or given) the user's
+    // decision, and the tools approved for the rest of a conversation. Deleted with their
+    // conversation.
+    "CREATE TABLE approvals (
+        conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+        call_id         TEXT NOT NULL,
+        tool            TEXT NOT NULL,
+        state           TEXT NOT NULL,
+        reason          TEXT,
+        PRIMARY KEY (conversation_id, call_id)
+    ) STRICT;
+    CREATE TABLE approved_tools (
+        conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+        tool            TEXT NOT NULL,
+        PRIMARY KEY (conversation_id, tool)
+    ) STRICT;",
 ];
 
 /// The schema version this build creates and understands.

@@ -5,8 +5,9 @@
 //! public `ConversationStore` API, plus raw SQL where the data itself is the point (a
 //! forced mid-step failure, a corrupt row). `persistence` is about the SQLite file,
 //! `migration` about the PostgreSQL schema. `leases` runs the run-lease tests on both
-//! lease implementations.
+//! lease implementations; `approvals` the approvals of both stores.
 
+mod approvals;
 mod atomicity;
 mod concurrency;
 mod leases;

@@ -47,7 +47,7 @@ async fn migrating_twice_migrates_once_and_keeps_the_data() {
             to: POSTGRES_SCHEMA_VERSION
         }
     );
-    assert_eq!(versions(&database), "1,2,3,4");
+    assert_eq!(versions(&database), "1,2,3,4,5");
     let messages = store.get(&id).await.unwrap().unwrap().messages;
     assert_eq!(messages, vec![user("kept")]);
 }
@@ -68,7 +68,11 @@ async fn hosts_migrating_at_once_all_succeed_and_one_of_them_migrates() {
     }
 
     assert_eq!(stores.len(), 4);
-    assert_eq!(versions(&database), "1,2,3,4", "each version recorded once");
+    assert_eq!(
+        versions(&database),
+        "1,2,3,4,5",
+        "each version recorded once"
+    );
     let id = stores[0].create("demo", "default").await.unwrap();
     stores[3]
         .append(&id, vec![user("seen by all")])
@@ -114,6 +118,7 @@ async fn a_version_2_database_loses_its_foreign_keys_and_keeps_its_messages_and_
              ALTER TABLE run_leases ADD CONSTRAINT run_leases_conversation_id_fkey
                  FOREIGN KEY (conversation_id) REFERENCES conversations (id) ON DELETE CASCADE;
              ALTER TABLE conversations DROP COLUMN custom_title;
+             DROP TABLE approvals; DROP TABLE approved_tools;
              DELETE FROM rojos_schema_versions WHERE version >= 3;",
         )
         .unwrap();
@@ -124,9 +129,9 @@ async fn a_version_2_database_loses_its_foreign_keys_and_keeps_its_messages_and_
 
     let migrated = PostgresStore::migrate(&options).await.unwrap();
 
-    assert_eq!(migrated, Migration { from: 2, to: 4 });
+    assert_eq!(migrated, Migration { from: 2, to: 5 });
     assert_eq!(foreign_keys(&database), "");
-    assert_eq!(versions(&database), "1,2,3,4");
+    assert_eq!(versions(&database), "1,2,3,4,5");
     store.append(&id, vec![user("after")]).await.unwrap();
     assert_eq!(
         store.get(&id).await.unwrap().unwrap().messages,
@@ -155,19 +160,20 @@ async fn a_version_3_database_gains_given_titles_and_keeps_its_derived_ones() {
         .append(&id, vec![user("derived title")])
         .await
         .unwrap();
-    // Back to version 3 as it shipped: no `custom_title`, no version 4.
+    // Back to version 3 as it shipped: no `custom_title`, no approvals, no version 4 or 5.
     cluster()
         .psql(
             &database,
             "ALTER TABLE conversations DROP COLUMN custom_title;
-             DELETE FROM rojos_schema_versions WHERE version = 4;",
+             DROP TABLE approvals; DROP TABLE approved_tools;
+             DELETE FROM rojos_schema_versions WHERE version >= 4;",
         )
         .unwrap();
 
     let migrated = PostgresStore::migrate(&options).await.unwrap();
 
-    assert_eq!(migrated, Migration { from: 3, to: 4 });
-    assert_eq!(versions(&database), "1,2,3,4");
+    assert_eq!(migrated, Migration { from: 3, to: 5 });
+    assert_eq!(versions(&database), "1,2,3,4,5");
     let store = PostgresStore::open(&options).unwrap();
     let title = |list: Vec<rojos_conversations::ConversationSummary>| list[0].title.clone();
     assert_eq!(
@@ -208,7 +214,7 @@ async fn a_database_from_a_newer_build_is_refused_and_left_alone() {
             POSTGRES_SCHEMA_VERSION
         )
     );
-    assert_eq!(versions(&database), format!("1,2,3,4,{newer}"));
+    assert_eq!(versions(&database), format!("1,2,3,4,5,{newer}"));
 }
 
 #[tokio::test]

@@ -63,7 +63,10 @@ fn an_empty_file_is_migrated_to_the_current_schema() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(tables, ["conversations", "messages"]);
+    assert_eq!(
+        tables,
+        ["approvals", "approved_tools", "conversations", "messages"]
+    );
 }
 
 #[tokio::test]
@@ -165,17 +168,26 @@ async fn a_version_2_file_gains_given_titles_and_keeps_its_derived_ones() {
         .unwrap();
     drop(store);
     let path = db_path(&dir);
-    // Back to version 2 as it shipped: no `custom_title`.
+    // Back to version 2 as it shipped: no `custom_title`, no approvals (version 4).
     raw(&path)
         .execute_batch(
-            "ALTER TABLE conversations DROP COLUMN custom_title; PRAGMA user_version = 2;",
+            "ALTER TABLE conversations DROP COLUMN custom_title;
+             DROP TABLE approvals; DROP TABLE approved_tools; PRAGMA user_version = 2;",
         )
         .unwrap();
 
     let store = SqliteStore::open(&path).unwrap();
 
     assert_eq!(user_version(&path), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 3);
+    assert_eq!(SCHEMA_VERSION, 4);
+    let approvals: i64 = raw(&path)
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE name IN ('approvals', 'approved_tools')",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(approvals, 2, "version 4 added the approvals");
     let title = |list: Vec<rojos_conversations::ConversationSummary>| list[0].title.clone();
     assert_eq!(
         title(store.list("demo", 1).await.unwrap()).as_deref(),

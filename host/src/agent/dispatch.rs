@@ -119,7 +119,15 @@ impl NotRun {
     }
 }
 
-/// Runs `call`, or says why it was not run; `max_result_bytes` caps one result.
+/// The last check before a call that passed every other one runs: the user's approval
+/// (`approval.rs`). `Err`: the call is not run and the model gets the failure.
+pub(super) trait Gate {
+    /// Whether `call` of `tool` may run now.
+    async fn clear(&mut self, tool: &RegisteredTool, call: &ToolCall) -> Result<(), ToolFailure>;
+}
+
+/// Runs `call`, or says why it was not run; `max_result_bytes` caps one result. `gate` is
+/// asked after every other check, so a call refused anyway never waits for the user.
 pub(super) async fn run_call<'r>(
     registry: &'r Registry,
     enabled: &ToolSelection,
@@ -127,6 +135,7 @@ pub(super) async fn run_call<'r>(
     call: &ToolCall,
     request: &CallRequest,
     max_result_bytes: usize,
+    gate: &mut impl Gate,
 ) -> Settled<'r> {
     // The one registry lookup of this call.
     let loaded = registry.get(&call.name);
@@ -142,6 +151,15 @@ pub(super) async fn run_call<'r>(
             }
         }
     };
+    // The user's approval first: a call the user denies is not recorded.
+    if let Err(failure) = gate.clear(admitted.tool, call).await {
+        return Settled {
+            tool,
+            failure: Some(failure.kind.clone()),
+            text: model_text(Err(failure)),
+            refused: None,
+        };
+    }
     // Undo: the earlier state of the paths it changes, recorded just before it runs.
     let changes = checkpoint_paths(admitted.tool, call);
     if let (Some(checkpoint), false) = (ledger.checkpoint.as_mut(), changes.is_empty()) {

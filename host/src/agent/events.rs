@@ -13,6 +13,8 @@
 //! While the model streams a call, optional live-status events may come first:
 //! `TOOL_CALL_STARTED` (index, name) then throttled `TOOL_CALL_PROGRESS` (argument bytes so
 //! far); clients that ignore them lose nothing (`progress.rs`).
+//! A call the rojo's `approve` names is followed by `APPROVAL_REQUIRED` while it waits for
+//! the user's decision (`approval.rs`), then by its `TOOL_RESULT` as usual.
 //! `TOOL_CALL`/`TOOL_RESULT` pair by `id`; `ERROR` reports a failure after streaming began;
 //! `DONE` always ends the stream and says why the run stopped. See `docs/api.md`.
 
@@ -54,6 +56,21 @@ pub enum Event {
         name: String,
         /// The arguments (the raw text as a string when they are not valid JSON).
         args: Value,
+    },
+    /// The call (announced by its `TOOL_CALL`) waits for the user's decision
+    /// (`POST /conversations/{id}/approvals/{callId}`); its `TOOL_RESULT` follows once
+    /// decided, timed out or cancelled. Clients that ignore it see the run wait.
+    ApprovalRequired {
+        /// The call id (the one to decide).
+        id: String,
+        /// The tool name.
+        name: String,
+        /// The arguments, as in `TOOL_CALL`.
+        args: Value,
+        /// The conversation, for the decision's URL (a new conversation's id is otherwise
+        /// only known at `DONE`).
+        #[serde(rename = "conversationId")]
+        conversation_id: String,
     },
     /// A tool call finished.
     ToolResult {
@@ -151,6 +168,15 @@ mod tests {
                     bytes: 12_345,
                 },
                 r#"{"type":"TOOL_CALL_PROGRESS","index":0,"bytes":12345}"#,
+            ),
+            (
+                Event::ApprovalRequired {
+                    id: "c1".into(),
+                    name: "delete_path".into(),
+                    args: json!({"path": "a"}),
+                    conversation_id: "abc".into(),
+                },
+                r#"{"type":"APPROVAL_REQUIRED","id":"c1","name":"delete_path","args":{"path":"a"},"conversationId":"abc"}"#,
             ),
             (
                 Event::ToolResult {

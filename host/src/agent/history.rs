@@ -140,6 +140,7 @@ mod tests {
             system_prompt: None,
             tools: crate::config::ToolSelection::All,
             max_steps: std::num::NonZeroU32::new(3).expect("3 is not zero"),
+            approve: crate::config::ApprovalRule::Nothing,
         };
         let closing = with_note(
             json!({"role": "assistant", "content": "(no answer: x)"}),
@@ -170,6 +171,7 @@ mod tests {
             system_prompt: Some("be brief".into()),
             tools: crate::config::ToolSelection::All,
             max_steps: std::num::NonZeroU32::new(3).expect("3 is not zero"),
+            approve: crate::config::ApprovalRule::Nothing,
         };
         let history = [json!({"role": "user", "content": "hi"})];
         let r = request(&rojo, &history, vec![], true);

@@ -7,9 +7,11 @@
 //! live status of tool calls the model is still writing; `history` builds provider
 //! requests and keeps the stored history one every provider accepts; `lease` holds a
 //! conversation for one run at a time; `single` runs one tool call outside a run, through
-//! the same `dispatch` (the MCP server's `tools/call`). The agent knows the registry, the
+//! the same `dispatch` (the MCP server's `tools/call`); `approval` asks the user before a
+//! call the rojo's `approve` names runs, and takes their decision. The agent knows the registry, the
 //! provider clients and the store, but not HTTP.
 
+mod approval;
 mod budget;
 mod canonical;
 mod dispatch;
@@ -27,6 +29,7 @@ use rojos_plugin_api::Limits;
 use tokio::sync::mpsc;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
+pub use approval::{ApprovalDesk, DecideError};
 pub use events::{Event, StopReason};
 pub use lease::RunLease;
 pub use single::{SingleCallError, SingleCallResult};
@@ -50,6 +53,8 @@ pub struct Agent {
     pub store: Arc<dyn ConversationStore>,
     /// Which conversations have a run in progress (one at a time each).
     pub leases: Arc<dyn RunLeases>,
+    /// Tool calls waiting for the user's decision, and the runs waiting on them.
+    pub approvals: ApprovalDesk,
     /// How long a run's lease lasts unless renewed (it is renewed three times as often).
     pub run_lease: Duration,
     /// Project folders.

@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::progress::ProgressThrottle;
-use super::{dispatch, error_chain, history, Agent, Event, RunRequest, StopReason};
+use super::{approval, dispatch, error_chain, history, Agent, Event, RunRequest, StopReason};
 use crate::{
     plugins::{model_text, CallRequest, FailureKind, ToolFailure},
     providers::advice,
@@ -346,6 +346,14 @@ impl Run<'_> {
             .await;
         let span = tracing::info_span!("tool", name = %call.name, call_id = %call.id);
         let started = Instant::now();
+        let mut gate = approval::RunGate {
+            desk: &self.agent.approvals,
+            conversation: &self.request.conversation,
+            rule: &self.request.rojo.approve,
+            tx: &self.out.tx,
+            stop: &self.out.shutdown,
+            settled: None,
+        };
         let settled = dispatch::run_call(
             registry,
             &self.request.rojo.tools,
@@ -353,6 +361,7 @@ impl Run<'_> {
             call,
             calls,
             self.agent.max_result_bytes,
+            &mut gate,
         )
         .instrument(span)
         .await;
@@ -365,7 +374,7 @@ impl Run<'_> {
                 ok: settled.ok(),
             })
             .await;
-        tool_message(&call.id, settled.text)
+        gate.annotate(tool_message(&call.id, settled.text))
     }
 
     /// Ends a run whose conversation is over `limits.max_conversation_bytes`: no further model

@@ -9,9 +9,9 @@ use rojos_llm::ToolCall;
 use serde_json::{Map, Value};
 use tracing::Instrument;
 
-use super::{dispatch, Agent};
+use super::{approval, dispatch, Agent};
 use crate::{
-    config::ToolSelection,
+    config::{ApprovalRule, ToolSelection},
     metrics::{Metrics, UNKNOWN_TOOL},
     plugins::CallRequest,
     storage::ProjectId,
@@ -39,7 +39,8 @@ pub enum SingleCallError {
 }
 
 impl Agent {
-    /// Runs the tool `name` with `arguments` on `project`, if `enabled` allows it, exactly as
+    /// Runs the tool `name` with `arguments` on `project`, if `enabled` allows it and
+    /// `approve` does not ask for the user's approval (nobody can give it here), exactly as
     /// a chat's tool call would run; refusals and failures come back as a result with
     /// `ok: false`, worded as the model would read them.
     ///
@@ -50,6 +51,7 @@ impl Agent {
         &self,
         project: &ProjectId,
         enabled: &ToolSelection,
+        approve: &ApprovalRule,
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<SingleCallResult, SingleCallError> {
@@ -89,6 +91,7 @@ impl Agent {
             &call,
             &request,
             self.max_result_bytes,
+            &mut approval::NobodyToAsk { rule: approve },
         )
         .instrument(span)
         .await;

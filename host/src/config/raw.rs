@@ -125,6 +125,7 @@ pub(super) struct RawLimits {
     pub(super) max_conversation_page_bytes: Option<usize>,
     pub(super) max_upload_bytes: Option<usize>,
     pub(super) checkpoint_bytes: Option<usize>,
+    pub(super) approval_timeout_secs: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -156,6 +157,7 @@ pub(super) struct RawRojo {
     #[serde(default = "all_tools")]
     pub(super) tools: RawNames,
     pub(super) max_steps: Option<u32>,
+    pub(super) approve: Option<RawNames>,
 }
 
 /// A name, or a list of names (a rojo's `provider` and `tools`).

@@ -2,6 +2,7 @@
 //! failures before a response starts become an [`error::ApiError`] (`{"error": "..."}`).
 //! `server` is the accept loop that serves the router with the connection limits.
 
+mod approvals;
 pub mod auth;
 mod chat;
 mod conversations;
@@ -42,6 +43,10 @@ pub fn router(state: AppState) -> Router {
             get(conversations::get)
                 .patch(conversations::rename)
                 .delete(conversations::delete),
+        )
+        .route(
+            "/conversations/{id}/approvals/{call_id}",
+            post(approvals::decide),
         )
         .route("/conversations", get(conversations::list))
         .route("/conversations/{id}/checkpoints", get(undo::list))

@@ -49,6 +49,17 @@ const ASSETS: &[(&str, &str, &str)] = &[
         JS,
         include_str!("../../assets/vendor/markdown.js"),
     ),
+    // Approvals: the buttons on a waiting call's activity line (docs/panel.md, "Approvals").
+    (
+        "panel-approve.js",
+        JS,
+        include_str!("../../assets/panel-approve.js"),
+    ),
+    (
+        "panel-approve.css",
+        CSS,
+        include_str!("../../assets/panel-approve.css"),
+    ),
     // Conversation management: the sidebar's menu and search, Regenerate and Edit.
     (
         "panel-conversations.js",

@@ -95,6 +95,16 @@ impl RojosMcpServer {
             .map_err(|unknown| ErrorData::invalid_request(unknown.to_string(), None))
     }
 
+    /// Which of `rojo`'s tools need the user's approval now (refused here: `docs/mcp.md`,
+    /// "Approvals").
+    fn approval_rule(&self, rojo: &str) -> crate::config::ApprovalRule {
+        let settings = self.live.settings();
+        settings
+            .rojo(rojo)
+            .map(|config| config.approve.clone())
+            .unwrap_or_default()
+    }
+
     /// The tool definitions `rojo` offers now (none once the rojo is gone).
     fn offered(&self, rojo: &str) -> Vec<Value> {
         match self.enabled_tools(rojo) {
@@ -238,9 +248,14 @@ impl ServerHandler for RojosMcpServer {
             }
         };
         let arguments = request.arguments.unwrap_or_default();
-        let call = self
-            .agent
-            .call_tool(&target.project, &enabled, &request.name, arguments);
+        let approve = self.approval_rule(&target.rojo);
+        let call = self.agent.call_tool(
+            &target.project,
+            &enabled,
+            &approve,
+            &request.name,
+            arguments,
+        );
         // A client's `notifications/cancelled` cancels `context.ct`: the call is dropped as a
         // chat's is when its client goes away, and the error below goes to a client that has
         // stopped waiting for it.

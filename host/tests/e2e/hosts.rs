@@ -42,6 +42,11 @@ struct TwoHosts {
 
 impl TwoHosts {
     fn start(upstream: &ScriptedUpstream) -> TwoHosts {
+        TwoHosts::start_with(upstream, "")
+    }
+
+    /// [`TwoHosts::start`] with `extra` TOML in the config (e.g. a rojo of its own).
+    fn start_with(upstream: &ScriptedUpstream, extra: &str) -> TwoHosts {
         let cluster = cluster();
         let database = cluster.create_database().unwrap();
         let store = format!(
@@ -50,7 +55,10 @@ impl TwoHosts {
             cluster.url(&database),
             crate::postgres::PASSWORD_VAR,
         );
-        let config = HostConfig::builtins().upstream(upstream).with(&store);
+        let config = HostConfig::builtins()
+            .upstream(upstream)
+            .with(&store)
+            .with(extra);
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("rojos.toml"), config.render()).unwrap();
         let (a, a_url) = serve(cluster, &dir);
@@ -251,4 +259,64 @@ async fn a_host_killed_mid_run_frees_the_conversation_after_its_lease_and_leaves
     let sent = sent.as_array().unwrap();
     assert_eq!(sent.last().unwrap()["content"], json!("go on"));
     assert_provider_valid(&sent[..sent.len() - 1]);
+}
+
+/// Approvals through the shared database (`docs/api.md`, "Approvals"): a run on host A waits
+/// for a decision past the lease's time-to-live (its lease stays renewed: a message through
+/// host B is refused meanwhile), the decision reaches host B, and A's run goes on with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_sent_to_the_other_host_reaches_the_waiting_run() {
+    use crate::approvals::{decide_at, OpenChat, APPROVING_ROJO};
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::tool_calls(&[(
+            "call_1",
+            "write_text_content",
+            json!({"path": "shared.txt", "text": "from A"}),
+        )]),
+        Turn::text("written"),
+    ])
+    .await;
+    let hosts = TwoHosts::start_with(&upstream, APPROVING_ROJO);
+    let mut waiting = OpenChat::start_at(
+        &hosts.a_url,
+        json!({"projectId": "demo", "message": "write"}),
+    )
+    .await;
+    let (call, _, _) = waiting.approval_required(1).await;
+    let listed = get_json_at(&hosts.b_url, "/conversations?projectId=demo").await;
+    let conversation = listed[0]["id"].as_str().unwrap().to_owned();
+
+    // Past the lease's time-to-live: still held, because the waiting run keeps renewing it.
+    tokio::time::sleep(Duration::from_secs(LEASE_SECS + 2)).await;
+    let meanwhile = chat(&hosts.b_url, "me too", Some(&conversation)).await;
+    assert_eq!(
+        meanwhile.status(),
+        409,
+        "the waiting run still holds the conversation"
+    );
+
+    let (status, body) = decide_at(
+        &hosts.b_url,
+        Some(crate::support::host::TOKEN),
+        &conversation,
+        &call,
+        json!({"decision": "approve"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let stream = waiting.finish().await;
+    assert_eq!(stream.done().1, "completed");
+    assert!(stream.results()[0].1, "{:?}", stream.results());
+    let stored = history(&hosts.a_url, &conversation).await;
+    let tool = stored.iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(tool["rojos"], json!({"approval": {"decision": "approve"}}));
+    let (again, _) = decide_at(
+        &hosts.a_url,
+        Some(crate::support::host::TOKEN),
+        &conversation,
+        &call,
+        json!({"decision": "deny"}),
+    )
+    .await;
+    assert_eq!(again, 409, "host A sees the decision host B took");
 }

@@ -759,3 +759,30 @@ async fn mcp_a_current_revision_listen_stream_is_notified_of_a_drop_in() {
         "the listen stream of `reader` got list_changed, but its tools did not change"
     );
 }
+
+/// A tool the rojo's `approve` names is refused to MCP callers, who cannot give the user's
+/// approval (`docs/mcp.md`, "Approvals"); its other tools run as usual.
+#[tokio::test]
+async fn mcp_a_tool_that_needs_approval_is_refused_with_an_error_result() {
+    let config = HostConfig::builtins().with(
+        "[rojos.default]\nprovider = \"scripted\"\ntools = \"*\"\napprove = [\"write_text_content\"]\n",
+    );
+    let served = Served::start(&config);
+    served.write("demo", "keep.txt", "original");
+    let url = format!("{}/mcp/demo", served.url);
+    let calls = json!([
+        ["write_text_content", {"path": "keep.txt", "text": "changed"}],
+        ["get_text_content", {"path": "keep.txt"}],
+    ]);
+    let results = call_results(&sdk_session(&url, TOKEN, "legacy", calls).await);
+    assert_eq!(
+        results[0],
+        (
+            true,
+            "error: not run: this rojo requires the user's approval for write_text_content, \
+             which an MCP caller cannot give; use the chat API or the panel"
+                .to_owned()
+        )
+    );
+    assert_eq!(results[1], (false, "original".to_owned()));
+}

@@ -26,7 +26,7 @@ function binary() {
   return bin;
 }
 
-function config(upstreamUrl, provider) {
+function config(upstreamUrl, provider, extra) {
   const libs = TOOLS.map((t) => {
     const lib = path.join(ROOT, 'target', 'debug', `librojos_tool_${t}.so`);
     if (!fs.existsSync(lib)) throw new Error(`${lib} is missing: run \`cargo build --workspace\` first`);
@@ -68,17 +68,18 @@ max_steps = 6
 provider = "scripted"
 tools = ["read_path_meta", "get_text_content", "list_files"]
 max_steps = 4
-`;
+${extra || ''}`;
 }
 
 /**
  * A running host: `url`, `dir` (config and storage), `projectRoot(id)`, `stop()`. `provider`,
- * when given, replaces the body of `[providers.scripted]` (e.g. a `kind` and a `base_url`).
+ * when given, replaces the body of `[providers.scripted]` (e.g. a `kind` and a `base_url`);
+ * `extra` is TOML appended to the config (e.g. another rojo).
  */
-export async function startHost(upstream, name = 'host', { provider } = {}) {
+export async function startHost(upstream, name = 'host', { provider, extra } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rojos-browser-'));
   const configPath = path.join(dir, 'rojos.toml');
-  fs.writeFileSync(configPath, config(upstream.baseUrl, provider));
+  fs.writeFileSync(configPath, config(upstream.baseUrl, provider, extra));
   fs.mkdirSync(path.join(OUTPUT, 'logs'), { recursive: true });
   const log = fs.openSync(path.join(OUTPUT, 'logs', `${name.replace(/[^\w.-]+/g, '_')}.log`), 'w');
   const child = spawn(binary(), ['--config', configPath], {

@@ -25,9 +25,9 @@ export function seedTurns() {
  * table) and a browser context; all are stopped when the test ends. Page errors and console
  * errors (CSP violations among them) are collected.
  */
-export async function session(t, browser, turns, { viewport = DESKTOP, provider } = {}) {
+export async function session(t, browser, turns, { viewport = DESKTOP, provider, extra } = {}) {
   const upstream = await ScriptedUpstream.start(turns);
-  const host = await startHost(upstream, t.name, { provider });
+  const host = await startHost(upstream, t.name, { provider, extra });
   const context = await browser.newContext({ viewport });
   const page = await context.newPage();
   const problems = [];

@@ -29,6 +29,15 @@ pub enum Event {
         name: String,
         args: Value,
     },
+    /// The call waits for the user's decision (`docs/api.md`, "Approvals").
+    #[serde(rename = "APPROVAL_REQUIRED")]
+    ApprovalRequired {
+        id: String,
+        name: String,
+        args: Value,
+        #[serde(rename = "conversationId")]
+        conversation_id: String,
+    },
     /// Its result.
     #[serde(rename = "TOOL_RESULT")]
     ToolResult {

@@ -1,0 +1,136 @@
+//! A rojo's `approve` key: which of its tools wait for the user's decision before they run
+//! (`docs/configuration.md`, "Approvals"), and `[limits] approval_timeout_secs`.
+
+use std::{collections::BTreeSet, time::Duration};
+
+use super::{invalid, raw::RawNames, ConfigError, ToolSelection};
+
+/// How long a call waits for a decision unless `[limits] approval_timeout_secs` says
+/// otherwise; then it is denied.
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Longest accepted `approval_timeout_secs`: a day.
+pub(super) const MAX_APPROVAL_TIMEOUT_SECS: f64 = 86_400.0;
+
+/// Which tools of a rojo need the user's approval.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ApprovalRule {
+    /// None (the default): every call runs at once.
+    #[default]
+    Nothing,
+    /// `"destructive"`: every plugin tool whose manifest says destructive (MCP tools only by
+    /// name: their annotations are hints a server sets for itself).
+    Destructive,
+    /// These tool names.
+    Only(BTreeSet<String>),
+}
+
+impl ApprovalRule {
+    /// Whether a call of `name` (`destructive`: its manifest says so) needs approval.
+    pub fn requires(&self, name: &str, destructive: bool) -> bool {
+        match self {
+            ApprovalRule::Nothing => false,
+            ApprovalRule::Destructive => destructive,
+            ApprovalRule::Only(names) => names.contains(name),
+        }
+    }
+
+    /// The names listed, for the check against the loaded tools.
+    pub(super) fn names(&self) -> impl Iterator<Item = &String> {
+        match self {
+            ApprovalRule::Only(names) => Some(names.iter()),
+            _ => None,
+        }
+        .into_iter()
+        .flatten()
+    }
+}
+
+/// `rojos.NAME.approve`: absent, `"destructive"`, or a list of tool names.
+pub(super) fn parse(rojo: &str, raw: Option<&RawNames>) -> Result<ApprovalRule, ConfigError> {
+    let key = format!("rojos.{rojo}.approve");
+    match raw {
+        None => Ok(ApprovalRule::Nothing),
+        Some(RawNames::One(word)) if word == "destructive" => Ok(ApprovalRule::Destructive),
+        Some(RawNames::One(other)) => Err(invalid(
+            key,
+            format!(
+                "unknown value {other:?}: write \"destructive\" or a list of tool names, e.g. [\"delete_path\"]"
+            ),
+        )),
+        Some(RawNames::List(names)) => Ok(ApprovalRule::Only(names.iter().cloned().collect())),
+    }
+}
+
+/// Checks that every tool `rojo`'s `approve` names is one the rojo enables (a name it
+/// cannot call would never ask: most likely a typo). `known` says whether a tool is loaded.
+pub(super) fn check(
+    rojo: &str,
+    rule: &ApprovalRule,
+    enabled: &ToolSelection,
+    known: &dyn Fn(&str) -> bool,
+) -> Result<(), ConfigError> {
+    for name in rule.names() {
+        let why = if !known(name) {
+            "no loaded plugin or configured MCP server provides it"
+        } else if !enabled.allows(name) {
+            "it is not enabled for this rojo (see its tools key)"
+        } else {
+            continue;
+        };
+        return Err(invalid(
+            format!("rojos.{rojo}.approve"),
+            format!("tool {name:?} cannot need approval: {why}"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_is_destructive_or_a_list_and_nothing_else() {
+        assert_eq!(parse("r", None).unwrap(), ApprovalRule::Nothing);
+        let destructive = RawNames::One("destructive".into());
+        assert_eq!(
+            parse("r", Some(&destructive)).unwrap(),
+            ApprovalRule::Destructive
+        );
+        let typo = RawNames::One("destructiv".into());
+        let error = parse("writer", Some(&typo)).unwrap_err().to_string();
+        assert!(
+            error.contains("rojos.writer.approve") && error.contains("\"destructiv\""),
+            "{error}"
+        );
+        let list = RawNames::List(vec!["delete_path".into()]);
+        let rule = parse("r", Some(&list)).unwrap();
+        assert!(rule.requires("delete_path", false));
+        assert!(!rule.requires("move_path", true));
+        assert!(ApprovalRule::Destructive.requires("move_path", true));
+        assert!(!ApprovalRule::Destructive.requires("list_files", false));
+        assert!(!ApprovalRule::Nothing.requires("delete_path", true));
+    }
+
+    #[test]
+    fn a_listed_tool_must_be_loaded_and_enabled_for_the_rojo() {
+        let rule = ApprovalRule::Only(BTreeSet::from(["delete_path".to_owned()]));
+        let loaded = |name: &str| name == "delete_path" || name == "list_files";
+        assert!(check("r", &rule, &ToolSelection::All, &loaded).is_ok());
+        let only_list = ToolSelection::Only(BTreeSet::from(["list_files".to_owned()]));
+        let error = check("reader", &rule, &only_list, &loaded)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("rojos.reader.approve")
+                && error.contains("\"delete_path\"")
+                && error.contains("not enabled"),
+            "{error}"
+        );
+        let error = check("r", &rule, &ToolSelection::All, &|_| false)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("no loaded plugin"), "{error}");
+    }
+}
