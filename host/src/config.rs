@@ -373,11 +373,12 @@ impl ConfigFile {
             10 << 20,
             1,
         )?;
+        // 0 turns undo off (no checkpoint is recorded).
         let checkpoint_bytes = at_least(
             "limits.checkpoint_bytes",
             limits_raw.checkpoint_bytes,
             256 << 20,
-            1,
+            0,
         )?;
         let approval_timeout = seconds_key(
             "limits.approval_timeout_secs",

@@ -44,8 +44,8 @@ impl Ledger {
     }
 
     /// The ledger of a chat run whose changing calls are recorded in `checkpoint`.
-    pub(super) fn with_checkpoint(mut self, checkpoint: RunCheckpoint) -> Ledger {
-        self.checkpoint = Some(checkpoint);
+    pub(super) fn with_checkpoint(mut self, checkpoint: Option<RunCheckpoint>) -> Ledger {
+        self.checkpoint = checkpoint;
         self
     }
 

@@ -18,6 +18,7 @@ mod fingerprint;
 mod stored;
 
 use std::{
+    collections::HashMap,
     io,
     sync::{Arc, Mutex},
     time::{SystemTime, UNIX_EPOCH},
@@ -46,8 +47,12 @@ pub struct Checkpoints {
     storage: Arc<Storage>,
     /// `[limits] checkpoint_bytes`: most blob bytes one project's checkpoints keep.
     budget: u64,
-    /// One change of the checkpoint files at a time in this host (the budget's sums).
-    lock: Mutex<()>,
+    /// One change of the checkpoint files at a time in this host, and this host's count of
+    /// the bytes each project's checkpoints keep: filled by one scan of a project's
+    /// checkpoints, then kept up to date as they are added, so recording does not read every
+    /// manifest of the project (it did, per recorded path: quadratic over a project's life).
+    /// The project is scanned again only when a record would pass the budget.
+    lock: Mutex<HashMap<ProjectId, u64>>,
 }
 
 /// A checkpoint as `GET /conversations/{id}/checkpoints` lists it.
@@ -99,24 +104,25 @@ impl Checkpoints {
         Checkpoints {
             storage,
             budget,
-            lock: Mutex::new(()),
+            lock: Mutex::new(HashMap::new()),
         }
     }
 
-    /// The checkpoint of a new run answering the message at index `message`.
+    /// The checkpoint of a new run answering the message at index `message`; `None` when
+    /// undo is off (`[limits] checkpoint_bytes = 0`).
     pub fn run(
         self: &Arc<Self>,
         project: ProjectId,
         conversation: ConversationId,
         message: u64,
-    ) -> RunCheckpoint {
-        RunCheckpoint {
+    ) -> Option<RunCheckpoint> {
+        (self.budget > 0).then(|| RunCheckpoint {
             store: Arc::clone(self),
             project,
             conversation,
             message,
             manifest: None,
-        }
+        })
     }
 
     /// The conversation's runs with file changes, oldest first.
@@ -168,7 +174,8 @@ impl Checkpoints {
         let (store, project, conversation) =
             (Arc::clone(self), project.clone(), conversation.clone());
         blocking(move || {
-            let _one_at_a_time = store.lock.lock().unwrap_or_else(|p| p.into_inner());
+            let mut usage = store.lock.lock().unwrap_or_else(|p| p.into_inner());
+            usage.remove(&project);
             let Some(checkpoints) = store.project_dir(&project, false)? else {
                 return Ok(());
             };
@@ -297,16 +304,9 @@ impl Checkpoints {
     }
 
     /// Drops the oldest checkpoints of `project` (never the run `keep`) until `needed` more
-    /// bytes fit the budget beside the others.
-    fn make_room(&self, checkpoints: &Dir, keep: &str, needed: u64) -> io::Result<()> {
-        let mut all = Vec::new();
-        for conversation in checkpoints.entries()? {
-            let conversation = conversation?;
-            if conversation.file_type()?.is_dir() {
-                let dir = checkpoints.open_dir_nofollow(conversation.file_name())?;
-                all.extend(runs_in(&dir)?);
-            }
-        }
+    /// bytes fit the budget beside the others; returns what the others keep then.
+    fn make_room(&self, checkpoints: &Dir, keep: &str, needed: u64) -> io::Result<u64> {
+        let mut all = project_runs(checkpoints)?;
         all.retain(|(_, m)| m.run != keep && !m.evicted);
         all.sort_by_key(|(_, m)| m.created_at);
         let mut total: u64 = all.iter().map(|(_, m)| m.bytes).sum();
@@ -318,8 +318,30 @@ impl Checkpoints {
             tracing::info!(run = %manifest.run, bytes = manifest.bytes, "checkpoint dropped (limits.checkpoint_bytes)");
             manifest.evict(dir)?;
         }
-        Ok(())
+        Ok(total)
     }
+}
+
+/// Every checkpoint of a project (`checkpoints`: its checkpoints folder), in any order.
+fn project_runs(checkpoints: &Dir) -> io::Result<Vec<(Dir, Manifest)>> {
+    let mut all = Vec::new();
+    for conversation in checkpoints.entries()? {
+        let conversation = conversation?;
+        if conversation.file_type()?.is_dir() {
+            let dir = checkpoints.open_dir_nofollow(conversation.file_name())?;
+            all.extend(runs_in(&dir)?);
+        }
+    }
+    Ok(all)
+}
+
+/// The bytes a project's checkpoints keep (those not dropped), read from their manifests.
+fn kept_bytes(checkpoints: &Dir) -> io::Result<u64> {
+    Ok(project_runs(checkpoints)?
+        .iter()
+        .filter(|(_, m)| !m.evicted)
+        .map(|(_, m)| m.bytes)
+        .sum())
 }
 
 /// Every checkpoint in a conversation's folder, oldest first (unreadable ones are skipped
@@ -441,7 +463,7 @@ impl Checkpoints {
         paths: &[String],
         root: &Dir,
     ) -> Result<(), String> {
-        let _one_at_a_time = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut usage = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         let failed = |e: io::Error| {
             tracing::error!(error = %e, "checkpoint not written");
             "not run: the change could not be recorded for undo (the server's checkpoint \
@@ -454,6 +476,7 @@ impl Checkpoints {
         let conversation_dir =
             open_or_create(&checkpoints, conversation.as_str()).map_err(failed)?;
         let run_dir = open_or_create(&conversation_dir, &manifest.run).map_err(failed)?;
+        let known = (manifest.entries.len(), manifest.paths.len());
         for path in paths {
             let max = self.budget.saturating_sub(manifest.bytes);
             let recorded = dir.snapshot(path, max).map_err(|e| self.refusal(e))?;
@@ -462,8 +485,19 @@ impl Checkpoints {
                     continue;
                 }
                 let bytes = r.node.content_bytes();
-                self.make_room(&checkpoints, &manifest.run, manifest.bytes + bytes)
-                    .map_err(failed)?;
+                let used = match usage.get(project) {
+                    Some(used) => *used,
+                    None => kept_bytes(&checkpoints).map_err(failed)?,
+                };
+                let used = if used.saturating_add(bytes) <= self.budget {
+                    used + bytes
+                } else {
+                    let others = self
+                        .make_room(&checkpoints, &manifest.run, manifest.bytes + bytes)
+                        .map_err(failed)?;
+                    others + manifest.bytes + bytes
+                };
+                usage.insert(project.clone(), used);
                 let before = manifest.store_node(&run_dir, &r.node).map_err(failed)?;
                 let print = fingerprint(&r.node);
                 manifest.entries.push(Entry {
@@ -475,6 +509,21 @@ impl Checkpoints {
             }
             if !manifest.paths.contains(path) {
                 manifest.paths.push(path.clone());
+            }
+        }
+        if (manifest.entries.len(), manifest.paths.len()) == known {
+            return Ok(()); // every path was recorded by an earlier call of the run
+        }
+        if manifest.holds_content() {
+            // The names on the way to the run's folder must survive a crash with its blobs.
+            let project_dir = self.storage.dir().open_dir_nofollow(project.as_str());
+            let on_the_way = [
+                project_dir.as_ref().ok(),
+                Some(&checkpoints),
+                Some(&conversation_dir),
+            ];
+            for folder in on_the_way.into_iter().flatten() {
+                stored::sync_dir(folder).map_err(failed)?;
             }
         }
         manifest.write(&run_dir).map_err(failed)

@@ -10,14 +10,13 @@ use axum::{
     response::{IntoResponse, Response},
     Json,
 };
-use rojos_conversations::{ConversationId, StoreError};
+use rojos_conversations::ConversationId;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::{
     auth::Caller,
-    chat::internal,
-    conversations::{not_found, owned_head},
+    conversations::{lease_unless_writing, owned_head},
     error::ApiError,
 };
 use crate::{
@@ -66,17 +65,7 @@ pub(super) async fn undo(
             ))
         })?
     };
-    let lease = state.agent.lease(&id).await.map_err(|e| match e {
-        StoreError::NotFound { .. } => not_found(&id),
-        e => internal(e),
-    })?;
-    let Some(lease) = lease else {
-        return Err(ApiError::Conflict(
-            "a reply is still being written in this conversation; wait for it to finish or \
-             stop it, then undo"
-                .to_owned(),
-        ));
-    };
+    let lease = lease_unless_writing(&state, &id, "undo").await?;
     let undone = state
         .agent
         .checkpoints

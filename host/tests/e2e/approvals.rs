@@ -140,6 +140,13 @@ async fn decide(host: &TestHost, conversation: &str, call: &str, body: Value) ->
     decide_at(&host.url, Some(TOKEN), conversation, call, body).await
 }
 
+/// Asserts an endpoint's answer: its status, and an error message that says `says`.
+fn assert_error(status: u16, body: &Value, expected: u16, says: &str) {
+    assert_eq!(status, expected, "{body}");
+    let message = body["error"].as_str().unwrap_or_default();
+    assert!(message.contains(says), "{body}");
+}
+
 /// The stored `tool` messages of a conversation.
 fn tool_messages(history: &[Value]) -> Vec<Value> {
     history
@@ -221,14 +228,7 @@ async fn an_approved_call_runs_and_the_history_records_the_decision() {
 
     // Decided once: a second decision changes nothing.
     let (status, body) = decide(&host, &conversation, "call_1", json!({"decision": "deny"})).await;
-    assert_eq!(status, 409);
-    assert!(
-        body["error"]
-            .as_str()
-            .unwrap()
-            .contains("already decided (approve)"),
-        "{body}"
-    );
+    assert_error(status, &body, 409, "already decided (approve)");
 }
 
 #[tokio::test]
@@ -355,14 +355,7 @@ async fn calls_of_one_turn_are_asked_one_after_the_other_in_order() {
         json!({"decision": "approve"}),
     )
     .await;
-    assert_eq!(status, 409, "the second call is not asked yet");
-    assert!(
-        body["error"]
-            .as_str()
-            .unwrap()
-            .contains("no approval was asked"),
-        "{body}"
-    );
+    assert_error(status, &body, 409, "no approval was asked");
     assert_eq!(
         decide(
             &host,
@@ -435,14 +428,7 @@ async fn an_unanswered_call_is_denied_after_the_time_out() {
         json!({"decision": "approve"}),
     )
     .await;
-    assert_eq!(status, 409);
-    assert!(
-        body["error"]
-            .as_str()
-            .unwrap()
-            .contains("nobody answered in time"),
-        "{body}"
-    );
+    assert_error(status, &body, 409, "nobody answered in time");
 }
 
 #[tokio::test]
@@ -475,11 +461,7 @@ async fn a_client_that_leaves_while_a_call_waits_cancels_the_run() {
         json!({"decision": "approve"}),
     )
     .await;
-    assert_eq!(status, 409);
-    assert!(
-        body["error"].as_str().unwrap().contains("run stopped"),
-        "{body}"
-    );
+    assert_error(status, &body, 409, "run stopped");
     assert!(
         !host.project_root("demo").join("a.txt").exists(),
         "a late approval runs nothing"
@@ -548,14 +530,7 @@ async fn the_endpoint_refuses_what_it_cannot_decide() {
         );
     }
     let (status, body) = decide(&host, &demo, "call_1", approve.clone()).await;
-    assert_eq!(status, 409, "never asked: {body}");
-    assert!(
-        body["error"]
-            .as_str()
-            .unwrap()
-            .contains("no approval was asked"),
-        "{body}"
-    );
+    assert_error(status, &body, 409, "no approval was asked");
     let (status, _) = decide_at(url, Some(DEMO_TOKEN), &demo, "call_1", approve).await;
     assert_eq!(
         status, 409,

@@ -326,6 +326,35 @@ async fn undo_is_refused_naming_files_changed_since_by_another_run_or_by_hand_un
 }
 
 #[tokio::test]
+async fn with_a_budget_of_zero_nothing_is_recorded_and_there_is_nothing_to_undo() {
+    let (host, _upstream) = host_with(
+        vec![calls(vec![write("one.txt", "new")]), Turn::text("one")],
+        "[limits]\ncheckpoint_bytes = 0\n",
+    )
+    .await;
+    let root = host.project_root("demo");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("one.txt"), "old").unwrap();
+    let (conversation, results) = run(&host, None, "one").await;
+    assert!(
+        results[0].1,
+        "the write runs without a checkpoint: {results:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("one.txt")).unwrap(),
+        "new"
+    );
+    assert!(checkpoints(&host, &conversation).await.is_empty());
+    assert!(!root.parent().unwrap().join("checkpoints").exists());
+    let (status, body) = undo(&host, &conversation, None).await;
+    assert_eq!(status, 404, "nothing to undo: {body}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("one.txt")).unwrap(),
+        "new"
+    );
+}
+
+#[tokio::test]
 async fn the_budget_drops_the_oldest_checkpoint_and_refuses_a_change_too_large_to_record() {
     let (host, _upstream) = host_with(
         vec![

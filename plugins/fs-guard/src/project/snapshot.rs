@@ -320,13 +320,7 @@ fn write_node(
 /// Opens the folder `name` of `folder`, refusing a symlink (`ELOOP`) or anything else.
 fn open_folder_nofollow(folder: BorrowedFd<'_>, name: &str) -> Result<OwnedFd, Errno> {
     let name = CString::new(name).map_err(|_| Errno::INVAL)?;
-    let flags = OFlags::RDONLY
-        | OFlags::DIRECTORY
-        | OFlags::NOFOLLOW
-        | OFlags::NONBLOCK
-        | OFlags::NOCTTY
-        | OFlags::CLOEXEC;
-    rustix::fs::openat(folder, &name, flags, Mode::empty())
+    rustix::fs::openat(folder, &name, super::tree::FOLDER_NOFOLLOW, Mode::empty())
 }
 
 fn not_undoable(path: &str, what: &'static str) -> PathError {

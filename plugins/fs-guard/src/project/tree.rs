@@ -18,6 +18,15 @@ use rustix::io::Errno;
 
 use crate::error::{from_io, PathError, Shown};
 
+/// How a folder is opened by handle when walking a tree: read-only, a folder or nothing, never
+/// through a symlink (`ELOOP`), never blocking, not inherited by children.
+pub(super) const FOLDER_NOFOLLOW: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::NONBLOCK)
+    .union(OFlags::NOCTTY)
+    .union(OFlags::CLOEXEC);
+
 /// How many folders deep a recursive delete goes (each level holds one open descriptor).
 pub const MAX_DELETE_DEPTH: usize = 256;
 
@@ -164,13 +173,7 @@ fn remove_name(
     let mut try_open = likely_dir;
     for _ in 0..MAX_ATTEMPTS {
         if try_open {
-            let flags = OFlags::RDONLY
-                | OFlags::DIRECTORY
-                | OFlags::NOFOLLOW
-                | OFlags::NONBLOCK
-                | OFlags::NOCTTY
-                | OFlags::CLOEXEC;
-            match rustix::fs::openat(folder, name, flags, Mode::empty()) {
+            match rustix::fs::openat(folder, name, FOLDER_NOFOLLOW, Mode::empty()) {
                 Ok(fd) => {
                     let child_dev = rustix::fs::fstat(&fd).map_err(io)?.st_dev;
                     if child_dev != dev {
