@@ -467,7 +467,7 @@ pub(crate) fn summary(runs: &[StoreRun], boundary: Option<&Boundary>, dropin: Op
     }
     if !outcomes.is_empty() {
         println!();
-        println!("(Rojos's own figures; ratios against another system come only from one side-by-side run, /work/shared/side-by-side.)");
+        println!("(Rojos's own figures; ratios against another system come only from one run of the side-by-side harness.)");
     }
     for &(_, o) in &outcomes {
         goal(o);
