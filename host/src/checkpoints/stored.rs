@@ -243,19 +243,6 @@ pub(super) fn sync_dir(dir: &Dir) -> io::Result<()> {
     dir.open_with(".", &options)?.sync_all()
 }
 
-/// Opens the folder `name` of `parent` without following a symlink, creating it if missing
-/// (not synced: a checkpoint that holds content syncs the folders on its way,
-/// `Checkpoints::record`).
-pub(super) fn open_or_create(parent: &Dir, name: &str) -> io::Result<Dir> {
-    use cap_fs_ext::DirExt;
-    match parent.open_dir_nofollow(name) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            match parent.create_dir(name) {
-                Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
-                _ => {}
-            }
-            parent.open_dir_nofollow(name)
-        }
-        other => other,
-    }
-}
+/// A checkpoint's folders are created as the storage's are (not synced: a checkpoint that
+/// holds content syncs the folders on its way, `Checkpoints::record`).
+pub(super) use crate::storage::open_or_create_dir as open_or_create;

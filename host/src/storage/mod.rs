@@ -79,7 +79,9 @@ impl Storage {
     }
 }
 
-fn open_or_create_dir(parent: &Dir, name: &str) -> io::Result<Dir> {
+/// Opens the folder `name` of `parent` without following a symlink, creating it if missing
+/// (not synced: callers that need the name to survive a crash sync `parent`).
+pub(crate) fn open_or_create_dir(parent: &Dir, name: &str) -> io::Result<Dir> {
     match parent.open_dir_nofollow(name) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             match parent.create_dir(name) {
