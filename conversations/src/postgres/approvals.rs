@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool};
 
-use super::failure::{pool_failed, query_failed, within};
+use super::failure::{client, query_failed, within};
 use crate::approvals::{
     gave_up_row, read_state, row_of, ApprovalState, Approvals, Decided, Decision, GaveUp,
 };
@@ -85,11 +85,7 @@ impl Approvals for PostgresApprovals {
         let action =
             || format!("ask approval of call '{call_id}' in conversation '{conversation}'");
         within(self.query_timeout, action, async {
-            let client = self
-                .pool
-                .get()
-                .await
-                .map_err(|e| pool_failed(action(), e))?;
+            let client = client(&self.pool, action()).await?;
             client
                 .execute(ASK, &[&conversation.as_str(), &call_id, &tool])
                 .await
@@ -108,11 +104,7 @@ impl Approvals for PostgresApprovals {
         let action = || format!("decide call '{call_id}' in conversation '{conversation}'");
         let (state, reason) = row_of(decision);
         within(self.query_timeout, action, async {
-            let mut client = self
-                .pool
-                .get()
-                .await
-                .map_err(|e| pool_failed(action(), e))?;
+            let mut client = client(&self.pool, action()).await?;
             let tx = client
                 .transaction()
                 .await
@@ -145,11 +137,7 @@ impl Approvals for PostgresApprovals {
         let action =
             || format!("read the approval of call '{call_id}' in conversation '{conversation}'");
         within(self.query_timeout, action, async {
-            let client = self
-                .pool
-                .get()
-                .await
-                .map_err(|e| pool_failed(action(), e))?;
+            let client = client(&self.pool, action()).await?;
             read(&client, conversation, call_id, &action).await
         })
         .await
@@ -164,11 +152,7 @@ impl Approvals for PostgresApprovals {
         let action =
             || format!("stop waiting for call '{call_id}' in conversation '{conversation}'");
         within(self.query_timeout, action, async {
-            let client = self
-                .pool
-                .get()
-                .await
-                .map_err(|e| pool_failed(action(), e))?;
+            let client = client(&self.pool, action()).await?;
             client
                 .execute(
                     GIVE_UP,
@@ -190,11 +174,7 @@ impl Approvals for PostgresApprovals {
     ) -> Result<bool, StoreError> {
         let action = || format!("read the always-approved tools of conversation '{conversation}'");
         within(self.query_timeout, action, async {
-            let client = self
-                .pool
-                .get()
-                .await
-                .map_err(|e| pool_failed(action(), e))?;
+            let client = client(&self.pool, action()).await?;
             let row = client
                 .query_one(ALWAYS_ALLOWED, &[&conversation.as_str(), &tool])
                 .await

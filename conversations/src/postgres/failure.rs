@@ -7,7 +7,7 @@ use std::future::Future;
 use std::io::ErrorKind;
 use std::time::Duration;
 
-use deadpool_postgres::PoolError;
+use deadpool_postgres::{Object, Pool, PoolError};
 
 use crate::error::StoreError;
 
@@ -24,8 +24,13 @@ pub(crate) fn query_failed(action: String, error: tokio_postgres::Error) -> Stor
     }
 }
 
+/// A connection from `pool`, or the failure to get one as a store error naming `action`.
+pub(crate) async fn client(pool: &Pool, action: String) -> Result<Object, StoreError> {
+    pool.get().await.map_err(|e| pool_failed(action, e))
+}
+
 /// A failure to get a pooled connection as a store error naming `action`.
-pub(crate) fn pool_failed(action: String, error: PoolError) -> StoreError {
+fn pool_failed(action: String, error: PoolError) -> StoreError {
     match error {
         PoolError::Backend(error) => query_failed(action, error),
         PoolError::Timeout(_) => StoreError::unavailable(action, error),

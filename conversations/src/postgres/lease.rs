@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use deadpool_postgres::{Object, Pool};
 use tokio_postgres::Statement;
 
-use super::failure::{pool_failed, query_failed, within};
+use super::failure::{client, query_failed, within};
 use crate::error::StoreError;
 use crate::id::ConversationId;
 use crate::lease::{LeaseHolder, RunLeases};
@@ -69,11 +69,7 @@ impl PostgresRunLeases {
         action: &(dyn Fn() -> String + Sync),
         sql: &str,
     ) -> Result<(Object, Statement), StoreError> {
-        let client = self
-            .pool
-            .get()
-            .await
-            .map_err(|e| pool_failed(action(), e))?;
+        let client = client(&self.pool, action()).await?;
         let statement = client
             .prepare_cached(sql)
             .await

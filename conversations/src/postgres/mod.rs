@@ -31,7 +31,7 @@ use crate::store::{
     Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
 };
 use crate::title::{check_custom_title, check_messages, contains_pattern, title_of};
-use failure::{pool_failed, query_failed, within};
+use failure::{query_failed, within};
 use schema::Migrated;
 
 /// How many fresh ids `create` tries before giving up; a clash of 131-bit
@@ -102,7 +102,7 @@ impl PostgresStore {
         let database = options.database();
         let action = || format!("migrate {database}");
         let pool = connect::pool(options)?;
-        let mut client = pool.get().await.map_err(|e| pool_failed(action(), e))?;
+        let mut client = failure::client(&pool, action()).await?;
         let migrated = schema::migrate(&mut client)
             .await
             .map_err(|e| query_failed(action(), e))?;
@@ -134,7 +134,7 @@ impl PostgresStore {
     }
 
     async fn client(&self, action: String) -> Result<Object, StoreError> {
-        self.pool.get().await.map_err(|e| pool_failed(action, e))
+        failure::client(&self.pool, action).await
     }
 }
 

@@ -170,7 +170,7 @@ pub(super) async fn open_conversation(
     let head = head_in_project(state, project, &id).await?;
     // Refused before its messages are read: a full conversation may be large.
     size.check(head.stored_bytes)?;
-    let lease = lease_for_run(state, &id).await?;
+    let lease = lease_for_run(state, &id, None).await?;
     // No run writes here while the lease is held: this history is complete.
     let conversation = store
         .get(&id)
@@ -233,18 +233,25 @@ pub(super) async fn head_in_project(
     Ok(head)
 }
 
-/// The run lease of conversation `id`, which a new run takes before it reads the history:
-/// `409` while another run writes there.
+/// The run lease of conversation `id`: a new run takes it before it reads the history, and a
+/// change that must not run beside a reply (a delete, an undo) while it works. `404` for a
+/// conversation gone meanwhile; `409` while a reply is written, saying to wait (and, with
+/// `then`, what to do afterwards).
 pub(super) async fn lease_for_run(
     state: &AppState,
     id: &ConversationId,
+    then: Option<&str>,
 ) -> Result<RunLease, ApiError> {
-    state
-        .agent
-        .lease(id)
-        .await
-        .map_err(internal)?
-        .ok_or_else(|| ApiError::Conflict(RUN_IN_PROGRESS.to_owned()))
+    let lease = state.agent.lease(id).await.map_err(|e| match e {
+        StoreError::NotFound { .. } => super::conversations::not_found(id),
+        e => internal(e),
+    })?;
+    lease.ok_or_else(|| {
+        ApiError::Conflict(match then {
+            Some(then) => format!("{RUN_IN_PROGRESS}, then {then}"),
+            None => RUN_IN_PROGRESS.to_owned(),
+        })
+    })
 }
 
 /// Whether the new message fits in a conversation under `[limits] max_conversation_bytes`,

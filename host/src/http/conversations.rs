@@ -20,8 +20,12 @@ use rojos_conversations::{ConversationHead, ConversationId, ConversationSummary,
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{auth::Caller, chat::internal, error::ApiError};
-use crate::{agent::RunLease, state::AppState, storage::ProjectId};
+use super::{
+    auth::Caller,
+    chat::{internal, lease_for_run},
+    error::ApiError,
+};
+use crate::{state::AppState, storage::ProjectId};
 
 /// The header giving the index of the next page's first message (absent on the last page).
 const NEXT_FROM: HeaderName = HeaderName::from_static("rojos-next-from");
@@ -150,7 +154,7 @@ pub(super) async fn delete(
 ) -> Result<StatusCode, ApiError> {
     let id = ConversationId::parse(&id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let head = owned_head(&caller, &state, &id).await?;
-    let lease = lease_unless_writing(&state, &id, "delete it").await?;
+    let lease = lease_for_run(&state, &id, Some("delete it")).await?;
     let deleted = state.agent.store.delete(&id).await;
     lease.release().await;
     match deleted.map_err(internal)? {
@@ -192,25 +196,6 @@ pub(super) async fn owned_head(
         .map_err(|e| ApiError::internal("the stored project id is invalid", e))?;
     caller.authorize(&project)?;
     Ok(head)
-}
-
-/// The run lease of conversation `id`, for a change that must not run beside a reply (a
-/// delete, an undo); `409` while a reply is written, saying to wait and then `then`.
-pub(super) async fn lease_unless_writing(
-    state: &AppState,
-    id: &ConversationId,
-    then: &str,
-) -> Result<RunLease, ApiError> {
-    let lease = state.agent.lease(id).await.map_err(|e| match e {
-        StoreError::NotFound { .. } => not_found(id),
-        e => internal(e),
-    })?;
-    lease.ok_or_else(|| {
-        ApiError::Conflict(format!(
-            "a reply is still being written in this conversation; wait for it to finish or \
-             stop it, then {then}"
-        ))
-    })
 }
 
 pub(super) fn not_found(id: &ConversationId) -> ApiError {

@@ -85,7 +85,7 @@ pub(super) async fn open(
     let store = &state.agent.store;
     let not_found = || ApiError::NotFound(format!("no conversation {id}"));
     head_in_project(state, project, &id).await?;
-    let lease = lease_for_run(state, &id).await?;
+    let lease = lease_for_run(state, &id, None).await?;
     // No run writes here while the lease is held: the last user message stays the last.
     let mut history = store
         .get(&id)

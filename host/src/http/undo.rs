@@ -14,11 +14,7 @@ use rojos_conversations::ConversationId;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{
-    auth::Caller,
-    conversations::{lease_unless_writing, owned_head},
-    error::ApiError,
-};
+use super::{auth::Caller, chat::lease_for_run, conversations::owned_head, error::ApiError};
 use crate::{
     checkpoints::{Before, BeforeError, UndoError},
     state::AppState,
@@ -65,7 +61,7 @@ pub(super) async fn undo(
             ))
         })?
     };
-    let lease = lease_unless_writing(&state, &id, "undo").await?;
+    let lease = lease_for_run(&state, &id, Some("undo")).await?;
     let undone = state
         .agent
         .checkpoints
