@@ -67,6 +67,15 @@ impl RegisteredTool {
         }
     }
 
+    /// The arguments naming paths the tool only creates (the plugin's `creates_paths`);
+    /// an MCP server's tool declares none.
+    pub fn creates_paths(&self) -> &[String] {
+        match self {
+            RegisteredTool::Plugin(tool) => &tool.library.manifest.spec.creates_paths,
+            RegisteredTool::Mcp(_) => &[],
+        }
+    }
+
     /// Where it comes from: the plugin file, or `mcp:SERVER`.
     pub fn source(&self) -> PathBuf {
         match self {

@@ -27,6 +27,13 @@ pub struct ToolSpec {
     /// reads as empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes_paths: Vec<String>,
+    /// The names of the arguments that hold paths the tool only creates: it makes what is
+    /// missing there (and the folders on the way) and leaves what exists as it is, e.g.
+    /// `create_directory`'s `["path"]`. The host records only what is missing there, so an
+    /// undo removes what the call created; an existing folder, however large, is not copied.
+    /// A manifest without the field reads as empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub creates_paths: Vec<String>,
 }
 
 impl ToolSpec {
@@ -38,6 +45,7 @@ impl ToolSpec {
             parameters: serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false}),
             destructive: false,
             changes_paths: Vec::new(),
+            creates_paths: Vec::new(),
         }
     }
 
@@ -57,6 +65,13 @@ impl ToolSpec {
     /// [`ToolSpec::changes_paths`](struct.ToolSpec.html#structfield.changes_paths)).
     pub fn changes_paths(mut self, arguments: &[&str]) -> Self {
         self.changes_paths = arguments.iter().map(|a| (*a).to_owned()).collect();
+        self
+    }
+
+    /// Declares the arguments that name paths the tool only creates (see
+    /// [`ToolSpec::creates_paths`](struct.ToolSpec.html#structfield.creates_paths)).
+    pub fn creates_paths(mut self, arguments: &[&str]) -> Self {
+        self.creates_paths = arguments.iter().map(|a| (*a).to_owned()).collect();
         self
     }
 }
@@ -203,6 +218,7 @@ mod tests {
             "destructive":true,"api":1,"plugin_api_version":"0.1.0","panic_unwind":true}"#;
         let manifest: Manifest = serde_json::from_str(old).expect("an old manifest loads");
         assert!(manifest.spec.changes_paths.is_empty());
+        assert!(manifest.spec.creates_paths.is_empty());
         assert!(manifest.spec.destructive);
     }
 
@@ -213,5 +229,9 @@ mod tests {
         assert_eq!(json["changes_paths"], serde_json::json!(["from", "to"]));
         let plain = serde_json::to_value(ToolSpec::new("reader", "r")).expect("json");
         assert!(plain.get("changes_paths").is_none(), "{plain}");
+        assert!(plain.get("creates_paths").is_none(), "{plain}");
+        let maker = ToolSpec::new("maker", "m").creates_paths(&["path"]);
+        let json = serde_json::to_value(&maker).expect("json");
+        assert_eq!(json["creates_paths"], serde_json::json!(["path"]));
     }
 }

@@ -13,7 +13,7 @@ use super::{
     canonical::canonical_args,
 };
 use crate::{
-    checkpoints::{changed_paths, RunCheckpoint},
+    checkpoints::{changed_paths, Change, RunCheckpoint},
     config::{RunBudgets, ToolSelection},
     metrics::{Metrics, UNKNOWN_TOOL},
     plugins::{model_text, CallRequest, FailureKind, ToolArgs, ToolFailure},
@@ -244,16 +244,16 @@ fn admit<'r>(
     })
 }
 
-/// The paths `call` changes, as its tool declares (`changes_paths`).
-fn checkpoint_paths(tool: &RegisteredTool, call: &ToolCall) -> Vec<String> {
+/// The paths `call` changes, as its tool declares (`changes_paths`, `creates_paths`).
+fn checkpoint_paths(tool: &RegisteredTool, call: &ToolCall) -> Vec<Change> {
     match &call.arguments {
-        Ok(arguments) => changed_paths(tool.changes_paths(), arguments),
+        Ok(arguments) => changed_paths(tool.changes_paths(), tool.creates_paths(), arguments),
         Err(_) => Vec::new(),
     }
 }
 
 fn changed(tool: &RegisteredTool) -> bool {
-    !tool.changes_paths().is_empty()
+    !tool.changes_paths().is_empty() || !tool.creates_paths().is_empty()
 }
 
 fn budget_refusal(refusal: super::budget::Refusal) -> NotRun {

@@ -5,9 +5,7 @@
 
 use std::io;
 
-use cap_std::fs::Dir;
-
-use super::stored::{Entry, StoredNode};
+use super::stored::{Log, StoredNode};
 
 /// What a path held before the run.
 #[derive(Debug, PartialEq, Eq)]
@@ -64,16 +62,11 @@ pub(super) fn parts(path: &str) -> Result<Vec<&str>, BeforeError> {
     Ok(parts)
 }
 
-/// The earlier text of `path` among `entries` (the first record that holds it: the state
-/// before the run), its bytes read from `run_dir`, at most `limit` bytes.
-pub(super) fn find(
-    entries: &[Entry],
-    run_dir: &Dir,
-    path: &str,
-    limit: u64,
-) -> Result<Before, BeforeError> {
+/// The earlier text of `path` in the run's `log` (the first record that holds it: the state
+/// before the run), at most `limit` bytes.
+pub(super) fn find(log: &Log, path: &str, limit: u64) -> Result<Before, BeforeError> {
     let wanted = parts(path)?;
-    for entry in entries {
+    for entry in &log.manifest.entries {
         let recorded: Vec<&str> = entry.path.split('/').collect();
         let Some(rest) = wanted.strip_prefix(recorded.as_slice()) else {
             continue;
@@ -93,7 +86,7 @@ pub(super) fn find(
             StoredNode::File { size, .. } if *size > limit => {
                 Err(BeforeError::TooLarge { size: *size, limit })
             }
-            StoredNode::File { .. } => match node.load(run_dir)? {
+            StoredNode::File { .. } => match log.load(node)? {
                 rojos_fs_guard::Node::File { bytes, .. } => text(bytes, path),
                 _ => Err(BeforeError::NotText(format!("{path:?} was not a file"))),
             },

@@ -27,7 +27,7 @@ use std::{
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 use rojos_conversations::ConversationId;
-use rojos_fs_guard::{PathError, ProjectDir};
+use rojos_fs_guard::{Node, PathError, ProjectDir};
 use rojos_plugin_api::Limits;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -36,7 +36,7 @@ pub use before::{Before, BeforeError};
 
 use crate::storage::{ProjectId, Storage};
 use fingerprint::fingerprint;
-use stored::{open_or_create, Entry, Manifest};
+use stored::{open_or_create, Log, Manifest};
 
 /// The folder beside `root/` that holds a project's checkpoints.
 const CHECKPOINTS: &str = "checkpoints";
@@ -82,6 +82,9 @@ pub enum UndoError {
     /// The last run's checkpoint was dropped to keep within the budget.
     #[error("the file changes of run {0} can no longer be undone: its checkpoint was dropped to keep within limits.checkpoint_bytes")]
     Evicted(String),
+    /// A recorded earlier state no longer matches its fingerprint (the log was damaged).
+    #[error("the checkpoint of '{0}' is damaged (its recorded bytes no longer match their fingerprint): this run can no longer be undone; nothing was changed")]
+    Damaged(String),
     /// Paths changed since the run; the undo would lose those changes.
     #[error("{} changed since this run; undoing it would lose those changes. Undo anyway with {{\"force\": true}}", list(.0))]
     Changed(Vec<String>),
@@ -121,7 +124,7 @@ impl Checkpoints {
             project,
             conversation,
             message,
-            manifest: None,
+            log: None,
         })
     }
 
@@ -139,7 +142,7 @@ impl Checkpoints {
             (Arc::clone(self), project.clone(), conversation.clone());
         blocking(move || {
             let runs = store.conversation_runs(&project, &conversation)?;
-            Ok(runs.iter().map(|(_, m)| summary(m)).collect())
+            Ok(runs.map_or_else(Vec::new, |(_, runs)| runs.iter().map(summary).collect()))
         })
         .await
     }
@@ -205,15 +208,18 @@ impl Checkpoints {
             (Arc::clone(self), project.clone(), conversation.clone());
         let (run, path) = (run.to_owned(), path.to_owned());
         blocking(move || {
-            let runs = store.conversation_runs(&project, &conversation)?;
-            let (run_dir, manifest) = runs
+            let (conversation_dir, runs) = store
+                .conversation_runs(&project, &conversation)?
+                .ok_or_else(|| BeforeError::NoRun(run.clone()))?;
+            let manifest = runs
                 .into_iter()
-                .find(|(_, m)| m.run == run)
+                .find(|m| m.run == run)
                 .ok_or_else(|| BeforeError::NoRun(run.clone()))?;
             if manifest.evicted {
                 return Err(BeforeError::Evicted(run));
             }
-            before::find(&manifest.entries, &run_dir, &path, limit)
+            let log = Log::open(&conversation_dir, &manifest.run)?;
+            before::find(&log, &path, limit)
         })
         .await
     }
@@ -225,22 +231,26 @@ impl Checkpoints {
         force: bool,
     ) -> Result<Summary, UndoError> {
         let _one_at_a_time = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        let runs = self.conversation_runs(project, conversation)?;
-        let (run_dir, mut manifest) = runs
+        let (conversation_dir, runs) = self
+            .conversation_runs(project, conversation)?
+            .ok_or(UndoError::Nothing)?;
+        let manifest = runs
             .into_iter()
             .rev()
-            .find(|(_, m)| !m.undone)
+            .find(|m| !m.undone)
             .ok_or(UndoError::Nothing)?;
         if manifest.evicted {
             return Err(UndoError::Evicted(manifest.run));
         }
+        let mut log = Log::open(&conversation_dir, &manifest.run)?;
         let root = self
             .storage
             .existing_project_root(project)?
             .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
         let dir = ProjectDir::new(root, Limits::default());
         if !force {
-            let changed: Vec<String> = manifest
+            let changed: Vec<String> = log
+                .manifest
                 .entries
                 .iter()
                 .filter(|e| e.after.is_none() || e.after != self.current(&dir, &e.path))
@@ -250,13 +260,24 @@ impl Checkpoints {
                 return Err(UndoError::Changed(changed));
             }
         }
-        for entry in manifest.entries.iter().rev() {
-            dir.restore(&entry.path, &entry.before.load(&run_dir)?)?;
+        // Every earlier state is read and checked against its fingerprint before anything is
+        // put back: a damaged log stops the undo with nothing changed.
+        let mut earlier = Vec::with_capacity(log.manifest.entries.len());
+        for entry in &log.manifest.entries {
+            let node = log.load(&entry.before)?;
+            if fingerprint(&node) != entry.before_print {
+                tracing::error!(run = %log.manifest.run, path = %entry.path, "damaged checkpoint");
+                return Err(UndoError::Damaged(entry.path.clone()));
+            }
+            earlier.push((entry.path.as_str(), node));
         }
-        manifest.undone = true;
-        manifest.write(&run_dir)?;
-        tracing::info!(run = %manifest.run, %conversation, "file changes undone");
-        Ok(summary(&manifest))
+        for (path, node) in earlier.iter().rev() {
+            dir.restore(path, node)?;
+        }
+        drop(earlier);
+        log.record_undone()?;
+        tracing::info!(run = %log.manifest.run, %conversation, "file changes undone");
+        Ok(summary(&log.manifest))
     }
 
     /// The fingerprint of what stands at `path` now (`None` when it cannot be read).
@@ -285,29 +306,34 @@ impl Checkpoints {
         }
     }
 
-    /// The conversation's checkpoints with changes, each with its folder, oldest first.
+    /// The conversation's checkpoints folder and its checkpoints with changes, oldest
+    /// first; `None` when it has no folder.
     fn conversation_runs(
         &self,
         project: &ProjectId,
         conversation: &ConversationId,
-    ) -> io::Result<Vec<(Dir, Manifest)>> {
+    ) -> io::Result<Option<(Dir, Vec<Manifest>)>> {
         let Some(checkpoints) = self.project_dir(project, false)? else {
-            return Ok(Vec::new());
+            return Ok(None);
         };
         let conversation_dir = match checkpoints.open_dir_nofollow(conversation.to_string()) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             other => other?,
         };
         let mut runs = runs_in(&conversation_dir)?;
-        runs.retain(|(_, m)| changed_anything(m));
-        Ok(runs)
+        runs.retain(changed_anything);
+        Ok(Some((conversation_dir, runs)))
     }
 
     /// Drops the oldest checkpoints of `project` (never the run `keep`) until `needed` more
     /// bytes fit the budget beside the others; returns what the others keep then.
     fn make_room(&self, checkpoints: &Dir, keep: &str, needed: u64) -> io::Result<u64> {
-        let mut all = project_runs(checkpoints)?;
-        all.retain(|(_, m)| m.run != keep && !m.evicted);
+        let conversations = project_runs(checkpoints)?;
+        let mut all: Vec<(&Dir, Manifest)> = conversations
+            .iter()
+            .flat_map(|(dir, runs)| runs.iter().map(move |m| (dir, m.clone())))
+            .filter(|(_, m)| m.run != keep && !m.evicted)
+            .collect();
         all.sort_by_key(|(_, m)| m.created_at);
         let mut total: u64 = all.iter().map(|(_, m)| m.bytes).sum();
         for (dir, manifest) in &mut all {
@@ -316,48 +342,56 @@ impl Checkpoints {
             }
             total -= manifest.bytes;
             tracing::info!(run = %manifest.run, bytes = manifest.bytes, "checkpoint dropped (limits.checkpoint_bytes)");
-            manifest.evict(dir)?;
+            stored::evict(dir, manifest)?;
         }
         Ok(total)
     }
 }
 
-/// Every checkpoint of a project (`checkpoints`: its checkpoints folder), in any order.
-fn project_runs(checkpoints: &Dir) -> io::Result<Vec<(Dir, Manifest)>> {
+/// Every conversation folder of a project (`checkpoints`: its checkpoints folder) with its
+/// checkpoints, in any order.
+fn project_runs(checkpoints: &Dir) -> io::Result<Vec<(Dir, Vec<Manifest>)>> {
     let mut all = Vec::new();
     for conversation in checkpoints.entries()? {
         let conversation = conversation?;
         if conversation.file_type()?.is_dir() {
             let dir = checkpoints.open_dir_nofollow(conversation.file_name())?;
-            all.extend(runs_in(&dir)?);
+            let runs = runs_in(&dir)?;
+            all.push((dir, runs));
         }
     }
     Ok(all)
 }
 
-/// The bytes a project's checkpoints keep (those not dropped), read from their manifests.
+/// The bytes a project's checkpoints keep (those not dropped), read from their logs.
 fn kept_bytes(checkpoints: &Dir) -> io::Result<u64> {
     Ok(project_runs(checkpoints)?
         .iter()
-        .filter(|(_, m)| !m.evicted)
-        .map(|(_, m)| m.bytes)
+        .flat_map(|(_, runs)| runs)
+        .filter(|m| !m.evicted)
+        .map(|m| m.bytes)
         .sum())
 }
 
 /// Every checkpoint in a conversation's folder, oldest first (unreadable ones are skipped
-/// and logged).
-fn runs_in(conversation_dir: &Dir) -> io::Result<Vec<(Dir, Manifest)>> {
+/// and logged; files that are not run logs are left alone).
+fn runs_in(conversation_dir: &Dir) -> io::Result<Vec<Manifest>> {
     let mut runs = Vec::new();
     for run in conversation_dir.entries()? {
         let run = run?;
-        let dir = conversation_dir.open_dir_nofollow(run.file_name())?;
-        match Manifest::read(&dir) {
-            Ok(manifest) => runs.push((dir, manifest)),
+        let Some(name) = run.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        match Manifest::read(conversation_dir, &name) {
+            Ok(Some(manifest)) => runs.push(manifest),
+            Ok(None) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => tracing::warn!(error = %e, "unreadable checkpoint skipped"),
+            Err(e) => {
+                tracing::warn!(error = %e, checkpoint = %name, "unreadable checkpoint skipped")
+            }
         }
     }
-    runs.sort_by(|a, b| (a.1.created_at, &a.1.run).cmp(&(b.1.created_at, &b.1.run)));
+    runs.sort_by(|a, b| (a.created_at, &a.run).cmp(&(b.created_at, &b.run)));
     Ok(runs)
 }
 
@@ -397,70 +431,95 @@ pub struct RunCheckpoint {
     conversation: ConversationId,
     message: u64,
     /// `None` until the run's first changing call.
-    manifest: Option<Manifest>,
+    log: Option<Log>,
 }
 
-/// The paths a call changes: the string values of the tool's `changes_paths` arguments
-/// (a missing or non-string one names nothing; the schema check refuses such calls).
-pub fn changed_paths(declared: &[String], arguments: &Map<String, Value>) -> Vec<String> {
-    declared
-        .iter()
-        .filter_map(|name| arguments.get(name)?.as_str().map(str::to_owned))
-        .collect()
+/// A path a call changes, as its tool declares it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// It may replace or remove what is there (`changes_paths`): all of it is recorded.
+    Whole(String),
+    /// It only creates what is missing there (`creates_paths`): only that is recorded.
+    Creation(String),
+}
+
+impl Change {
+    fn path(&self) -> &str {
+        match self {
+            Change::Whole(path) | Change::Creation(path) => path,
+        }
+    }
+}
+
+/// The paths a call changes: the string values of the tool's `changes_paths` and
+/// `creates_paths` arguments (a missing or non-string one names nothing; the schema check
+/// refuses such calls).
+pub fn changed_paths(
+    changes: &[String],
+    creates: &[String],
+    arguments: &Map<String, Value>,
+) -> Vec<Change> {
+    let named = |names: &[String], change: fn(String) -> Change| {
+        names
+            .iter()
+            .filter_map(|name| arguments.get(name)?.as_str().map(|p| change(p.to_owned())))
+            .collect::<Vec<_>>()
+    };
+    let mut all = named(changes, Change::Whole);
+    all.extend(named(creates, Change::Creation));
+    all
 }
 
 impl RunCheckpoint {
     /// Records the earlier state of `paths` (those not recorded by an earlier call of this
     /// run), complete on disk before it returns. `Err` is the refusal the model reads: the
     /// call must not run, since it could not be undone.
-    pub async fn before_call(&mut self, paths: Vec<String>, root: &Arc<Dir>) -> Result<(), String> {
+    pub async fn before_call(&mut self, paths: Vec<Change>, root: &Arc<Dir>) -> Result<(), String> {
         let store = Arc::clone(&self.store);
         let (project, conversation) = (self.project.clone(), self.conversation.clone());
-        let mut manifest = self.manifest.take().unwrap_or_else(|| {
-            let now = now_ms();
-            Manifest::new(format!("{now:013}-{}", self.message), self.message, now)
-        });
+        let (mut log, message) = (self.log.take(), self.message);
         let root = Arc::clone(root);
-        let (manifest, outcome) = tokio::task::spawn_blocking(move || {
-            let outcome = store.record(&project, &conversation, &mut manifest, &paths, &root);
-            (manifest, outcome)
+        let (log, outcome) = tokio::task::spawn_blocking(move || {
+            let outcome = store.record(&project, &conversation, message, &mut log, &paths, &root);
+            (log, outcome)
         })
         .await
         .map_err(|e| format!("not run: the change could not be recorded for undo ({e})"))?;
-        self.manifest = Some(manifest);
+        self.log = log;
         outcome
     }
 
     /// Records the fingerprints of the run's recorded paths as they are now.
     pub async fn after_call(&mut self, root: &Arc<Dir>) {
-        let Some(mut manifest) = self.manifest.take() else {
+        let Some(mut log) = self.log.take() else {
             return;
         };
         let store = Arc::clone(&self.store);
-        let (project, conversation) = (self.project.clone(), self.conversation.clone());
         let root = Arc::clone(root);
         let done = tokio::task::spawn_blocking(move || {
-            if let Err(e) = store.fingerprint_after(&project, &conversation, &mut manifest, &root) {
+            if let Err(e) = store.fingerprint_after(&mut log, &root) {
                 tracing::error!(error = %e, "checkpoint fingerprints not stored");
             }
-            manifest
+            log
         })
         .await;
         match done {
-            Ok(manifest) => self.manifest = Some(manifest),
+            Ok(log) => self.log = Some(log),
             Err(e) => tracing::error!(error = %e, "checkpoint fingerprints not stored"),
         }
     }
 }
 
 impl Checkpoints {
-    /// The blocking half of [`RunCheckpoint::before_call`].
+    /// The blocking half of [`RunCheckpoint::before_call`]: the run's log is created by its
+    /// first call that records anything.
     fn record(
         &self,
         project: &ProjectId,
         conversation: &ConversationId,
-        manifest: &mut Manifest,
-        paths: &[String],
+        message: u64,
+        log: &mut Option<Log>,
+        paths: &[Change],
         root: &Dir,
     ) -> Result<(), String> {
         let mut usage = self.lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -473,49 +532,64 @@ impl Checkpoints {
         let dir = ProjectDir::new(root.try_clone().map_err(failed)?, Limits::default());
         let checkpoints = self.project_dir(project, true).map_err(failed)?;
         let checkpoints = checkpoints.ok_or_else(|| failed(io::ErrorKind::NotFound.into()))?;
-        let conversation_dir =
-            open_or_create(&checkpoints, conversation.as_str()).map_err(failed)?;
-        let run_dir = open_or_create(&conversation_dir, &manifest.run).map_err(failed)?;
-        let known = (manifest.entries.len(), manifest.paths.len());
-        for path in paths {
-            let max = self.budget.saturating_sub(manifest.bytes);
-            let recorded = dir.snapshot(path, max).map_err(|e| self.refusal(e))?;
-            for r in recorded {
-                if covered(&manifest.entries, &r.path) {
+        let manifest = match log {
+            Some(log) => log.manifest.clone(),
+            None => {
+                let now = now_ms();
+                Manifest::new(format!("{now:013}-{message}"), message, now)
+            }
+        };
+        let mut new_paths = Vec::new();
+        let mut recorded: Vec<(String, Node, String)> = Vec::new();
+        let mut bytes = manifest.bytes;
+        for change in paths {
+            let snapshot = match change {
+                Change::Whole(path) => dir.snapshot(path, self.budget.saturating_sub(bytes)),
+                Change::Creation(path) => dir.snapshot_creation(path),
+            };
+            for r in snapshot.map_err(|e| self.refusal(e))? {
+                let earlier = manifest.entries.iter().map(|e| e.path.as_str());
+                if covered(
+                    earlier.chain(recorded.iter().map(|(p, _, _)| p.as_str())),
+                    &r.path,
+                ) {
                     continue;
                 }
-                let bytes = r.node.content_bytes();
+                let size = r.node.content_bytes();
                 let used = match usage.get(project) {
                     Some(used) => *used,
                     None => kept_bytes(&checkpoints).map_err(failed)?,
                 };
-                let used = if used.saturating_add(bytes) <= self.budget {
-                    used + bytes
+                let used = if used.saturating_add(size) <= self.budget {
+                    used + size
                 } else {
                     let others = self
-                        .make_room(&checkpoints, &manifest.run, manifest.bytes + bytes)
+                        .make_room(&checkpoints, &manifest.run, bytes + size)
                         .map_err(failed)?;
-                    others + manifest.bytes + bytes
+                    others + bytes + size
                 };
                 usage.insert(project.clone(), used);
-                let before = manifest.store_node(&run_dir, &r.node).map_err(failed)?;
+                bytes += size;
                 let print = fingerprint(&r.node);
-                manifest.entries.push(Entry {
-                    path: r.path,
-                    before,
-                    before_print: print.clone(),
-                    after: Some(print),
-                });
+                recorded.push((r.path, r.node, print));
             }
-            if !manifest.paths.contains(path) {
-                manifest.paths.push(path.clone());
+            let path = change.path();
+            if !manifest.paths.iter().chain(&new_paths).any(|p| p == path) {
+                new_paths.push(path.to_owned());
             }
         }
-        if (manifest.entries.len(), manifest.paths.len()) == known {
+        if recorded.is_empty() && new_paths.is_empty() {
             return Ok(()); // every path was recorded by an earlier call of the run
         }
-        if manifest.holds_content() {
-            // The names on the way to the run's folder must survive a crash with its blobs.
+        let conversation_dir =
+            open_or_create(&checkpoints, conversation.as_str()).map_err(failed)?;
+        let log = match log {
+            Some(log) => log,
+            None => log.insert(Log::create(&conversation_dir, manifest).map_err(failed)?),
+        };
+        let synced = log.record_call(new_paths, recorded).map_err(failed)?;
+        if synced && !log.names_synced {
+            // The names on the way to the run's log must survive a crash with its content.
             let project_dir = self.storage.dir().open_dir_nofollow(project.as_str());
             let on_the_way = [
                 project_dir.as_ref().ok(),
@@ -525,8 +599,9 @@ impl Checkpoints {
             for folder in on_the_way.into_iter().flatten() {
                 stored::sync_dir(folder).map_err(failed)?;
             }
+            log.names_synced = true;
         }
-        manifest.write(&run_dir).map_err(failed)
+        Ok(())
     }
 
     /// The refusal for a path whose earlier state cannot be recorded.
@@ -546,33 +621,26 @@ impl Checkpoints {
     }
 
     /// The blocking half of [`RunCheckpoint::after_call`].
-    fn fingerprint_after(
-        &self,
-        project: &ProjectId,
-        conversation: &ConversationId,
-        manifest: &mut Manifest,
-        root: &Dir,
-    ) -> io::Result<()> {
+    fn fingerprint_after(&self, log: &mut Log, root: &Dir) -> io::Result<()> {
         let _one_at_a_time = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         let dir = ProjectDir::new(root.try_clone()?, Limits::default());
-        for entry in &mut manifest.entries {
-            entry.after = self.current(&dir, &entry.path);
-        }
-        let checkpoints = self
-            .project_dir(project, true)?
-            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
-        let conversation_dir = checkpoints.open_dir_nofollow(conversation.to_string())?;
-        let run_dir = conversation_dir.open_dir_nofollow(&manifest.run)?;
-        manifest.write(&run_dir)
+        let prints = log
+            .manifest
+            .entries
+            .iter()
+            .map(|entry| self.current(&dir, &entry.path))
+            .collect();
+        log.record_after(prints)
     }
 }
 
-/// Whether `path` is recorded already, itself or inside a recorded folder.
-fn covered(entries: &[Entry], path: &str) -> bool {
-    entries.iter().any(|e| {
-        path == e.path
+/// Whether `path` is recorded already (among the `recorded` paths), itself or inside a
+/// recorded folder.
+fn covered<'a>(mut recorded: impl Iterator<Item = &'a str>, path: &str) -> bool {
+    recorded.any(|recorded| {
+        path == recorded
             || path
-                .strip_prefix(e.path.as_str())
+                .strip_prefix(recorded)
                 .is_some_and(|rest| rest.starts_with('/'))
     })
 }
@@ -589,17 +657,11 @@ mod tests {
 
     #[test]
     fn a_path_inside_a_recorded_folder_is_covered_but_a_sibling_prefix_is_not() {
-        let entry = |path: &str| Entry {
-            path: path.to_owned(),
-            before: stored::StoredNode::Absent,
-            before_print: String::new(),
-            after: None,
-        };
-        let entries = [entry("docs")];
-        assert!(covered(&entries, "docs"));
-        assert!(covered(&entries, "docs/a.txt"));
-        assert!(!covered(&entries, "docs2/a.txt"));
-        assert!(!covered(&entries, "doc"));
+        let recorded = || ["docs"].into_iter();
+        assert!(covered(recorded(), "docs"));
+        assert!(covered(recorded(), "docs/a.txt"));
+        assert!(!covered(recorded(), "docs2/a.txt"));
+        assert!(!covered(recorded(), "doc"));
     }
 
     #[test]
@@ -608,7 +670,15 @@ mod tests {
             serde_json::from_str(r#"{"from": "a.txt", "to": "b/", "recursive": true, "path": 3}"#)
                 .expect("json");
         let declared = ["from".to_owned(), "to".to_owned(), "path".to_owned()];
-        assert_eq!(changed_paths(&declared, &args), ["a.txt", "b/"]);
-        assert!(changed_paths(&[], &args).is_empty());
+        let whole = |p: &str| Change::Whole(p.to_owned());
+        assert_eq!(
+            changed_paths(&declared, &[], &args),
+            [whole("a.txt"), whole("b/")]
+        );
+        assert_eq!(
+            changed_paths(&declared[..1], &declared[1..2], &args),
+            [whole("a.txt"), Change::Creation("b/".to_owned())]
+        );
+        assert!(changed_paths(&[], &[], &args).is_empty());
     }
 }

@@ -79,7 +79,9 @@ pub(super) async fn undo(
                 .into_response())
         }
         Err(e @ UndoError::Nothing) => Err(ApiError::NotFound(e.to_string())),
-        Err(e @ UndoError::Evicted(_)) => Err(ApiError::Gone(e.to_string())),
+        Err(e @ (UndoError::Evicted(_) | UndoError::Damaged(_))) => {
+            Err(ApiError::Gone(e.to_string()))
+        }
         Err(e @ UndoError::Restore(_)) => Err(ApiError::Conflict(e.to_string())),
         Err(UndoError::Io(e)) => Err(ApiError::internal("undoing file changes", e)),
     }

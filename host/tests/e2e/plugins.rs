@@ -65,10 +65,15 @@ fn the_five_builtin_plugins_load_with_their_manifests() {
         assert_eq!(manifest.spec.parameters["type"], "object", "{name}");
         assert!(!manifest.spec.description.is_empty());
         let changes: &[&str] = match name {
-            "write_text_content" | "create_directory" => &["path"],
+            "write_text_content" => &["path"],
             _ => &[],
         };
         assert_eq!(manifest.spec.changes_paths, changes, "{name}");
+        let creates: &[&str] = match name {
+            "create_directory" => &["path"],
+            _ => &[],
+        };
+        assert_eq!(manifest.spec.creates_paths, creates, "{name}");
     }
     for (crate_name, changes) in [
         ("rojos_tool_move_path", &["from", "to"][..]),

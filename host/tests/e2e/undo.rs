@@ -411,6 +411,103 @@ async fn the_budget_drops_the_oldest_checkpoint_and_refuses_a_change_too_large_t
 }
 
 #[tokio::test]
+async fn a_new_folder_in_a_folder_over_the_budget_is_undoable_and_the_big_folder_is_not_copied() {
+    let mkdir = |path: &str| {
+        (
+            "m".to_owned() + path,
+            "create_directory",
+            json!({ "path": path }),
+        )
+    };
+    let (host, _upstream) = host_with(
+        vec![
+            calls(vec![mkdir("big"), mkdir("big/new/deeper")]),
+            Turn::text("made"),
+        ],
+        "[limits]\ncheckpoint_bytes = 100\n",
+    )
+    .await;
+    let root = host.project_root("demo");
+    std::fs::create_dir_all(root.join("big")).unwrap();
+    std::fs::write(root.join("big/content.bin"), [7u8; 4096]).unwrap();
+    let before = tree(&root);
+
+    let (conversation, results) = run(&host, None, "make folders").await;
+    assert!(results.iter().all(|(_, ok, _)| *ok), "{results:?}");
+    assert!(root.join("big/new/deeper").is_dir());
+    let listed = checkpoints(&host, &conversation).await;
+    assert_eq!(
+        listed[0]["paths"],
+        json!(["big", "big/new/deeper"]),
+        "{listed:?}"
+    );
+    let logs = host
+        .project_root("demo")
+        .parent()
+        .unwrap()
+        .join("checkpoints");
+    let stored: u64 = std::fs::read_dir(logs.join(&conversation))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert!(
+        stored < 4096,
+        "the existing folder's content was copied: {stored} bytes"
+    );
+
+    let (status, body) = undo(&host, &conversation, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(tree(&root), before);
+}
+
+#[tokio::test]
+async fn a_damaged_checkpoint_stops_the_undo_before_anything_is_changed() {
+    let (host, _upstream) = host_with(
+        vec![calls(vec![write("notes.txt", "new")]), Turn::text("done")],
+        "",
+    )
+    .await;
+    let root = host.project_root("demo");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("notes.txt"), "the user's only copy").unwrap();
+    let (conversation, _) = run(&host, None, "write").await;
+    assert_eq!(
+        std::fs::read_to_string(root.join("notes.txt")).unwrap(),
+        "new"
+    );
+
+    let folder = root
+        .parent()
+        .unwrap()
+        .join("checkpoints")
+        .join(&conversation);
+    let log = std::fs::read_dir(&folder)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut bytes = std::fs::read(&log).unwrap();
+    let at = bytes
+        .windows(b"only copy".len())
+        .position(|w| w == b"only copy")
+        .expect("the earlier content is in the run's log");
+    bytes[at] = b'X';
+    std::fs::write(&log, bytes).unwrap();
+
+    let (status, body) = undo(&host, &conversation, None).await;
+    assert_eq!(status, 410, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("damaged"),
+        "{body}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("notes.txt")).unwrap(),
+        "new"
+    );
+}
+
+#[tokio::test]
 async fn hostile_paths_reach_nothing_outside_the_root_and_the_checkpoints_stay_out_of_reach() {
     let (host, _upstream) = host_with(
         vec![

@@ -55,7 +55,7 @@ impl Tool for CreateDirectory {
             "required": ["path"],
             "additionalProperties": false
         }))
-        .changes_paths(&["path"])
+        .creates_paths(&["path"])
     }
 
     fn call(ctx: &CallContext, args: &str) -> Result<String, ToolError> {

@@ -80,6 +80,28 @@ impl ProjectDir {
     /// FIFO, socket, device or a name that is not UTF-8; a path ending in `.` or `..`
     /// ([`PathError::NotAnEntry`]); the resolution errors of the path's folders.
     pub fn snapshot(&self, path: &str, max_bytes: u64) -> Result<Vec<Recorded>, PathError> {
+        self.record(path, max_bytes, true)
+    }
+
+    /// What a call that only creates `path` may change, as it is now: each missing folder on
+    /// the way, then the entry itself if it is missing. What exists there is left out: such a
+    /// call leaves it as it is (`create_directory` on an existing folder), so nothing of it
+    /// is read.
+    ///
+    /// # Errors
+    ///
+    /// As [`ProjectDir::snapshot`].
+    pub fn snapshot_creation(&self, path: &str) -> Result<Vec<Recorded>, PathError> {
+        self.record(path, 0, false)
+    }
+
+    /// [`ProjectDir::snapshot`], and with `existing` false [`ProjectDir::snapshot_creation`].
+    fn record(
+        &self,
+        path: &str,
+        max_bytes: u64,
+        existing: bool,
+    ) -> Result<Vec<Recorded>, PathError> {
         let rel = check_path(path, PathUse::Existing)?;
         let (parent, leaf) = match rel.entry() {
             Entry::Named { parent, leaf, .. } => (parent, leaf),
@@ -112,6 +134,13 @@ impl ProjectDir {
             format!("{prefix}/{leaf}")
         };
         let node = match self.open_folder(&parent) {
+            Ok(folder) if !existing => {
+                match rustix::fs::statat(folder.as_fd(), leaf, AtFlags::SYMLINK_NOFOLLOW) {
+                    Err(Errno::NOENT) => Node::Absent,
+                    Ok(_) => return Ok(recorded),
+                    Err(e) => return Err(from_io(path, e.into())),
+                }
+            }
             Ok(folder) => {
                 let mut budget = Budget {
                     left: max_bytes,

@@ -55,6 +55,35 @@ fn missing_folders_on_the_way_are_recorded_as_absent_and_removed_again() {
 }
 
 #[test]
+fn a_creation_records_only_what_is_missing_and_reads_nothing_that_exists() {
+    let fx = Fixture::new();
+    fx.mkdir("big");
+    fx.write("big/content.bin", &[7u8; 4096]);
+    let dir = fx.project_dir();
+    // Over any budget as a whole, but a creation there changes nothing: nothing recorded.
+    assert_eq!(dir.snapshot_creation("big").expect("existing"), Vec::new());
+    assert_eq!(dir.snapshot_creation("big/").expect("existing"), Vec::new());
+    assert!(
+        dir.snapshot("big", 100).is_err(),
+        "the whole folder is over 100 bytes"
+    );
+    let recorded = dir.snapshot_creation("big/new/deeper").expect("missing");
+    let paths: Vec<&str> = recorded.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["big/new", "big/new/deeper"]);
+    assert!(recorded.iter().all(|r| r.node == Node::Absent));
+    dir.create_dir("big/new/deeper").expect("mkdir");
+    for r in recorded.iter().rev() {
+        dir.restore(&r.path, &r.node).expect("restore");
+    }
+    assert!(!fx.exists("big/new"));
+    assert_eq!(fx.read("big/content.bin"), vec![7u8; 4096]);
+    assert!(matches!(
+        dir.snapshot_creation("../outside"),
+        Err(PathError::Outside { .. })
+    ));
+}
+
+#[test]
 fn a_deleted_folder_tree_comes_back_with_files_modes_and_links() {
     let fx = Fixture::new();
     fx.mkdir("tree/inner");
