@@ -1,15 +1,17 @@
 //! Undo of a run's file changes (docs/api.md "Undo of file changes"). Before a tool that
-//! declares `changes_paths` runs inside a chat run, [`RunCheckpoint::before_call`] records
-//! the earlier state of exactly the paths its arguments name (through fs-guard's
-//! [`ProjectDir::snapshot`], which resolves them as the tool will); after it,
+//! declares `changes_paths` or `creates_paths` runs inside a chat run,
+//! [`RunCheckpoint::before_call`] records the earlier state of exactly the paths its
+//! arguments name (through fs-guard's [`ProjectDir::snapshot`], which resolves them as the
+//! tool will; only what is missing for a path the tool only creates); after it,
 //! [`RunCheckpoint::after_call`] records their fingerprints. [`Checkpoints::undo`] puts the
 //! earlier state back (through [`ProjectDir::restore`]) when every path is still as the run
 //! left it. Checkpoints live in `<storage>/<projectId>/checkpoints/`, beside `root/`, where
-//! no tool reaches, within `[limits] checkpoint_bytes` per project (oldest dropped first).
+//! no tool reaches, one log per run, within `[limits] checkpoint_bytes` per project (oldest
+//! dropped first).
 //!
 //! # Layout
 //!
-//! - `stored`: the on-disk manifest and blobs, written atomically.
+//! - `stored`: a run's append-only log on disk.
 //! - `fingerprint`: what "unchanged since the run" compares.
 //! - `before`: a file's text before a run, for the panel's line diff.
 
@@ -182,10 +184,23 @@ impl Checkpoints {
             let Some(checkpoints) = store.project_dir(&project, false)? else {
                 return Ok(());
             };
-            match checkpoints.remove_dir_all(conversation.as_str()) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-                _ => stored::sync_dir(&checkpoints),
+            let mut removed = false;
+            for entry in checkpoints.entries()? {
+                let name = entry?.file_name();
+                let ours = name
+                    .to_str()
+                    .and_then(|n| n.strip_prefix(conversation.as_str()));
+                if ours.is_some_and(|rest| rest.starts_with('.')) {
+                    match checkpoints.remove_file(&name) {
+                        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                        _ => removed = true,
+                    }
+                }
             }
+            if removed {
+                stored::sync_dir(&checkpoints)?;
+            }
+            Ok(())
         })
         .await
     }
@@ -208,7 +223,7 @@ impl Checkpoints {
             (Arc::clone(self), project.clone(), conversation.clone());
         let (run, path) = (run.to_owned(), path.to_owned());
         blocking(move || {
-            let (conversation_dir, runs) = store
+            let (checkpoints, runs) = store
                 .conversation_runs(&project, &conversation)?
                 .ok_or_else(|| BeforeError::NoRun(run.clone()))?;
             let manifest = runs
@@ -218,7 +233,7 @@ impl Checkpoints {
             if manifest.evicted {
                 return Err(BeforeError::Evicted(run));
             }
-            let log = Log::open(&conversation_dir, &manifest.run)?;
+            let log = Log::open(&checkpoints, conversation.as_str(), &manifest.run)?;
             before::find(&log, &path, limit)
         })
         .await
@@ -231,7 +246,7 @@ impl Checkpoints {
         force: bool,
     ) -> Result<Summary, UndoError> {
         let _one_at_a_time = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        let (conversation_dir, runs) = self
+        let (checkpoints, runs) = self
             .conversation_runs(project, conversation)?
             .ok_or(UndoError::Nothing)?;
         let manifest = runs
@@ -242,7 +257,7 @@ impl Checkpoints {
         if manifest.evicted {
             return Err(UndoError::Evicted(manifest.run));
         }
-        let mut log = Log::open(&conversation_dir, &manifest.run)?;
+        let mut log = Log::open(&checkpoints, conversation.as_str(), &manifest.run)?;
         let root = self
             .storage
             .existing_project_root(project)?
@@ -306,8 +321,8 @@ impl Checkpoints {
         }
     }
 
-    /// The conversation's checkpoints folder and its checkpoints with changes, oldest
-    /// first; `None` when it has no folder.
+    /// The project's checkpoints folder and the conversation's checkpoints with changes,
+    /// oldest first; `None` when the project has no such folder.
     fn conversation_runs(
         &self,
         project: &ProjectId,
@@ -316,73 +331,52 @@ impl Checkpoints {
         let Some(checkpoints) = self.project_dir(project, false)? else {
             return Ok(None);
         };
-        let conversation_dir = match checkpoints.open_dir_nofollow(conversation.to_string()) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            other => other?,
-        };
-        let mut runs = runs_in(&conversation_dir)?;
+        let mut runs = runs_in(&checkpoints, Some(conversation.as_str()))?;
         runs.retain(changed_anything);
-        Ok(Some((conversation_dir, runs)))
+        Ok(Some((checkpoints, runs)))
     }
 
     /// Drops the oldest checkpoints of `project` (never the run `keep`) until `needed` more
     /// bytes fit the budget beside the others; returns what the others keep then.
     fn make_room(&self, checkpoints: &Dir, keep: &str, needed: u64) -> io::Result<u64> {
-        let conversations = project_runs(checkpoints)?;
-        let mut all: Vec<(&Dir, Manifest)> = conversations
-            .iter()
-            .flat_map(|(dir, runs)| runs.iter().map(move |m| (dir, m.clone())))
-            .filter(|(_, m)| m.run != keep && !m.evicted)
-            .collect();
-        all.sort_by_key(|(_, m)| m.created_at);
-        let mut total: u64 = all.iter().map(|(_, m)| m.bytes).sum();
-        for (dir, manifest) in &mut all {
+        let mut all = runs_in(checkpoints, None)?;
+        all.retain(|m| m.run != keep && !m.evicted);
+        all.sort_by_key(|m| m.created_at);
+        let mut total: u64 = all.iter().map(|m| m.bytes).sum();
+        for manifest in &mut all {
             if total.saturating_add(needed) <= self.budget {
                 break;
             }
             total -= manifest.bytes;
             tracing::info!(run = %manifest.run, bytes = manifest.bytes, "checkpoint dropped (limits.checkpoint_bytes)");
-            stored::evict(dir, manifest)?;
+            stored::evict(checkpoints, manifest)?;
         }
         Ok(total)
     }
 }
 
-/// Every conversation folder of a project (`checkpoints`: its checkpoints folder) with its
-/// checkpoints, in any order.
-fn project_runs(checkpoints: &Dir) -> io::Result<Vec<(Dir, Vec<Manifest>)>> {
-    let mut all = Vec::new();
-    for conversation in checkpoints.entries()? {
-        let conversation = conversation?;
-        if conversation.file_type()?.is_dir() {
-            let dir = checkpoints.open_dir_nofollow(conversation.file_name())?;
-            let runs = runs_in(&dir)?;
-            all.push((dir, runs));
-        }
-    }
-    Ok(all)
-}
-
 /// The bytes a project's checkpoints keep (those not dropped), read from their logs.
 fn kept_bytes(checkpoints: &Dir) -> io::Result<u64> {
-    Ok(project_runs(checkpoints)?
+    Ok(runs_in(checkpoints, None)?
         .iter()
-        .flat_map(|(_, runs)| runs)
         .filter(|m| !m.evicted)
         .map(|m| m.bytes)
         .sum())
 }
 
-/// Every checkpoint in a conversation's folder, oldest first (unreadable ones are skipped
-/// and logged; files that are not run logs are left alone).
-fn runs_in(conversation_dir: &Dir) -> io::Result<Vec<Manifest>> {
+/// The checkpoints in a project's `checkpoints` folder (of one `conversation`, or all),
+/// oldest first (unreadable ones are skipped and logged; other files are left alone).
+fn runs_in(checkpoints: &Dir, conversation: Option<&str>) -> io::Result<Vec<Manifest>> {
     let mut runs = Vec::new();
-    for run in conversation_dir.entries()? {
+    for run in checkpoints.entries()? {
         let run = run?;
         let Some(name) = run.file_name().to_str().map(str::to_owned) else {
             continue;
         };
-        match Manifest::read(conversation_dir, &name) {
+        if conversation.is_some_and(|c| !stored::is_log_of(&name, c)) {
+            continue;
+        }
+        match Manifest::read(checkpoints, &name) {
             Ok(Some(manifest)) => runs.push(manifest),
             Ok(None) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -536,7 +530,12 @@ impl Checkpoints {
             Some(log) => log.manifest.clone(),
             None => {
                 let now = now_ms();
-                Manifest::new(format!("{now:013}-{message}"), message, now)
+                Manifest::new(
+                    conversation.as_str(),
+                    format!("{now:013}-{message}"),
+                    message,
+                    now,
+                )
             }
         };
         let mut new_paths = Vec::new();
@@ -581,21 +580,15 @@ impl Checkpoints {
         if recorded.is_empty() && new_paths.is_empty() {
             return Ok(()); // every path was recorded by an earlier call of the run
         }
-        let conversation_dir =
-            open_or_create(&checkpoints, conversation.as_str()).map_err(failed)?;
         let log = match log {
             Some(log) => log,
-            None => log.insert(Log::create(&conversation_dir, manifest).map_err(failed)?),
+            None => log.insert(Log::create(&checkpoints, manifest).map_err(failed)?),
         };
         let synced = log.record_call(new_paths, recorded).map_err(failed)?;
         if synced && !log.names_synced {
             // The names on the way to the run's log must survive a crash with its content.
             let project_dir = self.storage.dir().open_dir_nofollow(project.as_str());
-            let on_the_way = [
-                project_dir.as_ref().ok(),
-                Some(&checkpoints),
-                Some(&conversation_dir),
-            ];
+            let on_the_way = [project_dir.as_ref().ok(), Some(&checkpoints)];
             for folder in on_the_way.into_iter().flatten() {
                 stored::sync_dir(folder).map_err(failed)?;
             }

@@ -1,5 +1,5 @@
 //! A checkpoint on disk: one append-only log per run,
-//! `<storage>/<projectId>/checkpoints/<conversationId>/<run>.log`. Each record is one line of
+//! `<storage>/<projectId>/checkpoints/<conversationId>.<run>.log`. Each record is one line of
 //! JSON, followed by the bytes of the files it recorded when it has any:
 //!
 //! - `run`: the first record (format version, run id, message index, creation time);
@@ -13,9 +13,9 @@
 //! of a creation or makes an undo ask for `force`, never a file. A crash in the middle of an
 //! append leaves a torn last record, which reading ignores (the next append overwrites it).
 //! One file per run, written by appending, keeps a changing call to one write and at most
-//! one sync, and creates one file per run instead of a folder of replaced manifests and
-//! blobs: creating and deleting many small files is what made ext4's inode allocation the
-//! hot spot of `rojos-bench` S2 (bench/PROFILE.md). A dropped (evicted) checkpoint is
+//! one sync, and creates one file per run, in one folder per project, instead of folders of
+//! replaced manifests and blobs: creating and deleting many small files and folders is what
+//! made ext4's inode allocation the hot spot of `rojos-bench` S2 (bench/PROFILE.md). A dropped (evicted) checkpoint is
 //! rewritten without its content (temporary file, sync, rename, sync of the folder).
 //! docs/api.md "Undo of file changes" describes the layout.
 
@@ -115,6 +115,8 @@ enum Record {
 /// What a run's log says.
 #[derive(Clone, Debug)]
 pub(super) struct Manifest {
+    /// The conversation's id (a validated `ConversationId`: no `.` in it).
+    pub(super) conversation: String,
     /// The run's id: `<created ms>-<message index>`.
     pub(super) run: String,
     /// The index of the run's user message in the conversation.
@@ -137,8 +139,9 @@ pub(super) struct Manifest {
 
 impl Manifest {
     /// The manifest of a new run's log.
-    pub(super) fn new(run: String, message: u64, created_at: u64) -> Manifest {
+    pub(super) fn new(conversation: &str, run: String, message: u64, created_at: u64) -> Manifest {
         Manifest {
+            conversation: conversation.to_owned(),
             run,
             message,
             created_at,
@@ -151,17 +154,24 @@ impl Manifest {
         }
     }
 
-    /// Reads the log called `name` in `conversation`; `None` when `name` is not a run's log.
-    pub(super) fn read(conversation: &Dir, name: &str) -> io::Result<Option<Manifest>> {
-        let Some(run) = name.strip_suffix(LOG) else {
+    /// Reads the log called `name` in a project's `checkpoints` folder; `None` when `name`
+    /// is not a run's log.
+    pub(super) fn read(checkpoints: &Dir, name: &str) -> io::Result<Option<Manifest>> {
+        let Some((conversation, run)) = name.strip_suffix(LOG).and_then(|n| n.split_once('.'))
+        else {
             return Ok(None);
         };
-        let file = conversation.open(name)?.into_std();
-        Manifest::parse(&file, run).map(Some)
+        let file = checkpoints.open(name)?.into_std();
+        Manifest::parse(&file, conversation, run).map(Some)
+    }
+
+    /// The file name of the log.
+    fn file_name(&self) -> String {
+        log_name(&self.conversation, &self.run)
     }
 
     /// Parses a log up to its last whole record.
-    fn parse(file: &File, run: &str) -> io::Result<Manifest> {
+    fn parse(file: &File, conversation: &str, run: &str) -> io::Result<Manifest> {
         let size = file.metadata()?.len();
         let mut reader = BufReader::new(file);
         let damaged = |why: String| io::Error::new(io::ErrorKind::InvalidData, why);
@@ -178,7 +188,7 @@ impl Manifest {
             )) if named == run => Manifest {
                 evicted,
                 len,
-                ..Manifest::new(named, message, created_at)
+                ..Manifest::new(conversation, named, message, created_at)
             },
             Some((Record::Run { version, .. }, _)) if version != VERSION => {
                 return Err(damaged(format!(
@@ -238,6 +248,17 @@ impl Record {
     }
 }
 
+/// The file name of the log of `run` in `conversation`.
+fn log_name(conversation: &str, run: &str) -> String {
+    format!("{conversation}.{run}{LOG}")
+}
+
+/// Whether `name` is a log of `conversation`.
+pub(super) fn is_log_of(name: &str, conversation: &str) -> bool {
+    name.strip_prefix(conversation)
+        .is_some_and(|rest| rest.starts_with('.') && rest.ends_with(LOG))
+}
+
 /// The record starting at `at` (where `reader` stands) and the offset after it; `None` at
 /// the end or at a torn or damaged record (the end of what was written whole).
 fn next_record(
@@ -277,13 +298,13 @@ pub(super) struct Log {
 }
 
 impl Log {
-    /// Creates the log of the run `manifest` (new, empty) in `conversation`, with its first
-    /// record (not synced).
-    pub(super) fn create(conversation: &Dir, manifest: Manifest) -> io::Result<Log> {
+    /// Creates the log of the run `manifest` (new, empty) in the project's `checkpoints`
+    /// folder, with its first record (not synced).
+    pub(super) fn create(checkpoints: &Dir, manifest: Manifest) -> io::Result<Log> {
         let mut options = OpenOptions::new();
         options.read(true).write(true).create_new(true);
-        let file = conversation
-            .open_with(format!("{}{LOG}", manifest.run), &options)?
+        let file = checkpoints
+            .open_with(manifest.file_name(), &options)?
             .into_std();
         let mut log = Log {
             file,
@@ -301,14 +322,15 @@ impl Log {
         Ok(log)
     }
 
-    /// Opens the log of `run` in `conversation` for reading its content and appending.
-    pub(super) fn open(conversation: &Dir, run: &str) -> io::Result<Log> {
+    /// Opens the log of `run` of `conversation` in the project's `checkpoints` folder, for
+    /// reading its content and appending.
+    pub(super) fn open(checkpoints: &Dir, conversation: &str, run: &str) -> io::Result<Log> {
         let mut options = OpenOptions::new();
         options.read(true).write(true);
-        let file = conversation
-            .open_with(format!("{run}{LOG}"), &options)?
+        let file = checkpoints
+            .open_with(log_name(conversation, run), &options)?
             .into_std();
-        let manifest = Manifest::parse(&file, run)?;
+        let manifest = Manifest::parse(&file, conversation, run)?;
         Ok(Log {
             file,
             manifest,
@@ -410,11 +432,12 @@ impl Log {
     }
 }
 
-/// Drops the content of the run `manifest` in `conversation` (it stays listed, as evicted):
-/// the log is replaced by one without content, atomically.
-pub(super) fn evict(conversation: &Dir, manifest: &mut Manifest) -> io::Result<()> {
-    let temp = format!("{}{LOG}.tmp", manifest.run);
-    let mut file = conversation.create(&temp)?;
+/// Drops the content of the run `manifest` in the project's `checkpoints` folder (it stays
+/// listed, as evicted): the log is replaced by one without content, atomically.
+pub(super) fn evict(checkpoints: &Dir, manifest: &mut Manifest) -> io::Result<()> {
+    let name = manifest.file_name();
+    let temp = format!("{name}.tmp");
+    let mut file = checkpoints.create(&temp)?;
     let mut entries = manifest.entries.clone();
     for entry in &mut entries {
         entry.before.drop_content();
@@ -443,8 +466,8 @@ pub(super) fn evict(conversation: &Dir, manifest: &mut Manifest) -> io::Result<(
         file.write_all(&record.line()?)?;
     }
     file.sync_all()?;
-    conversation.rename(&temp, conversation, format!("{}{LOG}", manifest.run))?;
-    sync_dir(conversation)?;
+    checkpoints.rename(&temp, checkpoints, name)?;
+    sync_dir(checkpoints)?;
     manifest.evicted = true;
     manifest.bytes = 0;
     Ok(())
@@ -532,7 +555,7 @@ mod tests {
     }
 
     fn run() -> Manifest {
-        Manifest::new("0000000000001-0".into(), 0, 1)
+        Manifest::new("conv", "0000000000001-0".into(), 0, 1)
     }
 
     #[test]
@@ -559,16 +582,20 @@ mod tests {
             .expect("after");
         drop(log);
 
-        let read = Manifest::read(&dir, "0000000000001-0.log")
+        let read = Manifest::read(&dir, "conv.0000000000001-0.log")
             .expect("read")
             .expect("a log");
         assert_eq!(read.paths, ["new", "docs"]);
         assert_eq!(read.bytes, 7);
         let afters: Vec<_> = read.entries.iter().map(|e| e.after.clone()).collect();
         assert_eq!(afters, [Some("q0".to_owned()), None]);
-        let log = Log::open(&dir, &read.run).expect("open");
+        let log = Log::open(&dir, "conv", &read.run).expect("open");
         assert_eq!(log.load(&read.entries[1].before).expect("load"), tree);
         assert!(Manifest::read(&dir, "notes.txt").expect("skip").is_none());
+        assert!(Manifest::read(&dir, "conv.log").expect("skip").is_none());
+        assert!(is_log_of("conv.0000000000001-0.log", "conv"));
+        assert!(!is_log_of("conv2.0000000000001-0.log", "conv"));
+        assert!(!is_log_of("conv.0000000000001-0.log.tmp", "conv"));
     }
 
     #[test]
@@ -589,11 +616,11 @@ mod tests {
             .expect("torn");
         drop(log);
 
-        let mut log = Log::open(&dir, "0000000000001-0").expect("open");
+        let mut log = Log::open(&dir, "conv", "0000000000001-0").expect("open");
         assert_eq!(log.manifest.len, whole);
         assert_eq!(log.manifest.paths, ["a"]);
         log.record_undone().expect("undone");
-        let read = Manifest::read(&dir, "0000000000001-0.log")
+        let read = Manifest::read(&dir, "conv.0000000000001-0.log")
             .expect("read")
             .expect("a log");
         assert!(read.undone);
@@ -615,15 +642,18 @@ mod tests {
         let mut manifest = log.manifest.clone();
         drop(log);
         evict(&dir, &mut manifest).expect("evict");
-        let read = Manifest::read(&dir, "0000000000001-0.log")
+        let read = Manifest::read(&dir, "conv.0000000000001-0.log")
             .expect("read")
             .expect("a log");
         assert!(read.evicted);
         assert_eq!(read.bytes, 0);
         assert_eq!(read.paths, ["a"]);
         assert_eq!(read.entries[0].before_print, "p");
-        let size = dir.metadata("0000000000001-0.log").expect("stat").len();
+        let size = dir
+            .metadata("conv.0000000000001-0.log")
+            .expect("stat")
+            .len();
         assert_eq!(size, read.len, "no content left in the file");
-        assert!(dir.metadata("0000000000001-0.log.tmp").is_err());
+        assert!(dir.metadata("conv.0000000000001-0.log.tmp").is_err());
     }
 }

@@ -54,6 +54,25 @@ fn walk(root: &Path, folder: &Path, entries: &mut Tree) {
     }
 }
 
+/// The run logs of `conversation` beside the project `root` (docs/api.md: one file per run,
+/// `checkpoints/<conversationId>.<run>.log`).
+fn logs_of(root: &Path, conversation: &str) -> Vec<std::path::PathBuf> {
+    let folder = root
+        .parent()
+        .expect("the project folder")
+        .join("checkpoints");
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return Vec::new();
+    };
+    entries
+        .map(|e| e.expect("entry").path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.starts_with(&format!("{conversation}.")) && name.ends_with(".log")
+        })
+        .collect()
+}
+
 /// A host with all seven built-in tools, `limits` added to its config.
 async fn host_with(turns: Vec<Turn>, limits: &str) -> (TestHost, ScriptedUpstream) {
     let upstream = ScriptedUpstream::start(turns).await;
@@ -312,8 +331,8 @@ async fn undo_is_refused_naming_files_changed_since_by_another_run_or_by_hand_un
     assert_eq!(status, 400, "{body}");
 
     // Deleting a conversation removes its checkpoints, and only its own.
-    let checkpoints_of = |id: &str| root.parent().unwrap().join("checkpoints").join(id);
-    assert!(checkpoints_of(&a).is_dir() && checkpoints_of(&b).is_dir());
+    let checkpoints_of = |id: &str| logs_of(&root, id).len();
+    assert!(checkpoints_of(&a) > 0 && checkpoints_of(&b) > 0);
     let path = format!("/conversations/{a}");
     assert_eq!(
         call(&host, Method::DELETE, Some(TOKEN), &path, None)
@@ -321,8 +340,8 @@ async fn undo_is_refused_naming_files_changed_since_by_another_run_or_by_hand_un
             .status(),
         204
     );
-    assert!(!checkpoints_of(&a).exists());
-    assert!(checkpoints_of(&b).is_dir());
+    assert_eq!(checkpoints_of(&a), 0);
+    assert!(checkpoints_of(&b) > 0);
 }
 
 #[tokio::test]
@@ -441,14 +460,9 @@ async fn a_new_folder_in_a_folder_over_the_budget_is_undoable_and_the_big_folder
         json!(["big", "big/new/deeper"]),
         "{listed:?}"
     );
-    let logs = host
-        .project_root("demo")
-        .parent()
-        .unwrap()
-        .join("checkpoints");
-    let stored: u64 = std::fs::read_dir(logs.join(&conversation))
-        .unwrap()
-        .map(|e| e.unwrap().metadata().unwrap().len())
+    let stored: u64 = logs_of(&root, &conversation)
+        .iter()
+        .map(|log| log.metadata().unwrap().len())
         .sum();
     assert!(
         stored < 4096,
@@ -476,17 +490,7 @@ async fn a_damaged_checkpoint_stops_the_undo_before_anything_is_changed() {
         "new"
     );
 
-    let folder = root
-        .parent()
-        .unwrap()
-        .join("checkpoints")
-        .join(&conversation);
-    let log = std::fs::read_dir(&folder)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let log = logs_of(&root, &conversation).remove(0);
     let mut bytes = std::fs::read(&log).unwrap();
     let at = bytes
         .windows(b"only copy".len())
