@@ -49,13 +49,17 @@ pub struct Checkpoints {
     storage: Arc<Storage>,
     /// `[limits] checkpoint_bytes`: most blob bytes one project's checkpoints keep.
     budget: u64,
-    /// One change of the checkpoint files at a time in this host, and this host's count of
-    /// the bytes each project's checkpoints keep: filled by one scan of a project's
-    /// checkpoints, then kept up to date as they are added, so recording does not read every
-    /// manifest of the project (it did, per recorded path: quadratic over a project's life).
-    /// The project is scanned again only when a record would pass the budget.
-    lock: Mutex<HashMap<ProjectId, u64>>,
+    /// Each project's [`ProjectLock`] in this host.
+    projects: Mutex<HashMap<ProjectId, Arc<ProjectLock>>>,
 }
+
+/// One change of a project's checkpoint files at a time in this host (one project's
+/// recording waits for no other project's: a record holds this lock through its sync), and
+/// this host's count of the bytes the project's checkpoints keep: `None` until one scan of
+/// them, then kept up to date as they are added, so recording does not read every log of the
+/// project (it did, per recorded path: quadratic over a project's life). The project is
+/// scanned again only when a record would pass the budget.
+type ProjectLock = Mutex<Option<u64>>;
 
 /// A checkpoint as `GET /conversations/{id}/checkpoints` lists it.
 #[derive(Clone, Debug, Serialize)]
@@ -109,7 +113,7 @@ impl Checkpoints {
         Checkpoints {
             storage,
             budget,
-            lock: Mutex::new(HashMap::new()),
+            projects: Mutex::new(HashMap::new()),
         }
     }
 
@@ -179,8 +183,9 @@ impl Checkpoints {
         let (store, project, conversation) =
             (Arc::clone(self), project.clone(), conversation.clone());
         blocking(move || {
-            let mut usage = store.lock.lock().unwrap_or_else(|p| p.into_inner());
-            usage.remove(&project);
+            let lock = store.project_lock(&project);
+            let mut used = lock.lock().unwrap_or_else(|p| p.into_inner());
+            *used = None;
             let Some(checkpoints) = store.project_dir(&project, false)? else {
                 return Ok(());
             };
@@ -239,13 +244,20 @@ impl Checkpoints {
         .await
     }
 
+    /// The lock of `project`'s checkpoints in this host.
+    fn project_lock(&self, project: &ProjectId) -> Arc<ProjectLock> {
+        let mut projects = self.projects.lock().unwrap_or_else(|p| p.into_inner());
+        Arc::clone(projects.entry(project.clone()).or_default())
+    }
+
     fn undo_now(
         &self,
         project: &ProjectId,
         conversation: &ConversationId,
         force: bool,
     ) -> Result<Summary, UndoError> {
-        let _one_at_a_time = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let lock = self.project_lock(project);
+        let _one_at_a_time = lock.lock().unwrap_or_else(|p| p.into_inner());
         let (checkpoints, runs) = self
             .conversation_runs(project, conversation)?
             .ok_or(UndoError::Nothing)?;
@@ -488,10 +500,10 @@ impl RunCheckpoint {
         let Some(mut log) = self.log.take() else {
             return;
         };
-        let store = Arc::clone(&self.store);
+        let (store, project) = (Arc::clone(&self.store), self.project.clone());
         let root = Arc::clone(root);
         let done = tokio::task::spawn_blocking(move || {
-            if let Err(e) = store.fingerprint_after(&mut log, &root) {
+            if let Err(e) = store.fingerprint_after(&project, &mut log, &root) {
                 tracing::error!(error = %e, "checkpoint fingerprints not stored");
             }
             log
@@ -516,7 +528,8 @@ impl Checkpoints {
         paths: &[Change],
         root: &Dir,
     ) -> Result<(), String> {
-        let mut usage = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let lock = self.project_lock(project);
+        let mut used_now = lock.lock().unwrap_or_else(|p| p.into_inner());
         let failed = |e: io::Error| {
             tracing::error!(error = %e, "checkpoint not written");
             "not run: the change could not be recorded for undo (the server's checkpoint \
@@ -555,8 +568,8 @@ impl Checkpoints {
                     continue;
                 }
                 let size = r.node.content_bytes();
-                let used = match usage.get(project) {
-                    Some(used) => *used,
+                let used = match *used_now {
+                    Some(used) => used,
                     None => kept_bytes(&checkpoints).map_err(failed)?,
                 };
                 let used = if used.saturating_add(size) <= self.budget {
@@ -567,7 +580,7 @@ impl Checkpoints {
                         .map_err(failed)?;
                     others + bytes + size
                 };
-                usage.insert(project.clone(), used);
+                *used_now = Some(used);
                 bytes += size;
                 let print = fingerprint(&r.node);
                 recorded.push((r.path, r.node, print));
@@ -614,8 +627,9 @@ impl Checkpoints {
     }
 
     /// The blocking half of [`RunCheckpoint::after_call`].
-    fn fingerprint_after(&self, log: &mut Log, root: &Dir) -> io::Result<()> {
-        let _one_at_a_time = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+    fn fingerprint_after(&self, project: &ProjectId, log: &mut Log, root: &Dir) -> io::Result<()> {
+        let lock = self.project_lock(project);
+        let _one_at_a_time = lock.lock().unwrap_or_else(|p| p.into_inner());
         let dir = ProjectDir::new(root.try_clone()?, Limits::default());
         let prints = log
             .manifest
