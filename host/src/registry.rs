@@ -20,7 +20,9 @@ use tokio::sync::watch;
 use crate::{
     config::ToolSelection,
     mcp::client::McpTool,
-    plugins::{invoke, CallRequest, LoadError, LoadFailure, Tool, ToolArgs, ToolOutcome},
+    plugins::{
+        invoke_around, AroundCall, CallRequest, LoadError, LoadFailure, Tool, ToolArgs, ToolOutcome,
+    },
 };
 
 /// A tool of either source.
@@ -84,11 +86,21 @@ impl RegisteredTool {
         }
     }
 
-    /// Runs one call (the schema check included) within `request.timeout`.
-    pub async fn invoke(&self, args: &ToolArgs, request: &CallRequest) -> ToolOutcome {
+    /// Runs one call (the schema check included) within `request.timeout`, with `around`
+    /// just before and after a plugin's call on its thread.
+    pub async fn invoke(
+        &self,
+        args: &ToolArgs,
+        request: &CallRequest,
+        around: Option<Box<dyn AroundCall>>,
+    ) -> ToolOutcome {
         match self {
-            RegisteredTool::Plugin(tool) => invoke(tool, args, request).await,
-            RegisteredTool::Mcp(tool) => tool.invoke(args, request).await,
+            RegisteredTool::Plugin(tool) => invoke_around(tool, args, request, around).await,
+            RegisteredTool::Mcp(tool) => {
+                // An MCP server's tool declares no paths it changes: nothing is recorded.
+                debug_assert!(around.is_none(), "an MCP tool changes no declared paths");
+                tool.invoke(args, request).await
+            }
         }
     }
 }

@@ -160,22 +160,14 @@ pub(super) async fn run_call<'r>(
             refused: None,
         };
     }
-    // Undo: the earlier state of the paths it changes, recorded just before it runs.
+    // Undo: the earlier state of the paths it changes, recorded just before it runs, and
+    // their state just after, on the call's own thread.
     let changes = checkpoint_paths(admitted.tool, call);
-    if let (Some(checkpoint), false) = (ledger.checkpoint.as_mut(), changes.is_empty()) {
-        if let Err(refusal) = checkpoint.before_call(changes, &request.root).await {
-            return Settled {
-                tool,
-                failure: Some(FailureKind::Refused),
-                text: model_text(Err(ToolFailure::new(FailureKind::Refused, refusal))),
-                refused: None,
-            };
-        }
-    }
-    let outcome = admitted.tool.invoke(&admitted.args, request).await;
-    if let (Some(checkpoint), true) = (ledger.checkpoint.as_mut(), changed(admitted.tool)) {
-        checkpoint.after_call(&request.root).await;
-    }
+    let around = match ledger.checkpoint.as_ref() {
+        Some(checkpoint) if !changes.is_empty() => Some(checkpoint.around(changes, &request.root)),
+        _ => None,
+    };
+    let outcome = admitted.tool.invoke(&admitted.args, request, around).await;
     drop(admitted.args);
     let failure = outcome.as_ref().err().map(|f| f.kind.clone());
     if failure.is_none() {
@@ -250,10 +242,6 @@ fn checkpoint_paths(tool: &RegisteredTool, call: &ToolCall) -> Vec<Change> {
         Ok(arguments) => changed_paths(tool.changes_paths(), tool.creates_paths(), arguments),
         Err(_) => Vec::new(),
     }
-}
-
-fn changed(tool: &RegisteredTool) -> bool {
-    !tool.changes_paths().is_empty() || !tool.creates_paths().is_empty()
 }
 
 fn budget_refusal(refusal: super::budget::Refusal) -> NotRun {

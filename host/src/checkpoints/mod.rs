@@ -1,10 +1,10 @@
-//! Undo of a run's file changes (docs/api.md "Undo of file changes"). Before a tool that
-//! declares `changes_paths` or `creates_paths` runs inside a chat run,
-//! [`RunCheckpoint::before_call`] records the earlier state of exactly the paths its
+//! Undo of a run's file changes (docs/api.md "Undo of file changes"). Around each call of a
+//! tool that declares `changes_paths` or `creates_paths` inside a chat run, on the call's own
+//! thread ([`RunCheckpoint::around`]): before it, the earlier state of exactly the paths its
 //! arguments name (through fs-guard's [`ProjectDir::snapshot`], which resolves them as the
-//! tool will; only what is missing for a path the tool only creates); after it,
-//! [`RunCheckpoint::after_call`] records their fingerprints. [`Checkpoints::undo`] puts the
-//! earlier state back (through [`ProjectDir::restore`]) when every path is still as the run
+//! tool will; only what is missing for a path the tool only creates); after it, their
+//! fingerprints. [`Checkpoints::undo`] puts the earlier state back (through
+//! [`ProjectDir::restore`]) when every path is still as the run
 //! left it. Checkpoints live in `<storage>/<projectId>/checkpoints/`, beside `root/`, where
 //! no tool reaches, one log per run, within `[limits] checkpoint_bytes` per project (oldest
 //! dropped first).
@@ -36,7 +36,10 @@ use serde_json::{Map, Value};
 
 pub use before::{Before, BeforeError};
 
-use crate::storage::{ProjectId, Storage};
+use crate::{
+    plugins::AroundCall,
+    storage::{ProjectId, Storage},
+};
 use fingerprint::fingerprint;
 use stored::{open_or_create, Log, Manifest};
 
@@ -130,7 +133,7 @@ impl Checkpoints {
             project,
             conversation,
             message,
-            log: None,
+            log: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -436,8 +439,10 @@ pub struct RunCheckpoint {
     project: ProjectId,
     conversation: ConversationId,
     message: u64,
-    /// `None` until the run's first changing call.
-    log: Option<Log>,
+    /// `None` until the run's first changing call. Shared with the calls' threads, and not
+    /// held while a plugin runs: a call abandoned at its deadline records its "after" when
+    /// its plugin returns, and the run's next calls record meanwhile.
+    log: Arc<Mutex<Option<Log>>>,
 }
 
 /// A path a call changes, as its tool declares it.
@@ -477,48 +482,61 @@ pub fn changed_paths(
 }
 
 impl RunCheckpoint {
-    /// Records the earlier state of `paths` (those not recorded by an earlier call of this
-    /// run), complete on disk before it returns. `Err` is the refusal the model reads: the
-    /// call must not run, since it could not be undone.
-    pub async fn before_call(&mut self, paths: Vec<Change>, root: &Arc<Dir>) -> Result<(), String> {
-        let store = Arc::clone(&self.store);
-        let (project, conversation) = (self.project.clone(), self.conversation.clone());
-        let (mut log, message) = (self.log.take(), self.message);
-        let root = Arc::clone(root);
-        let (log, outcome) = tokio::task::spawn_blocking(move || {
-            let outcome = store.record(&project, &conversation, message, &mut log, &paths, &root);
-            (log, outcome)
+    /// The recording around one call that changes `paths`: before it, the earlier state of
+    /// those not recorded by an earlier call of this run, complete on disk (its `Err` is the
+    /// refusal the model reads: the call must not run, since it could not be undone); after
+    /// it, the fingerprints of the run's recorded paths as they are then.
+    pub fn around(&self, paths: Vec<Change>, root: &Arc<Dir>) -> Box<dyn AroundCall> {
+        Box::new(Recording {
+            store: Arc::clone(&self.store),
+            project: self.project.clone(),
+            conversation: self.conversation.clone(),
+            message: self.message,
+            log: Arc::clone(&self.log),
+            paths,
+            root: Arc::clone(root),
         })
-        .await
-        .map_err(|e| format!("not run: the change could not be recorded for undo ({e})"))?;
-        self.log = log;
-        outcome
+    }
+}
+
+/// [`RunCheckpoint::around`]: what one call's thread records.
+struct Recording {
+    store: Arc<Checkpoints>,
+    project: ProjectId,
+    conversation: ConversationId,
+    message: u64,
+    log: Arc<Mutex<Option<Log>>>,
+    paths: Vec<Change>,
+    root: Arc<Dir>,
+}
+
+impl AroundCall for Recording {
+    fn before(&mut self) -> Result<(), String> {
+        let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        self.store.record(
+            &self.project,
+            &self.conversation,
+            self.message,
+            &mut log,
+            &self.paths,
+            &self.root,
+        )
     }
 
-    /// Records the fingerprints of the run's recorded paths as they are now.
-    pub async fn after_call(&mut self, root: &Arc<Dir>) {
-        let Some(mut log) = self.log.take() else {
+    fn after(&mut self) {
+        let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(log) = log.as_mut() else {
             return;
         };
-        let (store, project) = (Arc::clone(&self.store), self.project.clone());
-        let root = Arc::clone(root);
-        let done = tokio::task::spawn_blocking(move || {
-            if let Err(e) = store.fingerprint_after(&project, &mut log, &root) {
-                tracing::error!(error = %e, "checkpoint fingerprints not stored");
-            }
-            log
-        })
-        .await;
-        match done {
-            Ok(log) => self.log = Some(log),
-            Err(e) => tracing::error!(error = %e, "checkpoint fingerprints not stored"),
+        if let Err(e) = self.store.fingerprint_after(&self.project, log, &self.root) {
+            tracing::error!(error = %e, "checkpoint fingerprints not stored");
         }
     }
 }
 
 impl Checkpoints {
-    /// The blocking half of [`RunCheckpoint::before_call`]: the run's log is created by its
-    /// first call that records anything.
+    /// What [`RunCheckpoint::around`] records before a call: the run's log is created by
+    /// its first call that records anything.
     fn record(
         &self,
         project: &ProjectId,
@@ -626,7 +644,7 @@ impl Checkpoints {
         }
     }
 
-    /// The blocking half of [`RunCheckpoint::after_call`].
+    /// What [`RunCheckpoint::around`] records after a call.
     fn fingerprint_after(&self, project: &ProjectId, log: &mut Log, root: &Dir) -> io::Result<()> {
         let lock = self.project_lock(project);
         let _one_at_a_time = lock.lock().unwrap_or_else(|p| p.into_inner());

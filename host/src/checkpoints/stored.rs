@@ -373,8 +373,12 @@ impl Log {
         Ok(holds_content)
     }
 
-    /// Appends every entry's fingerprint after a changing call (not synced).
+    /// Appends every entry's fingerprint after a changing call (not synced); nothing when
+    /// they are the ones recorded already.
     pub(super) fn record_after(&mut self, prints: Vec<Option<String>>) -> io::Result<()> {
+        if self.manifest.entries.iter().map(|e| &e.after).eq(&prints) {
+            return Ok(());
+        }
         let record = Record::After { prints };
         self.append(&record, &[])?;
         self.manifest.apply(record, 0);

@@ -1,5 +1,8 @@
 //! Runs one tool call: arguments checked against the tool's schema, then the plugin's `call`
-//! on a blocking thread under a deadline, holding one of the tool's concurrency permits.
+//! on a blocking thread under a deadline, holding one of the tool's concurrency permits. Work
+//! that must happen just before and after the plugin (the undo checkpoint, [`AroundCall`])
+//! runs on the same thread, so a changing call costs one hand-off to a thread and back, not
+//! three.
 //!
 //! A hung plugin thread cannot be killed, only abandoned: it keeps its permit until it
 //! returns, so one hung tool can use at most its own cap of threads, and costs its callers
@@ -36,8 +39,28 @@ pub struct CallRequest {
     pub timeout: Duration,
 }
 
+/// Blocking work around one plugin call, on the call's own thread.
+pub trait AroundCall: Send {
+    /// Just before the plugin runs; `Err` is the refusal the model reads, and the plugin is
+    /// not called.
+    fn before(&mut self) -> Result<(), String>;
+    /// Just after the plugin returned, whatever it returned (also when the call's deadline
+    /// passed meanwhile: the abandoned thread runs it when the plugin returns).
+    fn after(&mut self);
+}
+
 /// Runs `tool` on the model's `args`.
 pub async fn invoke(tool: &Arc<Tool>, args: &ToolArgs, request: &CallRequest) -> ToolOutcome {
+    invoke_around(tool, args, request, None).await
+}
+
+/// Runs `tool` on the model's `args`, with `around` just before and after the plugin.
+pub async fn invoke_around(
+    tool: &Arc<Tool>,
+    args: &ToolArgs,
+    request: &CallRequest,
+    around: Option<Box<dyn AroundCall>>,
+) -> ToolOutcome {
     let started = Instant::now();
     let name = tool.name();
     if let Err(mismatch) = check_args(&tool.library, args) {
@@ -74,12 +97,22 @@ pub async fn invoke(tool: &Arc<Tool>, args: &ToolArgs, request: &CallRequest) ->
     let args = args.text();
     let call = tokio::task::spawn_blocking(move || {
         let _held = (permit, root);
-        library.module.call()(RStr::from_str(&context), RStr::from_str(&args)).into_result()
+        let mut around = around;
+        if let Some(around) = around.as_mut() {
+            around.before().map_err(Refusal)?;
+        }
+        let result =
+            library.module.call()(RStr::from_str(&context), RStr::from_str(&args)).into_result();
+        if let Some(around) = around.as_mut() {
+            around.after();
+        }
+        Ok(result)
     });
     let remaining = request.timeout.saturating_sub(started.elapsed());
     match tokio::time::timeout(remaining, call).await {
-        Ok(Ok(Ok(text))) => Ok(text.into_string()),
-        Ok(Ok(Err(error))) => Err(plugin_failure(error.as_str())),
+        Ok(Ok(Ok(Ok(text)))) => Ok(text.into_string()),
+        Ok(Ok(Ok(Err(error)))) => Err(plugin_failure(error.as_str())),
+        Ok(Ok(Err(Refusal(refusal)))) => Err(ToolFailure::new(FailureKind::Refused, refusal)),
         Ok(Err(join)) => Err(ToolFailure::new(
             FailureKind::Host,
             format!("tool {name} failed inside the host: {join}"),
@@ -96,6 +129,9 @@ pub async fn invoke(tool: &Arc<Tool>, args: &ToolArgs, request: &CallRequest) ->
         }
     }
 }
+
+/// Why [`AroundCall::before`] kept the plugin from running.
+struct Refusal(String);
 
 impl Tool {
     /// Calls the plugin's `call` on this thread, with no argument check, permit or deadline:
