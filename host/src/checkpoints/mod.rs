@@ -57,12 +57,21 @@ pub struct Checkpoints {
 }
 
 /// One change of a project's checkpoint files at a time in this host (one project's
-/// recording waits for no other project's: a record holds this lock through its sync), and
-/// this host's count of the bytes the project's checkpoints keep: `None` until one scan of
-/// them, then kept up to date as they are added, so recording does not read every log of the
-/// project (it did, per recorded path: quadratic over a project's life). The project is
-/// scanned again only when a record would pass the budget.
-type ProjectLock = Mutex<Option<u64>>;
+/// recording waits for no other project's: a record holds this lock through its sync).
+type ProjectLock = Mutex<ProjectState>;
+
+/// What this host knows of a project's checkpoints.
+#[derive(Debug, Default)]
+struct ProjectState {
+    /// The bytes they keep: `None` until one scan of them, then kept up to date as they are
+    /// added, so recording does not read every log of the project (it did, per recorded path:
+    /// quadratic over a project's life). Scanned again only when a record would pass the
+    /// budget.
+    kept: Option<u64>,
+    /// Whether the `checkpoints` folder's own name was synced into the project folder (a new
+    /// log's name then needs only the `checkpoints` folder synced).
+    folder_synced: bool,
+}
 
 /// A checkpoint as `GET /conversations/{id}/checkpoints` lists it.
 #[derive(Clone, Debug, Serialize)]
@@ -187,8 +196,8 @@ impl Checkpoints {
             (Arc::clone(self), project.clone(), conversation.clone());
         blocking(move || {
             let lock = store.project_lock(&project);
-            let mut used = lock.lock().unwrap_or_else(|p| p.into_inner());
-            *used = None;
+            let mut state = lock.lock().unwrap_or_else(|p| p.into_inner());
+            state.kept = None;
             let Some(checkpoints) = store.project_dir(&project, false)? else {
                 return Ok(());
             };
@@ -547,7 +556,7 @@ impl Checkpoints {
         root: &Dir,
     ) -> Result<(), String> {
         let lock = self.project_lock(project);
-        let mut used_now = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = lock.lock().unwrap_or_else(|p| p.into_inner());
         let failed = |e: io::Error| {
             tracing::error!(error = %e, "checkpoint not written");
             "not run: the change could not be recorded for undo (the server's checkpoint \
@@ -586,7 +595,7 @@ impl Checkpoints {
                     continue;
                 }
                 let size = r.node.content_bytes();
-                let used = match *used_now {
+                let used = match state.kept {
                     Some(used) => used,
                     None => kept_bytes(&checkpoints).map_err(failed)?,
                 };
@@ -598,7 +607,7 @@ impl Checkpoints {
                         .map_err(failed)?;
                     others + bytes + size
                 };
-                *used_now = Some(used);
+                state.kept = Some(used);
                 bytes += size;
                 let print = fingerprint(&r.node);
                 recorded.push((r.path, r.node, print));
@@ -618,11 +627,12 @@ impl Checkpoints {
         let synced = log.record_call(new_paths, recorded).map_err(failed)?;
         if synced && !log.names_synced {
             // The names on the way to the run's log must survive a crash with its content.
-            let project_dir = self.storage.dir().open_dir_nofollow(project.as_str());
-            let on_the_way = [project_dir.as_ref().ok(), Some(&checkpoints)];
-            for folder in on_the_way.into_iter().flatten() {
-                stored::sync_dir(folder).map_err(failed)?;
+            if !state.folder_synced {
+                let project_dir = self.storage.dir().open_dir_nofollow(project.as_str());
+                stored::sync_dir(&project_dir.map_err(failed)?).map_err(failed)?;
+                state.folder_synced = true;
             }
+            stored::sync_dir(&checkpoints).map_err(failed)?;
             log.names_synced = true;
         }
         Ok(())
