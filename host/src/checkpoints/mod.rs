@@ -566,16 +566,14 @@ impl Checkpoints {
         let dir = ProjectDir::new(root.try_clone().map_err(failed)?, Limits::default());
         let checkpoints = self.project_dir(project, true).map_err(failed)?;
         let checkpoints = checkpoints.ok_or_else(|| failed(io::ErrorKind::NotFound.into()))?;
+        // The run's log so far, or the manifest of the log its first record creates.
+        let mut fresh = None;
         let manifest = match log {
-            Some(log) => log.manifest.clone(),
+            Some(log) => &log.manifest,
             None => {
                 let now = now_ms();
-                Manifest::new(
-                    conversation.as_str(),
-                    format!("{now:013}-{message}"),
-                    message,
-                    now,
-                )
+                let run = format!("{now:013}-{message}");
+                fresh.insert(Manifest::new(conversation.as_str(), run, message, now))
             }
         };
         let mut new_paths = Vec::new();
@@ -622,7 +620,10 @@ impl Checkpoints {
         }
         let log = match log {
             Some(log) => log,
-            None => log.insert(Log::create(&checkpoints, manifest).map_err(failed)?),
+            None => {
+                let manifest = fresh.ok_or_else(|| failed(io::ErrorKind::NotFound.into()))?;
+                log.insert(Log::create(&checkpoints, manifest).map_err(failed)?)
+            }
         };
         let synced = log.record_call(new_paths, recorded).map_err(failed)?;
         if synced && !log.names_synced {
