@@ -504,6 +504,7 @@ impl RunCheckpoint {
             log: Arc::clone(&self.log),
             paths,
             root: Arc::clone(root),
+            touched: None,
         })
     }
 }
@@ -517,19 +518,23 @@ struct Recording {
     log: Arc<Mutex<Option<Log>>>,
     paths: Vec<Change>,
     root: Arc<Dir>,
+    /// The paths the call may change, as fs-guard resolved them before it ran; `None`: every
+    /// recorded path is fingerprinted again after it (one of them goes through a link).
+    touched: Option<Vec<String>>,
 }
 
 impl AroundCall for Recording {
     fn before(&mut self) -> Result<(), String> {
         let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
-        self.store.record(
+        self.touched = self.store.record(
             &self.project,
             &self.conversation,
             self.message,
             &mut log,
             &self.paths,
             &self.root,
-        )
+        )?;
+        Ok(())
     }
 
     fn after(&mut self) {
@@ -537,7 +542,11 @@ impl AroundCall for Recording {
         let Some(log) = log.as_mut() else {
             return;
         };
-        if let Err(e) = self.store.fingerprint_after(&self.project, log, &self.root) {
+        let touched = self.touched.as_deref();
+        if let Err(e) = self
+            .store
+            .fingerprint_after(&self.project, log, &self.root, touched)
+        {
             tracing::error!(error = %e, "checkpoint fingerprints not stored");
         }
     }
@@ -545,7 +554,9 @@ impl AroundCall for Recording {
 
 impl Checkpoints {
     /// What [`RunCheckpoint::around`] records before a call: the run's log is created by
-    /// its first call that records anything.
+    /// its first call that records anything. Returns the paths the call may change, as
+    /// fs-guard resolved them (`None` when one of them goes through a symbolic link: what
+    /// it changes is then not known by name).
     fn record(
         &self,
         project: &ProjectId,
@@ -554,7 +565,7 @@ impl Checkpoints {
         log: &mut Option<Log>,
         paths: &[Change],
         root: &Dir,
-    ) -> Result<(), String> {
+    ) -> Result<Option<Vec<String>>, String> {
         let lock = self.project_lock(project);
         let mut state = lock.lock().unwrap_or_else(|p| p.into_inner());
         let failed = |e: io::Error| {
@@ -577,6 +588,7 @@ impl Checkpoints {
             }
         };
         let mut new_paths = Vec::new();
+        let mut touched = Vec::new();
         let mut recorded: Vec<(String, Node, String)> = Vec::new();
         let mut bytes = manifest.bytes;
         for change in paths {
@@ -585,6 +597,7 @@ impl Checkpoints {
                 Change::Creation(path) => dir.snapshot_creation(path),
             };
             for r in snapshot.map_err(|e| self.refusal(e))? {
+                touched.push(r.path.clone());
                 let earlier = manifest.entries.iter().map(|e| e.path.as_str());
                 if covered(
                     earlier.chain(recorded.iter().map(|(p, _, _)| p.as_str())),
@@ -615,8 +628,9 @@ impl Checkpoints {
                 new_paths.push(path.to_owned());
             }
         }
+        let touched = (!through_link(root, &touched)).then_some(touched);
         if recorded.is_empty() && new_paths.is_empty() {
-            return Ok(()); // every path was recorded by an earlier call of the run
+            return Ok(touched); // every path was recorded by an earlier call of the run
         }
         let log = match log {
             Some(log) => log,
@@ -636,7 +650,7 @@ impl Checkpoints {
             stored::sync_dir(&checkpoints).map_err(failed)?;
             log.names_synced = true;
         }
-        Ok(())
+        Ok(touched)
     }
 
     /// The refusal for a path whose earlier state cannot be recorded.
@@ -656,7 +670,16 @@ impl Checkpoints {
     }
 
     /// What [`RunCheckpoint::around`] records after a call.
-    fn fingerprint_after(&self, project: &ProjectId, log: &mut Log, root: &Dir) -> io::Result<()> {
+    /// The recorded paths related to one of `touched` (the same, inside it, or holding it)
+    /// are fingerprinted again; the others keep their fingerprints, so a change made to them
+    /// by anyone else meanwhile still counts as a change since the run. `None`: all of them.
+    fn fingerprint_after(
+        &self,
+        project: &ProjectId,
+        log: &mut Log,
+        root: &Dir,
+        touched: Option<&[String]>,
+    ) -> io::Result<()> {
         let lock = self.project_lock(project);
         let _one_at_a_time = lock.lock().unwrap_or_else(|p| p.into_inner());
         let dir = ProjectDir::new(root.try_clone()?, Limits::default());
@@ -664,10 +687,44 @@ impl Checkpoints {
             .manifest
             .entries
             .iter()
-            .map(|entry| self.current(&dir, &entry.path))
+            .map(|entry| {
+                let again = touched.is_none_or(|touched| {
+                    touched.iter().any(|t| {
+                        covered(std::iter::once(t.as_str()), &entry.path)
+                            || covered(std::iter::once(entry.path.as_str()), t)
+                    })
+                });
+                if again {
+                    self.current(&dir, &entry.path)
+                } else {
+                    entry.after.clone()
+                }
+            })
             .collect();
         log.record_after(prints)
     }
+}
+
+/// Whether any of `paths` (relative to `root`, as fs-guard resolved them) goes through a
+/// symbolic link, or cannot be told: a call through a link changes what the link leads to,
+/// which no recorded path names.
+fn through_link(root: &Dir, paths: &[String]) -> bool {
+    paths.iter().any(|path| {
+        let mut prefix = String::new();
+        for part in path.split('/') {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(part);
+            match root.symlink_metadata(&prefix) {
+                Ok(meta) if meta.is_symlink() => return true,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return false,
+                Err(_) => return true,
+            }
+        }
+        false
+    })
 }
 
 /// Whether `path` is recorded already (among the `recorded` paths), itself or inside a
@@ -698,6 +755,85 @@ mod tests {
         assert!(covered(recorded(), "docs/a.txt"));
         assert!(!covered(recorded(), "docs2/a.txt"));
         assert!(!covered(recorded(), "doc"));
+    }
+
+    /// A run of `store` in a fresh project of its storage, the project's root, and the ids.
+    fn a_run() -> (
+        tempfile::TempDir,
+        Arc<Checkpoints>,
+        RunCheckpoint,
+        Arc<Dir>,
+        ProjectId,
+        ConversationId,
+    ) {
+        let temp = tempfile::tempdir().expect("temp");
+        let storage = Arc::new(Storage::open(&temp.path().join("storage")).expect("storage"));
+        let store = Arc::new(Checkpoints::new(Arc::clone(&storage), 1 << 20));
+        let project = ProjectId::parse("demo").expect("id");
+        let conversation = ConversationId::generate();
+        let root = Arc::new(storage.project_root(&project).expect("root"));
+        let run = store
+            .run(project.clone(), conversation.clone(), 0)
+            .expect("undo on");
+        (temp, store, run, root, project, conversation)
+    }
+
+    /// One changing call of `run`: records around `change`, which `write` makes.
+    fn call(run: &RunCheckpoint, root: &Arc<Dir>, path: &str, write: impl FnOnce(&Dir)) {
+        let mut around = run.around(vec![Change::Whole(path.to_owned())], root);
+        around.before().expect("recorded");
+        write(root);
+        around.after();
+    }
+
+    #[tokio::test]
+    async fn a_change_by_hand_between_two_calls_of_a_run_still_counts_as_a_change_since_it() {
+        let (_temp, store, run, root, project, conversation) = a_run();
+        call(&run, &root, "a.txt", |r| {
+            r.write("a.txt", "from the run").expect("write")
+        });
+        root.write("a.txt", "by hand, during the run")
+            .expect("write");
+        call(&run, &root, "b.txt", |r| {
+            r.write("b.txt", "from the run").expect("write")
+        });
+        // The second call did not touch a.txt, so its fingerprint is still the run's own.
+        match store.undo(&project, &conversation, false).await {
+            Err(UndoError::Changed(paths)) => assert_eq!(paths, ["a.txt"]),
+            other => panic!("expected a refusal naming a.txt, got {other:?}"),
+        }
+        // A later call on a.txt itself takes the file as it stands then.
+        call(&run, &root, "a.txt", |r| {
+            r.write("a.txt", "again").expect("write")
+        });
+        store
+            .undo(&project, &conversation, false)
+            .await
+            .expect("undone");
+        assert!(root.metadata("a.txt").is_err() && root.metadata("b.txt").is_err());
+    }
+
+    #[tokio::test]
+    async fn a_call_through_a_link_fingerprints_every_recorded_path_again() {
+        let (_temp, store, run, root, project, conversation) = a_run();
+        call(&run, &root, "real/x.txt", |r| {
+            r.create_dir("real").expect("mkdir");
+            r.write("real/x.txt", "x").expect("write");
+        });
+        root.symlink_contents("real", "link")
+            .expect("a link to the folder");
+        // Through the link, the call changes `real`, which no path of the call names.
+        call(&run, &root, "link/y.txt", |r| {
+            r.write("link/y.txt", "y").expect("write")
+        });
+        store
+            .undo(&project, &conversation, false)
+            .await
+            .expect("undone");
+        assert!(
+            root.metadata("real").is_err(),
+            "the run's folder is gone again"
+        );
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! A run's events as the response body: `application/x-ndjson`, one JSON object a line,
 //! each line flushed as it happens. Events that are already waiting when the body is polled
 //! (a slow reader, or several events made at once) go out together in one chunk, one write
-//! instead of one each; nothing is ever held back to wait for more. Dropping the body (the client went away) drops the
-//! receiver, which cancels the run. The body holds the chat's admission permit and its place
+//! instead of one each; nothing is ever held back to wait for more. Dropping the body (the
+//! client went away) drops the receiver, which cancels the run. The body holds the chat's admission permit and its place
 //! in `rojos_streams_open` until it ends or is dropped.
 
 use axum::{
