@@ -688,12 +688,8 @@ impl Checkpoints {
             .entries
             .iter()
             .map(|entry| {
-                let again = touched.is_none_or(|touched| {
-                    touched.iter().any(|t| {
-                        covered(std::iter::once(t.as_str()), &entry.path)
-                            || covered(std::iter::once(entry.path.as_str()), t)
-                    })
-                });
+                let again =
+                    touched.is_none_or(|touched| touched.iter().any(|t| related(t, &entry.path)));
                 if again {
                     self.current(&dir, &entry.path)
                 } else {
@@ -703,6 +699,11 @@ impl Checkpoints {
             .collect();
         log.record_after(prints)
     }
+}
+
+/// Whether one of two paths is the other or inside it.
+fn related(a: &str, b: &str) -> bool {
+    covered(std::iter::once(a), b) || covered(std::iter::once(b), a)
 }
 
 /// Whether any of `paths` (relative to `root`, as fs-guard resolved them) goes through a

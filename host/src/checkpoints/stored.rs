@@ -562,6 +562,35 @@ mod tests {
         Manifest::new("conv", "0000000000001-0".into(), 0, 1)
     }
 
+    /// The manifest of [`run`]'s log as a reader finds it.
+    fn read_back(dir: &Dir) -> Manifest {
+        Manifest::read(dir, "conv.0000000000001-0.log")
+            .expect("read")
+            .expect("a log")
+    }
+
+    #[test]
+    fn fingerprints_already_recorded_are_not_appended_again() {
+        let (_temp, dir) = folder();
+        let mut log = Log::create(&dir, run()).expect("create");
+        log.record_call(
+            vec!["a".into()],
+            vec![("a".into(), Node::Absent, "p".into())],
+        )
+        .expect("record");
+        let len = log.manifest.len;
+        log.record_after(vec![Some("p".into())]).expect("same");
+        assert_eq!(log.manifest.len, len, "nothing appended");
+        log.record_after(vec![Some("q".into())]).expect("changed");
+        assert!(log.manifest.len > len);
+        let afters: Vec<_> = read_back(&dir)
+            .entries
+            .into_iter()
+            .map(|e| e.after)
+            .collect();
+        assert_eq!(afters, [Some("q".to_owned())]);
+    }
+
     #[test]
     fn records_read_back_with_their_content_and_fingerprints() {
         let (_temp, dir) = folder();
@@ -586,9 +615,7 @@ mod tests {
             .expect("after");
         drop(log);
 
-        let read = Manifest::read(&dir, "conv.0000000000001-0.log")
-            .expect("read")
-            .expect("a log");
+        let read = read_back(&dir);
         assert_eq!(read.paths, ["new", "docs"]);
         assert_eq!(read.bytes, 7);
         let afters: Vec<_> = read.entries.iter().map(|e| e.after.clone()).collect();
@@ -624,9 +651,7 @@ mod tests {
         assert_eq!(log.manifest.len, whole);
         assert_eq!(log.manifest.paths, ["a"]);
         log.record_undone().expect("undone");
-        let read = Manifest::read(&dir, "conv.0000000000001-0.log")
-            .expect("read")
-            .expect("a log");
+        let read = read_back(&dir);
         assert!(read.undone);
         assert_eq!(
             log.load(&read.entries[0].before).expect("load"),
@@ -646,9 +671,7 @@ mod tests {
         let mut manifest = log.manifest.clone();
         drop(log);
         evict(&dir, &mut manifest).expect("evict");
-        let read = Manifest::read(&dir, "conv.0000000000001-0.log")
-            .expect("read")
-            .expect("a log");
+        let read = read_back(&dir);
         assert!(read.evicted);
         assert_eq!(read.bytes, 0);
         assert_eq!(read.paths, ["a"]);

@@ -59,7 +59,7 @@ pub async fn invoke_around(
     tool: &Arc<Tool>,
     args: &ToolArgs,
     request: &CallRequest,
-    around: Option<Box<dyn AroundCall>>,
+    mut around: Option<Box<dyn AroundCall>>,
 ) -> ToolOutcome {
     let started = Instant::now();
     let name = tool.name();
@@ -97,7 +97,6 @@ pub async fn invoke_around(
     let args = args.text();
     let call = tokio::task::spawn_blocking(move || {
         let _held = (permit, root);
-        let mut around = around;
         if let Some(around) = around.as_mut() {
             around.before().map_err(Refusal)?;
         }
