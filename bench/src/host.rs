@@ -67,6 +67,8 @@ impl Launch {
     /// copied build folder), else those of `build`.
     pub(crate) fn of_binary(binary: &Path, build: &Path) -> anyhow::Result<Launch> {
         anyhow::ensure!(binary.is_file(), "no host binary at {}", binary.display());
+        // Absolute: the host's config, in a temp folder, names the plugins by path.
+        let binary = &std::path::absolute(binary)?;
         let beside = binary.parent().unwrap_or(Path::new("."));
         let own_plugins = ALL_BUILTINS
             .iter()
@@ -305,7 +307,7 @@ impl HostProcess {
 /// `valgrind --tool=massif`): its words come first, then the host binary. Memory and CPU are
 /// then the wrapper's process, which runs the host.
 fn wrapped(binary: &Path) -> Command {
-    let wrap = std::env::var("ROJOS_BENCH_WRAP").unwrap_or_default();
+    let wrap = wrapped_by().unwrap_or_default();
     let mut words = wrap.split_whitespace();
     match words.next() {
         Some(program) => {
@@ -315,6 +317,13 @@ fn wrapped(binary: &Path) -> Command {
         }
         None => Command::new(binary),
     }
+}
+
+/// `$ROJOS_BENCH_WRAP`, when it names a wrapper.
+pub(crate) fn wrapped_by() -> Option<String> {
+    std::env::var("ROJOS_BENCH_WRAP")
+        .ok()
+        .filter(|wrap| !wrap.trim().is_empty())
 }
 
 /// CPU time (user + system) of the process whose `stat` file is `path`.

@@ -1,7 +1,7 @@
 //! The statistics the bench's verdicts rest on: the nearest-rank percentile of latencies, the
 //! median of repeated runs, the after/before ratio of two medians, and whether a cost grows
 //! linearly in a size ([`growth`], Tukey's three-group resistant line: robust to the odd slow
-//! turn a shared machine produces).
+//! turn a shared machine produces; bending up is judged against the noise by resampling).
 
 use std::time::Duration;
 
@@ -40,6 +40,19 @@ pub(crate) fn ratio(after: f64, before: f64) -> Option<f64> {
 /// 50 points of a shared machine).
 pub(crate) const SUPERLINEAR_HALF_SLOPES: f64 = 1.5;
 
+/// How many resamples of the points judge whether a bend is more than noise.
+const RESAMPLES: usize = 400;
+
+/// The share of resamples that must bend up at all ([`BENT_AT_LEAST`]) for a SUPERLINEAR
+/// verdict.
+const CONFIDENCE: f64 = 0.9;
+
+/// The half-slope ratio [`CONFIDENCE`] of resamples must exceed, besides the points' own ratio
+/// exceeding [`SUPERLINEAR_HALF_SLOPES`]. Calibrated in this module's tests: with ±30 % noise
+/// (more than S4 sees) no straight line of 100 is called bent, where the ratio alone called 7,
+/// and most quadratic costs are still found.
+const BENT_AT_LEAST: f64 = 1.1;
+
 /// Below this rise from the first third to the last (a share of the first third's cost), the
 /// cost does not grow measurably with the size: the fixed cost per turn dominates.
 pub(crate) const MEASURABLE_RISE: f64 = 0.10;
@@ -55,6 +68,10 @@ pub(crate) struct Growth {
     /// The right half's slope over the left half's (middle third to right, over left to
     /// middle): 1 for a straight line, higher where the cost bends upwards.
     pub(crate) half_slope_ratio: f64,
+    /// The half-slope ratio that [`CONFIDENCE`] of resamples of the points exceed: what the
+    /// bend is at least, given the noise (on 50 turns of a shared machine, one run's ratio
+    /// moves by ±0.5 with no bend at all).
+    pub(crate) half_slope_ratio_low: f64,
     /// (right third's median cost − left third's) / left third's.
     pub(crate) rise: f64,
     /// What the figures say.
@@ -69,13 +86,45 @@ pub(crate) enum Verdict {
     /// It grows, along a straight line.
     Linear,
     /// It grows faster than the size: the right half's slope is over
-    /// [`SUPERLINEAR_HALF_SLOPES`] times the left half's.
+    /// [`SUPERLINEAR_HALF_SLOPES`] times the left half's, and the bend is more than the
+    /// noise ([`BENT_AT_LEAST`]).
     Superlinear,
 }
 
 /// [`Growth`] of the points `(x, y)`; none under 6 points or when the thirds' sizes do not
 /// differ (no slope to measure).
 pub(crate) fn growth(points: &[(f64, f64)]) -> Option<Growth> {
+    let line = resistant_line(points)?;
+    let half_slope_ratio_low = half_slope_ratio_low(points).unwrap_or(line.half_slope_ratio);
+    let verdict = if line.rise < MEASURABLE_RISE {
+        Verdict::Flat
+    } else if line.half_slope_ratio > SUPERLINEAR_HALF_SLOPES
+        && half_slope_ratio_low > BENT_AT_LEAST
+    {
+        Verdict::Superlinear
+    } else {
+        Verdict::Linear
+    };
+    Some(Growth {
+        slope: line.slope,
+        intercept: line.intercept,
+        half_slope_ratio: line.half_slope_ratio,
+        half_slope_ratio_low,
+        rise: line.rise,
+        verdict,
+    })
+}
+
+/// Tukey's resistant line through the points: its slope and intercept, half-slope ratio and
+/// rise.
+struct Line {
+    slope: f64,
+    intercept: f64,
+    half_slope_ratio: f64,
+    rise: f64,
+}
+
+fn resistant_line(points: &[(f64, f64)]) -> Option<Line> {
     if points.len() < 6 {
         return None;
     }
@@ -96,7 +145,6 @@ pub(crate) fn growth(points: &[(f64, f64)]) -> Option<Growth> {
     let slope_between = |a: (f64, f64), b: (f64, f64)| (b.1 - a.1) / (b.0 - a.0);
     let slope = slope_between(left, right);
     let (left_slope, right_slope) = (slope_between(left, middle), slope_between(middle, right));
-    let rise = (right.1 - left.1) / left.1.abs().max(f64::MIN_POSITIVE);
     // A left half that does not rise while the right half does is as bent as it gets.
     let half_slope_ratio = if left_slope > 0.0 {
         right_slope / left_slope
@@ -105,20 +153,46 @@ pub(crate) fn growth(points: &[(f64, f64)]) -> Option<Growth> {
     } else {
         1.0
     };
-    let verdict = if rise < MEASURABLE_RISE {
-        Verdict::Flat
-    } else if half_slope_ratio > SUPERLINEAR_HALF_SLOPES {
-        Verdict::Superlinear
-    } else {
-        Verdict::Linear
-    };
-    Some(Growth {
+    Some(Line {
         slope,
         intercept: (left.1 + middle.1 + right.1 - slope * (left.0 + middle.0 + right.0)) / 3.0,
         half_slope_ratio,
-        rise,
-        verdict,
+        rise: (right.1 - left.1) / left.1.abs().max(f64::MIN_POSITIVE),
     })
+}
+
+/// The half-slope ratio exceeded by [`CONFIDENCE`] of [`RESAMPLES`] resamples of the points
+/// (drawn with replacement, from a fixed seed: the same points give the same bound).
+fn half_slope_ratio_low(points: &[(f64, f64)]) -> Option<f64> {
+    let mut draw = Draws(0x9E37_79B9_7F4A_7C15);
+    let mut ratios: Vec<f64> = (0..RESAMPLES)
+        .filter_map(|_| {
+            let resample: Vec<(f64, f64)> = (0..points.len())
+                .map(|_| points[draw.below(points.len())])
+                .collect();
+            resistant_line(&resample).map(|line| line.half_slope_ratio)
+        })
+        .collect();
+    if ratios.is_empty() {
+        return None;
+    }
+    ratios.sort_by(f64::total_cmp);
+    let at = ((1.0 - CONFIDENCE) * ratios.len() as f64) as usize;
+    Some(ratios[at.min(ratios.len() - 1)])
+}
+
+/// A small deterministic generator (xorshift64*) for the resamples.
+struct Draws(u64);
+
+impl Draws {
+    /// A number in `0..n`.
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        let value = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        (value % n as u64) as usize
+    }
 }
 
 #[cfg(test)]
@@ -182,6 +256,39 @@ mod tests {
         let growth = growth(&points).expect("enough points");
         assert_eq!(growth.verdict, Verdict::Superlinear, "{growth:?}");
         assert!(growth.half_slope_ratio > 1.5, "{growth:?}");
+    }
+
+    /// `cost` over [`sizes`] with ±30 % noise drawn from `seed`: more than S4 sees.
+    fn noisy(seed: u64, cost: impl Fn(f64) -> f64) -> Vec<(f64, f64)> {
+        let mut draw = Draws(seed);
+        sizes()
+            .into_iter()
+            .map(|x| (x, cost(x) * (0.7 + 0.6 * draw.below(1001) as f64 / 1000.0)))
+            .collect()
+    }
+
+    #[test]
+    fn noise_alone_is_not_taken_for_a_bend_and_a_real_bend_is_found_through_it() {
+        let linear = |x: f64| 500.0 + 10.0 * x;
+        let quadratic = |x: f64| 500.0 + 0.2 * x * x;
+        let (mut looked_bent, mut bends_found) = (0, 0);
+        for seed in 1..=100 {
+            let straight = growth(&noisy(seed, linear)).expect("enough points");
+            assert_eq!(
+                straight.verdict,
+                Verdict::Linear,
+                "seed {seed}: {straight:?}"
+            );
+            looked_bent += usize::from(straight.half_slope_ratio > SUPERLINEAR_HALF_SLOPES);
+            let bent = growth(&noisy(seed, quadratic)).expect("enough points");
+            bends_found += usize::from(bent.verdict == Verdict::Superlinear);
+        }
+        // The ratio alone would have called some of the straight lines bent.
+        assert!(looked_bent > 0, "the noise never bent a single estimate");
+        assert!(
+            bends_found >= 75,
+            "{bends_found} of 100 quadratic costs found"
+        );
     }
 
     #[test]

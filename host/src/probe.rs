@@ -6,7 +6,8 @@ use std::time::Instant;
 
 use futures_util::StreamExt;
 use rojos_llm::{
-    system_message, tool_message, user_message, ChatRequest, Client, ToolChoice, Turn, TurnEvent,
+    system_message, tool_message, user_message, ChatRequest, Client, ToolChoice, ToolDefinition,
+    Turn, TurnEvent,
 };
 use serde_json::{json, Value};
 
@@ -52,7 +53,7 @@ struct Streamed {
     first_event_ms: Option<u128>,
 }
 
-async fn stream(client: &Client, request: &ChatRequest) -> Streamed {
+async fn stream(client: &Client, request: &ChatRequest<'_>) -> Streamed {
     let started = Instant::now();
     let mut events = client.stream_turn(request);
     let mut deltas = 0;
@@ -120,17 +121,19 @@ pub async fn run(client: &Client) -> Vec<Check> {
 }
 
 /// The probe's request: `messages` with the `get_time` tool offered.
-fn request(messages: Vec<Value>) -> ChatRequest {
+fn request(messages: &[Value]) -> ChatRequest<'_> {
+    let tool = ToolDefinition::new(&probe_tool()).expect("the probe's tool name is valid");
     ChatRequest {
+        system: None,
         messages,
-        tools: vec![probe_tool()],
+        tools: vec![tool],
         tool_choice: Some(ToolChoice::Auto),
     }
 }
 
 /// Check 1: the first turn streams to its end; its turn when it did.
 async fn streaming(client: &Client, messages: &[Value]) -> (Check, Option<Turn>) {
-    let first = stream(client, &request(messages.to_vec())).await;
+    let first = stream(client, &request(messages)).await;
     match first.turn {
         Ok(turn) => (
             Check {
@@ -183,7 +186,7 @@ fn tool_call(turn: &Turn) -> Check {
 
 /// Check 3: given the tool's result, the model answers in text.
 async fn follow_up(client: &Client, messages: Vec<Value>) -> Check {
-    let second = stream(client, &request(messages)).await;
+    let second = stream(client, &request(&messages)).await;
     match second.turn {
         Err(e) => Check {
             name: "follow-up",

@@ -14,6 +14,7 @@ use std::{
 };
 
 use arc_swap::ArcSwap;
+use rojos_llm::ToolDefinition;
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -57,6 +58,14 @@ impl RegisteredTool {
         match self {
             RegisteredTool::Plugin(tool) => &tool.library.definition,
             RegisteredTool::Mcp(tool) => &tool.definition,
+        }
+    }
+
+    /// The definition every model request offers (sanitised once, when the tool was loaded).
+    pub fn offered(&self) -> &ToolDefinition {
+        match self {
+            RegisteredTool::Plugin(tool) => &tool.library.offered,
+            RegisteredTool::Mcp(tool) => &tool.offered,
         }
     }
 
@@ -150,11 +159,24 @@ impl Registry {
 
     /// The OpenAI `tools` array for a rojo's selection, sorted by name.
     pub fn definitions(&self, selection: &ToolSelection) -> Vec<Value> {
-        self.tools
-            .values()
-            .filter(|t| selection.allows(t.name()))
+        self.selected(selection)
             .map(|t| t.definition().clone())
             .collect()
+    }
+
+    /// The tools a rojo's selection offers to its model, sorted by name: shared, not copied.
+    pub fn offered(&self, selection: &ToolSelection) -> Vec<ToolDefinition> {
+        self.selected(selection)
+            .map(|t| t.offered().clone())
+            .collect()
+    }
+
+    /// The tools `selection` allows, sorted by name.
+    fn selected<'a>(
+        &'a self,
+        selection: &'a ToolSelection,
+    ) -> impl Iterator<Item = &'a RegisteredTool> + 'a {
+        self.tools.values().filter(|t| selection.allows(t.name()))
     }
 }
 

@@ -21,7 +21,7 @@ use crate::error::{LlmError, SizeLimit};
 use crate::history::assistant_message;
 use crate::provider::Provider;
 use crate::redact::{display_url, Secrets};
-use crate::request::{build_body, chat_completions_url, ChatRequest};
+use crate::request::{body_text, chat_completions_url, ChatRequest};
 use crate::retry;
 use crate::sse;
 use crate::stream::{no_output_error, DecodeOptions, Decoder, TurnStream};
@@ -119,18 +119,15 @@ impl Client {
     /// the stream cancels the turn and drops the connection.
     ///
     /// An invalid request (e.g. a bad tool name) comes out as the stream's only item.
-    pub fn stream_turn(&self, request: &ChatRequest) -> TurnStream {
+    pub fn stream_turn(&self, request: &ChatRequest<'_>) -> TurnStream {
         let label = self.inner.label.clone();
-        let body = self
-            .check_model()
-            .and_then(|()| build_body(&self.inner.provider, request))
-            .and_then(|b| {
-                serde_json::to_vec(&b)
-                    .map(Bytes::from)
-                    .map_err(|e| LlmError::InvalidRequest {
-                        detail: format!("messages cannot be serialised: {e}"),
-                    })
-            });
+        let body = self.check_model().and_then(|()| {
+            body_text(&self.inner.provider, request)
+                .map(Bytes::from)
+                .map_err(|e| LlmError::InvalidRequest {
+                    detail: format!("messages cannot be serialised: {e}"),
+                })
+        });
         let run = Run {
             inner: Arc::clone(&self.inner),
             body,

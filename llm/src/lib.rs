@@ -33,7 +33,7 @@
 //! # async fn run() -> Result<(), rojos_llm::LlmError> {
 //! let client = Client::new(Provider::new("http://127.0.0.1:11434/v1", "qwen2.5:7b"))?;
 //! let mut history = vec![serde_json::json!({"role": "user", "content": "hi"})];
-//! let request = ChatRequest { messages: history.clone(), tools: vec![], tool_choice: Some(ToolChoice::Auto) };
+//! let request = ChatRequest { system: None, messages: &history, tools: vec![], tool_choice: Some(ToolChoice::Auto) };
 //! let mut turn = client.stream_turn(&request); // dropping it cancels the turn
 //! while let Some(event) = turn.next().await {
 //!     match event? {
@@ -88,7 +88,7 @@ pub use provider::{Limits, Provider, RetryPolicy, Timeouts};
 pub use redact::{display_url, endpoint_host};
 pub use request::{
     chat_completions_url, sanitize_schema, sanitize_tool, validate_tool_name, ChatRequest,
-    ToolChoice,
+    ToolChoice, ToolDefinition,
 };
 pub use secret::Secret;
 pub use stream::{decode_stream, DecodeOptions, TurnStream};

@@ -1,8 +1,15 @@
 //! What we send: `ChatRequest`, the JSON body of `POST {base_url}/chat/completions`, tool
 //! sanitising (names checked, parameter schemas cut to the subset every provider accepts)
 //! and the endpoint URL. Messages pass through untouched: history is the caller's.
+//!
+//! The body is written straight from the caller's messages and the tools' shared
+//! definitions: nothing is copied into a JSON tree first (a turn's history is the largest
+//! thing a run handles, and each model turn sends all of it).
+
+use std::sync::Arc;
 
 use reqwest::Url;
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
 use crate::redact::display_url;
 use serde_json::{json, Map, Value};
@@ -10,15 +17,43 @@ use serde_json::{json, Map, Value};
 use crate::error::LlmError;
 use crate::provider::Provider;
 
-/// One model turn's input.
+/// One model turn's input, borrowed from the caller.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ChatRequest {
+pub struct ChatRequest<'a> {
+    /// Sent first, as a `system` message, when set.
+    pub system: Option<&'a str>,
     /// OpenAI-format messages (`system`, `user`, `assistant` with `tool_calls`, `tool`).
-    pub messages: Vec<Value>,
-    /// The OpenAI `tools` array; each entry is sanitised by [`sanitize_tool`] before sending.
-    pub tools: Vec<Value>,
+    pub messages: &'a [Value],
+    /// The OpenAI `tools` array.
+    pub tools: Vec<ToolDefinition>,
     /// `tool_choice`; omitted when `None` or when there are no tools.
     pub tool_choice: Option<ToolChoice>,
+}
+
+/// A tool as every provider accepts it: checked and sanitised once by
+/// [`ToolDefinition::new`] ([`sanitize_tool`]), then shared by every request offering it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolDefinition(Arc<Value>);
+
+impl ToolDefinition {
+    /// The canonical, sanitised form of `tool` (flat or nested OpenAI form).
+    ///
+    /// # Errors
+    /// [`LlmError::InvalidRequest`] when the tool has no valid name.
+    pub fn new(tool: &Value) -> Result<Self, LlmError> {
+        sanitize_tool(tool).map(|tool| ToolDefinition(Arc::new(tool)))
+    }
+
+    /// The definition as sent.
+    pub fn as_value(&self) -> &Value {
+        &self.0
+    }
+}
+
+impl Serialize for ToolDefinition {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
 }
 
 /// The `tool_choice` values every provider understands.
@@ -182,35 +217,69 @@ pub fn chat_completions_url(base_url: &str) -> Result<Url, LlmError> {
     Ok(url)
 }
 
-/// The request body for one streamed turn.
-pub(crate) fn build_body(provider: &Provider, req: &ChatRequest) -> Result<Value, LlmError> {
-    let tools = req
-        .tools
-        .iter()
-        .map(sanitize_tool)
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut body = provider.extra_body.clone();
-    body.insert("model".into(), Value::String(provider.model.clone()));
-    body.insert("messages".into(), Value::Array(req.messages.clone()));
-    body.insert("stream".into(), Value::Bool(true));
-    if provider.include_usage {
-        body.insert("stream_options".into(), json!({ "include_usage": true }));
-    }
-    if tools.is_empty() {
-        body.remove("tools");
-        body.remove("tool_choice");
-    } else {
-        body.insert("tools".into(), Value::Array(tools));
-        match req.tool_choice {
-            Some(choice) => {
-                body.insert("tool_choice".into(), Value::String(choice.as_str().into()));
-            }
-            None => {
-                body.remove("tool_choice");
-            }
+/// The request body for one streamed turn, as JSON text: the provider's `extra_body`, then
+/// the fields every turn sets (which replace `extra_body`'s own of the same name).
+pub(crate) fn body_text(provider: &Provider, req: &ChatRequest<'_>) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec(&Body { provider, req })
+}
+
+struct Body<'a> {
+    provider: &'a Provider,
+    req: &'a ChatRequest<'a>,
+}
+
+impl Body<'_> {
+    /// Whether the turn sets (or, for the tool fields, drops) `key` itself.
+    fn sets(&self, key: &str) -> bool {
+        match key {
+            "model" | "messages" | "stream" | "tools" | "tool_choice" => true,
+            "stream_options" => self.provider.include_usage,
+            _ => false,
         }
     }
-    Ok(Value::Object(body))
+}
+
+impl Serialize for Body<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (provider, req) = (self.provider, self.req);
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in &provider.extra_body {
+            if !self.sets(key) {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.serialize_entry("model", &provider.model)?;
+        map.serialize_entry("messages", &Messages(req))?;
+        map.serialize_entry("stream", &true)?;
+        if provider.include_usage {
+            map.serialize_entry("stream_options", &json!({ "include_usage": true }))?;
+        }
+        if !req.tools.is_empty() {
+            map.serialize_entry("tools", &req.tools)?;
+            if let Some(choice) = req.tool_choice {
+                map.serialize_entry("tool_choice", choice.as_str())?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// The system prompt's message, then the caller's messages.
+struct Messages<'a>(&'a ChatRequest<'a>);
+
+impl Serialize for Messages<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let req = self.0;
+        let mut seq = serializer
+            .serialize_seq(Some(req.messages.len() + usize::from(req.system.is_some())))?;
+        if let Some(prompt) = req.system {
+            seq.serialize_element(&crate::history::system_message(prompt))?;
+        }
+        for message in req.messages {
+            seq.serialize_element(message)?;
+        }
+        seq.end()
+    }
 }
 
 #[cfg(test)]
@@ -306,29 +375,69 @@ mod tests {
         assert!(chat_completions_url("not a url").is_err());
     }
 
+    fn body(p: &Provider, req: &ChatRequest<'_>) -> Value {
+        serde_json::from_slice(&body_text(p, req).unwrap()).unwrap()
+    }
+
     #[test]
     fn body_streams_and_omits_tool_fields_without_tools() {
         let mut p = Provider::new("http://h/v1", "m1");
         p.extra_body.insert("temperature".into(), json!(0.2));
         p.extra_body.insert("stream".into(), json!(false));
+        p.extra_body.insert("tool_choice".into(), json!("required"));
+        let messages = [json!({"role": "user", "content": "hi"})];
         let req = ChatRequest {
-            messages: vec![json!({"role": "user", "content": "hi"})],
+            system: None,
+            messages: &messages,
             tools: vec![],
             tool_choice: Some(ToolChoice::Auto),
         };
-        let body = build_body(&p, &req).unwrap();
         assert_eq!(
-            body,
+            body(&p, &req),
             json!({"model": "m1", "messages": [{"role": "user", "content": "hi"}],
                    "stream": true, "temperature": 0.2})
         );
+        let tool = ToolDefinition::new(&json!({"type": "function", "function": {"name": "t"}}));
         let req = ChatRequest {
-            tools: vec![json!({"type": "function", "function": {"name": "t"}})],
+            system: Some("be brief"),
+            tools: vec![tool.unwrap()],
             tool_choice: Some(ToolChoice::None),
             ..req
         };
-        let body = build_body(&p, &req).unwrap();
-        assert_eq!(body["tool_choice"], "none");
-        assert_eq!(body["tools"][0]["function"]["name"], "t");
+        let text = body_text(&p, &req).unwrap();
+        let sent = body(&p, &req);
+        assert_eq!(sent["tool_choice"], "none");
+        assert_eq!(sent["tools"][0]["function"]["name"], "t");
+        assert_eq!(
+            sent["messages"],
+            json!([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}])
+        );
+        // Each key once: the turn's own fields replace `extra_body`'s.
+        let text = String::from_utf8(text).unwrap();
+        assert_eq!(text.matches("\"tool_choice\"").count(), 1, "{text}");
+        assert_eq!(text.matches("\"stream\"").count(), 1, "{text}");
+    }
+
+    #[test]
+    fn usage_is_asked_for_when_the_provider_reports_it() {
+        let mut p = Provider::new("http://h/v1", "m1");
+        p.extra_body
+            .insert("stream_options".into(), json!({"x": 1}));
+        let req = ChatRequest::default();
+        p.include_usage = false;
+        assert_eq!(body(&p, &req)["stream_options"], json!({"x": 1}));
+        p.include_usage = true;
+        assert_eq!(
+            body(&p, &req)["stream_options"],
+            json!({"include_usage": true})
+        );
+    }
+
+    #[test]
+    fn a_tool_definition_is_sanitised_once_when_made() {
+        let raw = json!({"name": "list_files", "parameters": {"type": "object", "$schema": "x"}});
+        let tool = ToolDefinition::new(&raw).unwrap();
+        assert_eq!(tool.as_value(), &sanitize_tool(&raw).unwrap());
+        assert!(ToolDefinition::new(&json!({"name": "a b"})).is_err());
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::idle::IdleRss;
 
-use super::{mib, verdict};
+use super::{host_verdict, mib};
 
 /// The issue 17 goal: idle RSS with the seven built-in plugins loaded.
 const IDLE_WITH_ALL_SEVEN: u64 = 20 << 20;
@@ -44,7 +44,7 @@ pub(crate) fn idle(rows: &[IdleRss], rounds: usize) {
             "goal idle: RSS with the seven built-in plugins ≤ {}: {} — {}",
             mib(IDLE_WITH_ALL_SEVEN),
             mib(all.after_first_use),
-            verdict(all.after_first_use <= IDLE_WITH_ALL_SEVEN)
+            host_verdict(all.after_first_use <= IDLE_WITH_ALL_SEVEN)
         );
     }
 }

@@ -85,11 +85,12 @@ fn verdict(what: &str, unit: &str, growth: Option<Growth>) {
         Verdict::Superlinear => "SUPERLINEAR: it grows faster than the bytes sent (quadratic?)",
     };
     println!(
-        "  verdict {what}: {reading} — {:.2} {unit}/KiB + {:.0} {unit} per turn (resistant line), half-slope ratio {:.2} (1 = straight, > {} = bending up), rise first→last third {:+.0} %",
+        "  verdict {what}: {reading} — {:.2} {unit}/KiB + {:.0} {unit} per turn (resistant line), half-slope ratio {:.2} (1 = straight, > {} = bending up), at least {:.2} in 90 % of resamples, rise first→last third {:+.0} %",
         g.slope,
         g.intercept,
         g.half_slope_ratio,
         stats::SUPERLINEAR_HALF_SLOPES,
+        g.half_slope_ratio_low,
         g.rise * 100.0
     );
 }

@@ -1,28 +1,25 @@
 //! The conversation as the provider sees it: the request for one model turn (system prompt,
-//! stored messages, tools, `tool_choice`), the stored size of messages, the rule that
-//! keeps a stored history acceptable to every provider, and the note a closing message
-//! carries for the panel (`rojos`), which no provider is ever sent.
+//! the history without its notes, tools, `tool_choice`), the stored size of messages, the
+//! rule that keeps a stored history acceptable to every provider, and the note a closing
+//! message carries for the panel (`rojos`), which no provider is ever sent.
 
-use rojos_llm::{system_message, ChatRequest, ToolChoice};
+use rojos_llm::{ChatRequest, ToolChoice, ToolDefinition};
 use serde_json::Value;
 
 use crate::config::RojoConfig;
 
-/// The request for one model turn. The last allowed turn is made with `tool_choice: "none"`
-/// so the model answers instead of being cut off.
-pub(super) fn request(
-    rojo: &RojoConfig,
-    history: &[Value],
-    tools: Vec<Value>,
+/// The request for one model turn, borrowing `history` (taken [`without_notes`]). The last
+/// allowed turn is made with `tool_choice: "none"` so the model answers instead of being
+/// cut off.
+pub(super) fn request<'a>(
+    rojo: &'a RojoConfig,
+    history: &'a [Value],
+    tools: Vec<ToolDefinition>,
     last: bool,
-) -> ChatRequest {
-    let mut messages = Vec::with_capacity(history.len() + 1);
-    if let Some(prompt) = &rojo.system_prompt {
-        messages.push(system_message(prompt));
-    }
-    messages.extend(history.iter().map(without_note));
+) -> ChatRequest<'a> {
     ChatRequest {
-        messages,
+        system: rojo.system_prompt.as_deref(),
+        messages: history,
         tools,
         tool_choice: Some(if last {
             ToolChoice::None
@@ -63,16 +60,16 @@ pub(super) fn with_note(mut message: Value, ending: &Ending, placeholder: bool) 
     message
 }
 
-/// A stored message as the provider gets it: without its note.
-fn without_note(message: &Value) -> Value {
-    match message.as_object() {
-        Some(object) if object.contains_key(NOTE_KEY) => {
-            let mut object = object.clone();
+/// Stored messages as the provider gets them: without their notes. The run keeps its history
+/// this way (removed in place as messages join it), so a model turn sends it as it is
+/// instead of copying it.
+pub(super) fn without_notes(mut history: Vec<Value>) -> Vec<Value> {
+    for message in &mut history {
+        if let Some(object) = message.as_object_mut() {
             object.remove(NOTE_KEY);
-            Value::Object(object)
         }
-        _ => message.clone(),
     }
+    history
 }
 
 /// The stored size of `messages`: the sum of each one's compact JSON text, as the store
@@ -154,9 +151,9 @@ mod tests {
             false,
         );
         assert_eq!(stopped["rojos"], json!({"stopped": true}));
-        let sent = request(&rojo, &[closing, stopped], vec![], false).messages;
+        let history = without_notes(vec![closing, stopped]);
         assert_eq!(
-            sent,
+            request(&rojo, &history, vec![], false).messages,
             [
                 json!({"role": "assistant", "content": "(no answer: x)"}),
                 json!({"role": "assistant", "content": "part"}),
@@ -176,10 +173,8 @@ mod tests {
         let history = [json!({"role": "user", "content": "hi"})];
         let r = request(&rojo, &history, vec![], true);
         assert_eq!(r.tool_choice, Some(ToolChoice::None));
-        assert_eq!(
-            r.messages[0],
-            json!({"role": "system", "content": "be brief"})
-        );
+        assert_eq!(r.system, Some("be brief"));
+        assert_eq!(r.messages, history);
         assert_eq!(
             request(&rojo, &history, vec![], false).tool_choice,
             Some(ToolChoice::Auto)

@@ -28,7 +28,7 @@ use crate::{
 pub(super) const INTERRUPTED: &str = "(no answer: the run was interrupted)";
 
 /// Runs one user message to its end and sends `DONE`.
-pub(super) async fn run(agent: Arc<Agent>, request: RunRequest, tx: mpsc::Sender<Event>) {
+pub(super) async fn run(agent: Arc<Agent>, mut request: RunRequest, tx: mpsc::Sender<Event>) {
     let span = tracing::info_span!(
         "chat",
         project_id = %request.project,
@@ -42,18 +42,21 @@ pub(super) async fn run(agent: Arc<Agent>, request: RunRequest, tx: mpsc::Sender
             // The server's shutdown, or the run's lease lost.
             shutdown: request.lease.stop().clone(),
         };
+        let checkpoint = agent.checkpoints.run(
+            request.project.clone(),
+            request.conversation.clone(),
+            user_message_index(&request),
+        );
+        // The run's history is the request's, taken rather than copied: nothing else reads it.
+        let history = history::without_notes(std::mem::take(&mut request.history));
         let mut run = Run {
             agent: &agent,
-            history: request.history.clone(),
+            history,
             // The store's count; each message stored by this run adds its own size.
             history_bytes: request.history_bytes,
             request: &request,
             out: &out,
-            ledger: dispatch::Ledger::new(agent.budgets).with_checkpoint(agent.checkpoints.run(
-                request.project.clone(),
-                request.conversation.clone(),
-                user_message_index(&request),
-            )),
+            ledger: dispatch::Ledger::new(agent.budgets).with_checkpoint(checkpoint),
         };
         let stop = match run.steps().await {
             Ok(stop) => stop,
@@ -123,7 +126,7 @@ struct Run<'a> {
     request: &'a RunRequest,
     out: &'a Out,
     history: Vec<Value>,
-    /// The stored size of `history` (`history::stored_size`).
+    /// The stored size of the conversation, notes included (`history::stored_size`).
     history_bytes: usize,
     /// Earlier calls and what is left of the run's budgets.
     ledger: dispatch::Ledger,
@@ -182,7 +185,7 @@ impl Run<'_> {
             // One registry snapshot per model turn: a reload never changes tools mid-turn.
             let registry = self.agent.registry.snapshot();
             let request =
-                history::request(rojo, &self.history, registry.definitions(&rojo.tools), last);
+                history::request(rojo, &self.history, registry.offered(&rojo.tools), last);
             let turn = match self
                 .model_turn(client, request)
                 .instrument(tracing::info_span!("step", n = step))
@@ -252,15 +255,14 @@ impl Run<'_> {
     async fn model_turn(
         &self,
         client: &rojos_llm::Client,
-        request: ChatRequest,
+        request: ChatRequest<'_>,
     ) -> Result<Turn, TurnEnd> {
         let metrics = &self.agent.metrics;
         metrics.model_turn_started();
         let started = Instant::now();
+        // The stream holds the serialised body, written straight from the run's history and
+        // the tools' shared definitions: no copy of either is made for a turn.
         let mut stream = client.stream_turn(&request);
-        // The stream holds the serialised body; the request's JSON trees (the history copy
-        // and the tool definitions, tens of kB as `Value`s) are not kept while the model
-        // answers: with 1,000 open chats they were a third of the server's memory.
         drop(request);
         let mut partial = String::new();
         let mut progress = ProgressThrottle::default();
@@ -465,14 +467,15 @@ impl Run<'_> {
         Ok(stop)
     }
 
-    /// Stores one step's messages together, then adds them to the history sent upstream.
+    /// Stores one step's messages together (notes included), then adds them to the history
+    /// sent upstream (without their notes: an approval's, a closing message's).
     async fn store(&mut self, messages: Vec<Value>) -> Result<(), StoreError> {
         self.agent
             .store
             .append(&self.request.conversation, messages.clone())
             .await?;
         self.history_bytes += history::stored_size(&messages);
-        self.history.extend(messages);
+        self.history.extend(history::without_notes(messages));
         Ok(())
     }
 }

@@ -19,6 +19,7 @@ use std::{
 };
 
 use abi_stable::library::{lib_header_from_path, LibraryError, RootModule};
+use rojos_llm::ToolDefinition;
 use rojos_plugin_api::{Manifest, ToolModuleRef, JSON_API};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -119,6 +120,8 @@ pub struct Library {
     pub(crate) validator: jsonschema::Validator,
     /// The OpenAI function definition offered to models.
     pub definition: Value,
+    /// `definition` as every model request sends it, sanitised once here.
+    pub offered: ToolDefinition,
     pub(crate) module: ToolModuleRef,
 }
 
@@ -258,8 +261,11 @@ impl Loader {
             .map_err(|e| LoadFailure::InvalidSchema(Arc::new(e.to_owned())))?;
         tracing::info!(tool = %manifest.spec.name, hash = %&hash[..12], "plugin loaded");
         let definition = super::definition::definition(&manifest);
+        let offered = ToolDefinition::new(&definition)
+            .map_err(|e| LoadFailure::BadManifest(e.to_string()))?;
         Ok(Library {
             definition,
+            offered,
             hash,
             manifest,
             validator,

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
+use rojos_llm::ToolDefinition;
 use rojos_plugin_api::ErrorKind;
 use serde_json::{json, Value};
 
@@ -29,6 +30,8 @@ pub struct McpTool {
     pub server: Arc<McpServer>,
     /// The OpenAI function definition offered to models.
     pub definition: Value,
+    /// `definition` as every model request sends it, sanitised once here.
+    pub offered: ToolDefinition,
     validator: jsonschema::Validator,
     schema: Value,
 }
@@ -109,7 +112,13 @@ impl McpTool {
             "description": description,
             "parameters": schema,
         }});
+        let offered = ToolDefinition::new(&definition).map_err(|_| Unusable::BadName {
+            server: server.name().to_owned(),
+            tool: listed.name.to_string(),
+            name: name.clone(),
+        })?;
         Ok(McpTool {
+            offered,
             name,
             remote_name: listed.name.to_string(),
             server: Arc::clone(server),

@@ -236,14 +236,15 @@ fn read_node(
             let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY;
             let fd = rustix::fs::openat(folder, name, flags | OFlags::CLOEXEC, Mode::empty())
                 .map_err(io)?;
-            if FileType::from_raw_mode(rustix::fs::fstat(&fd).map_err(io)?.st_mode)
-                != FileType::RegularFile
-            {
+            let opened = rustix::fs::fstat(&fd).map_err(io)?;
+            if FileType::from_raw_mode(opened.st_mode) != FileType::RegularFile {
                 return Err(PathError::Changed {
                     path: Shown::new(path),
                 });
             }
-            let mut bytes = Vec::new();
+            // Sized from the file (within the budget): read in one go, not in growing steps.
+            let expected = u64::try_from(opened.st_size).unwrap_or(0).min(budget.left);
+            let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0) + 1);
             std::fs::File::from(fd)
                 .take(budget.left.saturating_add(1))
                 .read_to_end(&mut bytes)
