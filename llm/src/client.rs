@@ -250,7 +250,12 @@ impl Run {
                     return None;
                 }
                 Some(Ok(TurnEvent::TextDelta(text))) => {
-                    self.yielded = true;
+                    if !self.yielded {
+                        self.yielded = true;
+                        // Nothing is sent again from now on: the body (the whole history)
+                        // is not kept while the rest of the answer streams.
+                        self.body = Ok(Bytes::new());
+                    }
                     return Some(Ok(TurnEvent::TextDelta(text)));
                 }
                 // Live status only: a retry after it starts the calls over (same indexes).

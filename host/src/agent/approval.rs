@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, Notify};
 use tokio_util::sync::CancellationToken;
 
-use super::{dispatch::Gate, history::NOTE_KEY, Event};
+use super::{dispatch::Gate, history::NOTE_KEY, Event, Line};
 use crate::{
     config::ApprovalRule,
     plugins::{FailureKind, ToolFailure},
@@ -164,7 +164,7 @@ pub(super) struct RunGate<'a> {
     pub(super) desk: &'a ApprovalDesk,
     pub(super) conversation: &'a ConversationId,
     pub(super) rule: &'a ApprovalRule,
-    pub(super) tx: &'a mpsc::Sender<Event>,
+    pub(super) tx: &'a mpsc::Sender<Line>,
     pub(super) stop: &'a CancellationToken,
     /// How the last call was settled, when it was asked (taken by [`RunGate::take_note`]).
     pub(super) settled: Option<Settled>,
@@ -221,7 +221,7 @@ impl RunGate<'_> {
             args,
             conversation_id: conversation.to_string(),
         };
-        let _ = self.tx.send(asked).await;
+        let _ = self.tx.send(asked.into()).await;
         tracing::info!(tool = %call.name, call_id = %call.id, "waiting for the user's approval");
         let deadline = tokio::time::Instant::now() + desk.timeout;
         loop {

@@ -126,6 +126,32 @@ impl Event {
     }
 }
 
+/// An event as its client gets it: its NDJSON line, written when the event is made. The
+/// queue between a run and its client holds these rather than [`Event`]s: the queue allocates
+/// its slots 32 at a time, each as large as its largest item (an `Event` is 104 bytes, a line
+/// 24), and every open stream has its queue (`bench/PROFILE.md`, S3's peak memory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line(String);
+
+impl Line {
+    /// The line's text, newline included.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<Event> for Line {
+    fn from(event: Event) -> Self {
+        Line(event.to_line())
+    }
+}
+
+impl From<Line> for String {
+    fn from(line: Line) -> Self {
+        line.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,7 +30,7 @@ use tokio::sync::mpsc;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 pub use approval::{ApprovalDesk, DecideError};
-pub use events::{Event, StopReason};
+pub use events::{Event, Line, StopReason};
 pub use lease::RunLease;
 pub use single::{SingleCallError, SingleCallResult};
 
@@ -138,7 +138,7 @@ impl Agent {
 
     /// Spawns a run; the receiver yields its events and ends after `DONE`. Dropping the
     /// receiver cancels the run: the upstream request is dropped and no further tool starts.
-    pub fn start(self: &Arc<Self>, request: RunRequest) -> mpsc::Receiver<Event> {
+    pub fn start(self: &Arc<Self>, request: RunRequest) -> mpsc::Receiver<Line> {
         let (tx, rx) = mpsc::channel(EVENT_BUFFER);
         let agent = Arc::clone(self);
         self.tasks

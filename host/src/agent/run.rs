@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::progress::ProgressThrottle;
-use super::{approval, dispatch, error_chain, history, Agent, Event, RunRequest, StopReason};
+use super::{approval, dispatch, error_chain, history, Agent, Event, Line, RunRequest, StopReason};
 use crate::{
     plugins::{model_text, CallRequest, FailureKind, ToolFailure},
     providers::advice,
@@ -28,7 +28,7 @@ use crate::{
 pub(super) const INTERRUPTED: &str = "(no answer: the run was interrupted)";
 
 /// Runs one user message to its end and sends `DONE`.
-pub(super) async fn run(agent: Arc<Agent>, mut request: RunRequest, tx: mpsc::Sender<Event>) {
+pub(super) async fn run(agent: Arc<Agent>, mut request: RunRequest, tx: mpsc::Sender<Line>) {
     let span = tracing::info_span!(
         "chat",
         project_id = %request.project,
@@ -92,14 +92,14 @@ fn user_message_index(request: &RunRequest) -> u64 {
 
 /// The client side of a run: events out, and whether anyone still listens.
 struct Out {
-    tx: mpsc::Sender<Event>,
+    tx: mpsc::Sender<Line>,
     shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl Out {
     /// Sends an event; a client that went away is noticed through [`Out::cancelled`].
     async fn send(&self, event: Event) {
-        let _ = self.tx.send(event).await;
+        let _ = self.tx.send(event.into()).await;
     }
 
     /// Resolves when the client disconnects or the server shuts down.
@@ -210,7 +210,11 @@ impl Run<'_> {
                         ToolFailure::new(FailureKind::Refused, "not run: the run was cancelled");
                     messages.push(tool_message(&call.id, model_text(Err(not_run))));
                 } else {
-                    messages.push(self.tool_call(&registry, call, &calls).await);
+                    // Boxed: a call's future (the approval gate, the plugin's thread, its
+                    // deadline) is five times the size of a model turn's, and inline it
+                    // would size every run's task for it, streaming or not.
+                    let tool_call = Box::pin(self.tool_call(&registry, call, &calls));
+                    messages.push(tool_call.await);
                 }
             }
             self.store(messages).await?;

@@ -14,10 +14,10 @@ use futures_util::stream;
 use tokio::sync::mpsc;
 
 use super::limits::ChatPermit;
-use crate::{agent::Event, metrics::Open};
+use crate::{agent::Line, metrics::Open};
 
 /// The streaming response for a run's events; `held` is released when the body ends.
-pub(super) fn response(events: mpsc::Receiver<Event>, held: (ChatPermit, Open)) -> Response {
+pub(super) fn response(events: mpsc::Receiver<Line>, held: (ChatPermit, Open)) -> Response {
     // The state, `held` included, is dropped when `recv` yields `None` (the run sent `DONE`
     // and ended) or when the body is dropped, whichever comes first.
     let lines = stream::unfold((events, held), |(mut events, held)| async move {
@@ -40,11 +40,11 @@ const CHUNK_BYTES: usize = 32 * 1024;
 
 /// The next event's line, followed by the lines of the events already waiting behind it (up
 /// to [`CHUNK_BYTES`]); `None` once the run ended and every event was taken.
-async fn next_chunk(events: &mut mpsc::Receiver<Event>) -> Option<Bytes> {
-    let mut chunk = events.recv().await?.to_line();
+async fn next_chunk(events: &mut mpsc::Receiver<Line>) -> Option<Bytes> {
+    let mut chunk = String::from(events.recv().await?);
     while chunk.len() < CHUNK_BYTES {
         match events.try_recv() {
-            Ok(event) => chunk.push_str(&event.to_line()),
+            Ok(line) => chunk.push_str(line.as_str()),
             Err(_) => break,
         }
     }
@@ -55,8 +55,10 @@ async fn next_chunk(events: &mut mpsc::Receiver<Event>) -> Option<Bytes> {
 mod tests {
     use super::*;
 
-    fn chat(text: &str) -> Event {
-        Event::Chat { text: text.into() }
+    use crate::agent::Event;
+
+    fn chat(text: &str) -> Line {
+        Event::Chat { text: text.into() }.into()
     }
 
     #[tokio::test]
@@ -66,14 +68,16 @@ mod tests {
             tx.send(chat(text)).await.unwrap();
         }
         let chunk = next_chunk(&mut rx).await.unwrap();
-        let expected = ["a", "b", "c"].map(|t| chat(t).to_line()).concat();
+        let expected = ["a", "b", "c"]
+            .map(|t| chat(t).as_str().to_owned())
+            .concat();
         assert_eq!(chunk, expected.as_bytes());
         // Nothing waits for more: the next event is its own chunk, and the end is the end.
         tx.send(chat("d")).await.unwrap();
         drop(tx);
         assert_eq!(
             next_chunk(&mut rx).await.unwrap(),
-            chat("d").to_line().as_bytes()
+            chat("d").as_str().as_bytes()
         );
         assert_eq!(next_chunk(&mut rx).await, None);
     }
@@ -86,7 +90,7 @@ mod tests {
             tx.send(chat(&big)).await.unwrap();
         }
         let first = next_chunk(&mut rx).await.unwrap();
-        let line = chat(&big).to_line().len();
+        let line = chat(&big).as_str().len();
         assert_eq!(first.len(), 2 * line, "two half-chunk lines fill a chunk");
         assert_eq!(next_chunk(&mut rx).await.unwrap().len(), 2 * line);
     }
