@@ -1,7 +1,8 @@
 //! The statistics the bench's verdicts rest on: the nearest-rank percentile of latencies, the
 //! median of repeated runs, the after/before ratio of two medians, and whether a cost grows
-//! linearly in a size ([`growth`], Tukey's three-group resistant line: robust to the odd slow
-//! turn a shared machine produces; bending up is judged against the noise by resampling).
+//! linearly in a size ([`growth`]: Tukey's three-group resistant line, robust to the odd slow
+//! turn a shared machine produces, for the slope; a least-squares fit with a quadratic term,
+//! judged against the noise by resampling, for the bend).
 
 use std::time::Duration;
 
@@ -35,23 +36,18 @@ pub(crate) fn ratio(after: f64, before: f64) -> Option<f64> {
     (before != 0.0 && before.is_finite() && after.is_finite()).then(|| after / before)
 }
 
-/// Above this half-slope ratio the cost grows faster than linearly. A cost `c·x²` over sizes
-/// spread evenly from near zero gives about 1.9; a linear cost 1.0 (noise moves it ±0.3 on
-/// 50 points of a shared machine).
-pub(crate) const SUPERLINEAR_HALF_SLOPES: f64 = 1.5;
-
 /// How many resamples of the points judge whether a bend is more than noise.
 const RESAMPLES: usize = 400;
 
-/// The share of resamples that must bend up at all ([`BENT_AT_LEAST`]) for a SUPERLINEAR
-/// verdict.
+/// The share of resamples whose quadratic share must exceed [`SUPERLINEAR_SHARE`].
 const CONFIDENCE: f64 = 0.9;
 
-/// The half-slope ratio [`CONFIDENCE`] of resamples must exceed, besides the points' own ratio
-/// exceeding [`SUPERLINEAR_HALF_SLOPES`]. Calibrated in this module's tests: with ±30 % noise
-/// (more than S4 sees) no straight line of 100 is called bent, where the ratio alone called 7,
-/// and most quadratic costs are still found.
-const BENT_AT_LEAST: f64 = 1.1;
+/// Above this quadratic share (in [`CONFIDENCE`] of resamples) the cost grows faster than
+/// linearly: the `x²` term is this much of the cost at the largest size. Calibrated in this
+/// module's tests: with ±30 % noise (more than S4 sees) no straight line of 100 is called
+/// bent, where the half-slope ratio alone called 7; a U-shaped run (dearer first turns) is not
+/// either; quadratic costs are found.
+pub(crate) const SUPERLINEAR_SHARE: f64 = 1.0 / 3.0;
 
 /// Below this rise from the first third to the last (a share of the first third's cost), the
 /// cost does not grow measurably with the size: the fixed cost per turn dominates.
@@ -68,10 +64,14 @@ pub(crate) struct Growth {
     /// The right half's slope over the left half's (middle third to right, over left to
     /// middle): 1 for a straight line, higher where the cost bends upwards.
     pub(crate) half_slope_ratio: f64,
-    /// The half-slope ratio that [`CONFIDENCE`] of resamples of the points exceed: what the
-    /// bend is at least, given the noise (on 50 turns of a shared machine, one run's ratio
-    /// moves by ±0.5 with no bend at all).
-    pub(crate) half_slope_ratio_low: f64,
+    /// How much of the cost at the largest size is quadratic: `c·x²` over the fitted cost,
+    /// from the least-squares fit of `a + b·x + c·x²` with `b, c ≥ 0` (a cost does not fall
+    /// as the size grows: a dip is noise, not a negative slope). 0 for a straight line.
+    pub(crate) quadratic_share: f64,
+    /// The quadratic share that [`CONFIDENCE`] of resamples of the points exceed: what it is
+    /// at least, given the noise (on 50 turns of a shared machine, one run's half-slope ratio
+    /// moves by ±0.5 with no bend at all, and dearer first turns make a U).
+    pub(crate) quadratic_share_low: f64,
     /// (right third's median cost − left third's) / left third's.
     pub(crate) rise: f64,
     /// What the figures say.
@@ -85,9 +85,8 @@ pub(crate) enum Verdict {
     Flat,
     /// It grows, along a straight line.
     Linear,
-    /// It grows faster than the size: the right half's slope is over
-    /// [`SUPERLINEAR_HALF_SLOPES`] times the left half's, and the bend is more than the
-    /// noise ([`BENT_AT_LEAST`]).
+    /// It grows faster than the size: its quadratic share is over [`SUPERLINEAR_SHARE`] in
+    /// [`CONFIDENCE`] of resamples.
     Superlinear,
 }
 
@@ -95,12 +94,11 @@ pub(crate) enum Verdict {
 /// differ (no slope to measure).
 pub(crate) fn growth(points: &[(f64, f64)]) -> Option<Growth> {
     let line = resistant_line(points)?;
-    let half_slope_ratio_low = half_slope_ratio_low(points).unwrap_or(line.half_slope_ratio);
+    let quadratic_share = quadratic_share(points);
+    let quadratic_share_low = quadratic_share_low(points);
     let verdict = if line.rise < MEASURABLE_RISE {
         Verdict::Flat
-    } else if line.half_slope_ratio > SUPERLINEAR_HALF_SLOPES
-        && half_slope_ratio_low > BENT_AT_LEAST
-    {
+    } else if quadratic_share_low > SUPERLINEAR_SHARE {
         Verdict::Superlinear
     } else {
         Verdict::Linear
@@ -109,7 +107,8 @@ pub(crate) fn growth(points: &[(f64, f64)]) -> Option<Growth> {
         slope: line.slope,
         intercept: line.intercept,
         half_slope_ratio: line.half_slope_ratio,
-        half_slope_ratio_low,
+        quadratic_share,
+        quadratic_share_low,
         rise: line.rise,
         verdict,
     })
@@ -161,24 +160,108 @@ fn resistant_line(points: &[(f64, f64)]) -> Option<Line> {
     })
 }
 
-/// The half-slope ratio exceeded by [`CONFIDENCE`] of [`RESAMPLES`] resamples of the points
+/// The quadratic share exceeded by [`CONFIDENCE`] of [`RESAMPLES`] resamples of the points
 /// (drawn with replacement, from a fixed seed: the same points give the same bound).
-fn half_slope_ratio_low(points: &[(f64, f64)]) -> Option<f64> {
+fn quadratic_share_low(points: &[(f64, f64)]) -> f64 {
     let mut draw = Draws(0x9E37_79B9_7F4A_7C15);
-    let mut ratios: Vec<f64> = (0..RESAMPLES)
-        .filter_map(|_| {
+    let mut shares: Vec<f64> = (0..RESAMPLES)
+        .map(|_| {
             let resample: Vec<(f64, f64)> = (0..points.len())
                 .map(|_| points[draw.below(points.len())])
                 .collect();
-            resistant_line(&resample).map(|line| line.half_slope_ratio)
+            quadratic_share(&resample)
         })
         .collect();
-    if ratios.is_empty() {
-        return None;
+    shares.sort_by(f64::total_cmp);
+    let at = ((1.0 - CONFIDENCE) * shares.len() as f64) as usize;
+    shares.get(at).copied().unwrap_or(0.0)
+}
+
+/// The quadratic share of a fit of `a + b·u + c·u²` with `b, c ≥ 0`, `u` the size over the
+/// largest size: `c / (a + b + c)`, the `x²` term's part of the fitted cost at the largest
+/// size (0 when nothing fits).
+fn quadratic_share(points: &[(f64, f64)]) -> f64 {
+    let largest = points.iter().map(|p| p.0).fold(0.0, f64::max);
+    if largest <= 0.0 {
+        return 0.0;
     }
-    ratios.sort_by(f64::total_cmp);
-    let at = ((1.0 - CONFIDENCE) * ratios.len() as f64) as usize;
-    Some(ratios[at.min(ratios.len() - 1)])
+    let scaled: Vec<(f64, f64)> = points.iter().map(|&(x, y)| (x / largest, y)).collect();
+    // Each shape: whether it uses `u` and `u²` besides the constant. The best fit with no
+    // negative coefficient wins (the constrained least squares of the three terms).
+    let shapes = [(true, true), (false, true), (true, false), (false, false)];
+    let mut best: Option<(f64, f64)> = None; // (squared error, share)
+    for (linear, quadratic) in shapes {
+        let mut terms: Vec<fn(f64) -> f64> = vec![|_| 1.0];
+        if linear {
+            terms.push(|u| u);
+        }
+        if quadratic {
+            terms.push(|u| u * u);
+        }
+        let Some(coefficients) = least_squares(&scaled, &terms) else {
+            continue;
+        };
+        if coefficients[1..].iter().any(|&k| k < 0.0) {
+            continue;
+        }
+        let error: f64 = scaled
+            .iter()
+            .map(|&(u, y)| {
+                let fitted: f64 = terms.iter().zip(&coefficients).map(|(t, k)| k * t(u)).sum();
+                (y - fitted).powi(2)
+            })
+            .sum();
+        let quadratic = if quadratic {
+            coefficients[terms.len() - 1]
+        } else {
+            0.0
+        };
+        let at_largest: f64 = coefficients.iter().sum();
+        let share = if at_largest > 0.0 {
+            (quadratic / at_largest).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        if best.is_none_or(|(least, _)| error < least) {
+            best = Some((error, share));
+        }
+    }
+    best.map_or(0.0, |(_, share)| share)
+}
+
+/// The coefficients of `terms` that fit `points` best (least squares, by the normal
+/// equations); none when they are singular.
+fn least_squares(points: &[(f64, f64)], terms: &[fn(f64) -> f64]) -> Option<Vec<f64>> {
+    let n = terms.len();
+    // The augmented normal equations: [XᵀX | Xᵀy].
+    let mut m = vec![vec![0.0; n + 1]; n];
+    for &(u, y) in points {
+        let row: Vec<f64> = terms.iter().map(|t| t(u)).collect();
+        for i in 0..n {
+            for j in 0..n {
+                m[i][j] += row[i] * row[j];
+            }
+            m[i][n] += row[i] * y;
+        }
+    }
+    // Gauss–Jordan elimination with partial pivoting.
+    for col in 0..n {
+        let pivot = (col..n).max_by(|&a, &b| m[a][col].abs().total_cmp(&m[b][col].abs()))?;
+        if m[pivot][col].abs() < 1e-12 {
+            return None;
+        }
+        m.swap(col, pivot);
+        let pivot_row = m[col].clone();
+        for (index, row) in m.iter_mut().enumerate() {
+            if index != col {
+                let factor = row[col] / pivot_row[col];
+                for (value, above) in row.iter_mut().zip(&pivot_row).skip(col) {
+                    *value -= factor * above;
+                }
+            }
+        }
+    }
+    Some((0..n).map(|i| m[i][n] / m[i][i]).collect())
 }
 
 /// A small deterministic generator (xorshift64*) for the resamples.
@@ -198,6 +281,11 @@ impl Draws {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The half-slope ratio above which the bench once called a cost SUPERLINEAR (a cost
+    /// `c·x²` over sizes spread evenly from near zero gives about 1.9, a straight line 1.0):
+    /// noise alone crosses it.
+    const SUPERLINEAR_HALF_SLOPES: f64 = 1.5;
 
     #[test]
     fn percentiles_use_the_nearest_rank() {
@@ -272,8 +360,10 @@ mod tests {
         let linear = |x: f64| 500.0 + 10.0 * x;
         let quadratic = |x: f64| 500.0 + 0.2 * x * x;
         let (mut looked_bent, mut bends_found) = (0, 0);
+        let mut worst_straight = 0.0_f64;
         for seed in 1..=100 {
             let straight = growth(&noisy(seed, linear)).expect("enough points");
+            worst_straight = worst_straight.max(straight.quadratic_share_low);
             assert_eq!(
                 straight.verdict,
                 Verdict::Linear,
@@ -283,12 +373,52 @@ mod tests {
             let bent = growth(&noisy(seed, quadratic)).expect("enough points");
             bends_found += usize::from(bent.verdict == Verdict::Superlinear);
         }
+        assert!(worst_straight < SUPERLINEAR_SHARE, "{worst_straight}");
         // The ratio alone would have called some of the straight lines bent.
         assert!(looked_bent > 0, "the noise never bent a single estimate");
         assert!(
             bends_found >= 75,
             "{bends_found} of 100 quadratic costs found"
         );
+    }
+
+    #[test]
+    fn the_fit_recovers_a_quadratic_and_never_makes_a_cost_fall() {
+        let exact: Vec<(f64, f64)> = sizes()
+            .into_iter()
+            .map(|x| (x, 100.0 + 2.0 * x + 0.01 * x * x))
+            .collect();
+        // At the largest size, 200: 100 + 400 + 400, of which 400 quadratic.
+        assert!((quadratic_share(&exact) - 400.0 / 900.0).abs() < 1e-9);
+        let falling: Vec<(f64, f64)> = sizes().into_iter().map(|x| (x, 1000.0 - 2.0 * x)).collect();
+        assert_eq!(quadratic_share(&falling), 0.0);
+    }
+
+    #[test]
+    fn dearer_first_turns_are_not_a_bend() {
+        // An S4 run seen on the benchmark machine: the first turns dearer than the middle
+        // ones (warming up), the last third rising along the size again.
+        let points: Vec<(f64, f64)> = sizes()
+            .into_iter()
+            .enumerate()
+            .map(|(turn, x)| {
+                let cost = if x < 70.0 {
+                    1900.0
+                } else if x < 130.0 {
+                    1600.0
+                } else {
+                    1600.0 + 20.0 * (x - 130.0)
+                };
+                (x, cost * wobble(turn))
+            })
+            .collect();
+        let growth = growth(&points).expect("enough points");
+        assert!(growth.rise > MEASURABLE_RISE, "{growth:?}");
+        assert!(
+            growth.half_slope_ratio > SUPERLINEAR_HALF_SLOPES,
+            "the ratio alone calls it bent: {growth:?}"
+        );
+        assert_eq!(growth.verdict, Verdict::Linear, "{growth:?}");
     }
 
     #[test]

@@ -85,12 +85,13 @@ fn verdict(what: &str, unit: &str, growth: Option<Growth>) {
         Verdict::Superlinear => "SUPERLINEAR: it grows faster than the bytes sent (quadratic?)",
     };
     println!(
-        "  verdict {what}: {reading} — {:.2} {unit}/KiB + {:.0} {unit} per turn (resistant line), half-slope ratio {:.2} (1 = straight, > {} = bending up), at least {:.2} in 90 % of resamples, rise first→last third {:+.0} %",
+        "  verdict {what}: {reading} — {:.2} {unit}/KiB + {:.0} {unit} per turn (resistant line), half-slope ratio {:.2} (1 = straight), quadratic share of the last turn's cost {:.0} % (at least {:.0} % in 90 % of resamples; SUPERLINEAR above {:.0} %), rise first→last third {:+.0} %",
         g.slope,
         g.intercept,
         g.half_slope_ratio,
-        stats::SUPERLINEAR_HALF_SLOPES,
-        g.half_slope_ratio_low,
+        g.quadratic_share * 100.0,
+        g.quadratic_share_low * 100.0,
+        stats::SUPERLINEAR_SHARE * 100.0,
         g.rise * 100.0
     );
 }
