@@ -118,7 +118,11 @@ impl Client {
     /// Starts one model turn. Nothing is sent until the stream is first polled; dropping
     /// the stream cancels the turn and drops the connection.
     ///
-    /// An invalid request (e.g. a bad tool name) comes out as the stream's only item.
+    /// An invalid request (no model chosen, or messages that cannot be serialised) comes out
+    /// as the stream's only item; a tool's name was checked when its [`ToolDefinition`] was
+    /// made.
+    ///
+    /// [`ToolDefinition`]: crate::ToolDefinition
     pub fn stream_turn(&self, request: &ChatRequest<'_>) -> TurnStream {
         let label = self.inner.label.clone();
         let body = self.check_model().and_then(|()| {
