@@ -461,3 +461,22 @@ tools = "*"
         model = crate::upstream::MODEL,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_binary_named_by_a_relative_path_is_launched_by_its_absolute_one() {
+        // The host's config lives in a temp folder, so a relative path would name nothing
+        // there. Tests run in the crate's folder, where `Cargo.toml` stands.
+        let build = Path::new("/no/such/build");
+        let launch = Launch::of_binary(Path::new("Cargo.toml"), build).expect("a file");
+        assert!(launch.binary.is_absolute(), "{}", launch.binary.display());
+        assert!(launch.binary.ends_with("Cargo.toml"));
+        assert_eq!(
+            launch.plugin_dir, build,
+            "no plugins beside it: the build's"
+        );
+    }
+}
