@@ -56,6 +56,9 @@ pub(crate) struct Outcome {
     pub(crate) bench_cpu: Duration,
     /// The upstream's own time for one conversation (3 turns, measured directly).
     pub(crate) upstream_alone: Duration,
+    /// How late the upstream sent each paced turn's last chunk during the scenario (empty
+    /// when unpaced): the bench starved by the machine it shares with the host.
+    pub(crate) upstream_late: Vec<Duration>,
     /// `/healthz` latencies sampled during the scenario, and failed probes.
     pub(crate) healthz: Healthz,
     /// Where the host's threads were, when sampled.
@@ -79,6 +82,7 @@ pub(crate) async fn run(
     upstream.set_pace(scenario.pace);
     let rounds = if scenario.pace == Pace::FAST { 200 } else { 2 };
     let upstream_alone = upstream_alone(upstream, rounds).await;
+    upstream.lateness();
     let host_cpu0 = host.cpu_times().unwrap_or_default();
     let store_cpu0 = store.server_cpu();
     let bench_cpu0 = crate::host::cpu_of("/proc/self/stat").unwrap_or_default();
@@ -133,6 +137,7 @@ pub(crate) async fn run(
         }
     }
     let elapsed = started.elapsed();
+    let upstream_late = upstream.lateness();
     let threads = sampler.map(threads::Sampler::finish);
     let host_cpu = host.cpu_times().unwrap_or_default().since(host_cpu0);
     let store_cpu = store_cpu0
@@ -164,6 +169,7 @@ pub(crate) async fn run(
         store_cpu,
         bench_cpu,
         upstream_alone,
+        upstream_late,
         healthz,
         threads,
     }

@@ -192,6 +192,15 @@ pub(crate) fn scenario(outcome: &Outcome, scripted: Duration) {
         ms(scripted),
         ms(latency.p50.saturating_sub(outcome.upstream_alone))
     );
+    if !outcome.upstream_late.is_empty() {
+        let late = percentiles(outcome.upstream_late.clone());
+        println!(
+            "  upstream late   each turn's last chunk p50 {}  p95 {}  max {} after its time (the bench's own upstream, starved by this machine; three turns per conversation)",
+            ms(late.p50),
+            ms(late.p95),
+            ms(late.max)
+        );
+    }
     if n > 0 {
         let cpu = outcome.host_cpu;
         let per = |d: Duration| d.as_secs_f64() * 1e6 / n as f64;
@@ -679,6 +688,7 @@ mod tests {
             store_cpu: None,
             bench_cpu: Duration::ZERO,
             upstream_alone: Duration::ZERO,
+            upstream_late: Vec::new(),
             healthz: (Vec::new(), 0),
             threads: None,
         }

@@ -2,7 +2,11 @@
 //! the docs/intro conversation in the Chat Completions SSE wire format (the same bytes as the
 //! end-to-end tests' `ScriptedUpstream`). Stateless: the turn is chosen by counting the `tool`
 //! messages in the request, so any number of conversations can run at once. The pace (time to
-//! first byte, time between chunks) can be changed between scenarios. Under
+//! first byte, time between chunks) can be changed between scenarios; each chunk is due at a
+//! fixed time from the request's arrival, as a provider's tokens are (a chunk this process
+//! sends late does not push the later ones back), and how late each turn's last chunk was is
+//! recorded ([`Upstream::lateness`]): the part of a scenario's latency that is this machine
+//! starving the upstream, not the host. Under
 //! `/abuse/{misbehaviour}/v1` it misbehaves instead, for the abuse scenario: a turn of
 //! [`FLOOD_CALLS`] tool calls, or one SSE `data:` line of [`HUGE_LINE_BYTES`]. Under
 //! `/long/v1` it plays S4's long conversation (`long`), under `/first-use/v1` one call of
@@ -14,7 +18,7 @@ mod long;
 use std::{
     sync::{
         atomic::{AtomicU64, Ordering},
-        Arc,
+        Arc, Mutex, PoisonError,
     },
     time::Duration,
 };
@@ -240,6 +244,8 @@ struct Shared {
     refused: AtomicU64,
     /// Request body bytes received under `/long/v1`.
     long_bytes: AtomicU64,
+    /// How late each paced turn's last chunk was sent, in microseconds.
+    lateness_us: Mutex<Vec<u64>>,
 }
 
 /// A running upstream.
@@ -262,6 +268,7 @@ impl Upstream {
             requests: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             long_bytes: AtomicU64::new(0),
+            lateness_us: Mutex::new(Vec::new()),
         });
         let app = Router::new()
             .route("/v1/chat/completions", post(completions))
@@ -328,6 +335,19 @@ impl Upstream {
             .store(micros(pace.between), Ordering::Relaxed);
     }
 
+    /// How late each paced turn's last chunk was sent since the last call (which empties the
+    /// record): the upstream's own delay under the scenario's load.
+    pub(crate) fn lateness(&self) -> Vec<Duration> {
+        let lateness = std::mem::take(
+            &mut *self
+                .shared
+                .lateness_us
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        lateness.into_iter().map(Duration::from_micros).collect()
+    }
+
     /// The script's own time for one conversation at `pace`.
     pub(crate) fn own_time(&self, pace: Pace) -> Duration {
         self.shared.script.own_time(pace)
@@ -360,6 +380,7 @@ async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response
         let why = deep_check(&body, tools).err().unwrap_or_default();
         return (StatusCode::BAD_REQUEST, format!("bench upstream: {why}")).into_response();
     }
+    let arrived = tokio::time::Instant::now();
     let events = shared.script.turns[tools].clone();
     let first = Duration::from_micros(shared.first_us.load(Ordering::Relaxed));
     let between = Duration::from_micros(shared.between_us.load(Ordering::Relaxed));
@@ -368,12 +389,25 @@ async fn completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response
             events.into_iter().map(Ok::<_, std::convert::Infallible>),
         ))
     } else {
+        let last = events.len().saturating_sub(1);
         Body::from_stream(stream::unfold(
-            (events.into_iter(), true),
-            move |(mut events, is_first)| async move {
-                let event = events.next()?;
-                tokio::time::sleep(if is_first { first } else { between }).await;
-                Some((Ok::<_, std::convert::Infallible>(event), (events, false)))
+            events.into_iter().enumerate(),
+            move |mut events| {
+                let shared = Arc::clone(&shared);
+                async move {
+                    let (i, event) = events.next()?;
+                    let due = arrived + first + between * u32::try_from(i).unwrap_or(u32::MAX);
+                    tokio::time::sleep_until(due).await;
+                    if i == last {
+                        let late = u64::try_from(due.elapsed().as_micros()).unwrap_or(u64::MAX);
+                        shared
+                            .lateness_us
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push(late);
+                    }
+                    Some((Ok::<_, std::convert::Infallible>(event), events))
+                }
             },
         ))
     };
@@ -486,6 +520,39 @@ mod tests {
             "{own:?}"
         );
         assert_eq!(Script::seed().own_time(Pace::FAST), Duration::ZERO);
+    }
+
+    /// Each chunk is due at a fixed time from the request's arrival: a bench that could not
+    /// send for a while catches up instead of pushing every later chunk back, and the last
+    /// chunk's lateness is recorded once per turn.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_late_upstream_catches_up_with_its_schedule() {
+        let upstream = Upstream::start().await.unwrap();
+        let between = Duration::from_millis(100);
+        upstream.set_pace(Pace {
+            first: between,
+            between,
+        });
+        let chunks = Script::seed().turns[0].len();
+        let scripted = between * u32::try_from(chunks).unwrap();
+        let started = std::time::Instant::now();
+        let response = reqwest::Client::new()
+            .post(format!("{}/chat/completions", upstream.base_url))
+            .json(&direct_request(0))
+            .send()
+            .await
+            .unwrap();
+        // The whole runtime, the upstream's with it, stalls for the turn's scripted time.
+        std::thread::sleep(scripted);
+        let body = response.bytes().await.unwrap();
+        let took = started.elapsed();
+        assert_eq!(count(&body, b"data: "), chunks);
+        // Paced from each chunk's send instead, the last would come `chunks - 1` paces late.
+        assert!(took < scripted + between * 3, "{took:?} for {scripted:?}");
+        let late = upstream.lateness();
+        assert_eq!(late.len(), 1, "one turn, one record: {late:?}");
+        assert!(late[0] < between * 3, "{late:?}");
+        assert!(upstream.lateness().is_empty(), "reading empties the record");
     }
 
     #[test]
