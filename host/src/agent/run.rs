@@ -1,5 +1,6 @@
 //! The step loop of one run: stream a model turn (text goes to the client as it arrives),
-//! run its tool calls in the order given, store the assistant message with its tool messages,
+//! run its tool calls in the order given, store the assistant message with its tool messages
+//! (while the next turn's request is on its way; nothing of that turn is passed on before),
 //! and go again until the model answers in text, the step limit is reached, the
 //! conversation reaches its size limit, the provider fails or the client goes away. Whatever
 //! ends the run, the stored history stays one every provider accepts, and `DONE` comes last.
@@ -117,8 +118,15 @@ impl Out {
 
 /// How a model turn ended without a result.
 enum TurnEnd {
-    Cancelled { partial: String },
-    Failed { message: String, partial: String },
+    Cancelled {
+        partial: String,
+    },
+    Failed {
+        message: String,
+        partial: String,
+    },
+    /// The step stored alongside the turn's request could not be stored.
+    Unsaved(StoreError),
 }
 
 struct Run<'a> {
@@ -142,8 +150,14 @@ impl Run<'_> {
             first.push(assistant_text_message(INTERRUPTED));
         }
         first.push(user_message(&self.request.message));
+        // A step in the history but not yet stored: stored while the next model turn's request
+        // is on its way (`model_turn`), or before the run ends otherwise.
+        let mut unsaved = None;
         match self.request.replace_from {
-            None => self.store(first).await?,
+            None => {
+                self.remember(&first);
+                unsaved = Some(first);
+            }
             // The dropped messages and this step go together: if storing fails, nothing is
             // dropped (`ConversationStore::replace_from`).
             Some(from) => {
@@ -161,6 +175,7 @@ impl Run<'_> {
             Ok(root) => Arc::new(root),
             Err(e) => {
                 tracing::error!(error = %e, "cannot open the project folder");
+                self.save_unsaved(&mut unsaved).await?;
                 return self
                     .fail(
                         StopReason::InternalError,
@@ -179,6 +194,7 @@ impl Run<'_> {
         };
         for step in 1..=rojo.max_steps.get() {
             if self.history_bytes > self.agent.budgets.max_conversation_bytes {
+                self.save_unsaved(&mut unsaved).await?;
                 return self.conversation_full().await;
             }
             let last = step == rojo.max_steps.get();
@@ -187,11 +203,12 @@ impl Run<'_> {
             let request =
                 history::request(rojo, &self.history, registry.offered(&rojo.tools), last);
             let turn = match self
-                .model_turn(client, request)
+                .model_turn(client, request, unsaved.take())
                 .instrument(tracing::info_span!("step", n = step))
                 .await
             {
                 Ok(turn) => turn,
+                Err(TurnEnd::Unsaved(e)) => return Err(e),
                 Err(TurnEnd::Cancelled { partial }) => return self.cancelled(partial).await,
                 Err(TurnEnd::Failed { message, partial }) => {
                     return self
@@ -217,10 +234,12 @@ impl Run<'_> {
                     messages.push(tool_call.await);
                 }
             }
-            self.store(messages).await?;
+            self.remember(&messages);
             if self.out.is_cancelled() {
+                self.save(messages).await?;
                 return self.cancelled(String::new()).await;
             }
+            unsaved = Some(messages);
         }
         unreachable!("the last step always returns")
     }
@@ -256,10 +275,15 @@ impl Run<'_> {
         Ok(StopReason::MaxSteps)
     }
 
+    /// Streams one model turn to the client. `unsaved`, the step the request ends with, is
+    /// stored while the request is on its way: a provider takes far longer to its first
+    /// token than the store to commit, and nothing of the turn is passed on (or kept) before
+    /// the step is stored.
     async fn model_turn(
         &self,
         client: &rojos_llm::Client,
         request: ChatRequest<'_>,
+        unsaved: Option<Vec<Value>>,
     ) -> Result<Turn, TurnEnd> {
         let metrics = &self.agent.metrics;
         metrics.model_turn_started();
@@ -268,13 +292,41 @@ impl Run<'_> {
         // the tools' shared definitions: no copy of either is made for a turn.
         let mut stream = client.stream_turn(&request);
         drop(request);
+        let mut ahead = match unsaved {
+            None => None,
+            Some(messages) => {
+                let first = async {
+                    tokio::select! {
+                        biased;
+                        () = self.out.cancelled() => None,
+                        item = stream.next() => Some(item),
+                    }
+                };
+                // Boxed: inline, the store's future would size every run's task.
+                let save = Box::pin(self.save(messages));
+                let (saved, first) = tokio::join!(save, first);
+                if let Err(e) = saved {
+                    metrics.model_turn_ended(started.elapsed());
+                    return Err(TurnEnd::Unsaved(e));
+                }
+                let Some(item) = first else {
+                    return Err(TurnEnd::Cancelled {
+                        partial: String::new(),
+                    });
+                };
+                Some(item)
+            }
+        };
         let mut partial = String::new();
         let mut progress = ProgressThrottle::default();
         loop {
-            let item = tokio::select! {
-                biased;
-                () = self.out.cancelled() => return Err(TurnEnd::Cancelled { partial }),
-                item = stream.next() => item,
+            let item = match ahead.take() {
+                Some(item) => item,
+                None => tokio::select! {
+                    biased;
+                    () = self.out.cancelled() => return Err(TurnEnd::Cancelled { partial }),
+                    item = stream.next() => item,
+                },
             };
             match item {
                 Some(Ok(TurnEvent::TextDelta(text))) => {
@@ -472,14 +524,37 @@ impl Run<'_> {
     }
 
     /// Stores one step's messages together (notes included), then adds them to the history
-    /// sent upstream (without their notes: an approval's, a closing message's).
+    /// sent upstream.
     async fn store(&mut self, messages: Vec<Value>) -> Result<(), StoreError> {
         self.agent
             .store
             .append(&self.request.conversation, messages.clone())
             .await?;
-        self.history_bytes += history::stored_size(&messages);
-        self.history.extend(history::without_notes(messages));
+        self.remember(&messages);
         Ok(())
+    }
+
+    /// Adds one step's messages to the history sent upstream (without their notes: an
+    /// approval's, a closing message's) and counts their stored size.
+    fn remember(&mut self, messages: &[Value]) {
+        self.history_bytes += history::stored_size(messages);
+        self.history
+            .extend(history::without_notes(messages.to_vec()));
+    }
+
+    /// Stores one step's messages together, already in the history ([`Run::remember`]).
+    async fn save(&self, messages: Vec<Value>) -> Result<(), StoreError> {
+        self.agent
+            .store
+            .append(&self.request.conversation, messages)
+            .await
+    }
+
+    /// Stores the step left unsaved, if there is one.
+    async fn save_unsaved(&self, unsaved: &mut Option<Vec<Value>>) -> Result<(), StoreError> {
+        match unsaved.take() {
+            Some(messages) => self.save(messages).await,
+            None => Ok(()),
+        }
     }
 }

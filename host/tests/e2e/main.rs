@@ -37,6 +37,7 @@ mod providers;
 mod secrets;
 mod several_hosts;
 mod stale_writes;
+mod stored_steps;
 mod support;
 mod tools_api;
 mod trust;

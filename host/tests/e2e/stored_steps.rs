@@ -1,0 +1,152 @@
+//! A step is stored while the next model turn's request is already on its way
+//! (`docs/api.md`, "The stored history"): the test holds the database's write lock from a
+//! connection of its own, so the host cannot commit. The upstream is asked all the same, and
+//! nothing of its answer reaches the client until the step is stored; a step that cannot be
+//! stored ends the run with the store's error and none of that answer.
+
+use std::{path::Path, time::Duration};
+
+use rusqlite::Connection;
+use serde_json::json;
+
+use crate::support::{
+    demo_message as message,
+    host::{HostConfig, TestHost},
+    ndjson::Stream,
+    upstream::{ScriptedUpstream, Turn},
+};
+
+/// How long the test reads the stream while the step waits to be stored: the upstream's
+/// answer was sent at once, so a host that passed it on would have done so by then.
+const WATCH: Duration = Duration::from_millis(400);
+
+/// The host's database, with the write lock taken: the host's writer waits for it (its busy
+/// timeout is five seconds) until the test commits or rolls back.
+fn lock_database(host: &TestHost) -> Connection {
+    let path: &Path = &host.dir.path().join("storage").join("rojos.db");
+    let db = Connection::open(path).expect("open the host's database");
+    db.pragma_update(None, "foreign_keys", true)
+        .expect("foreign keys on");
+    db.execute_batch("BEGIN IMMEDIATE")
+        .expect("take the write lock");
+    db
+}
+
+/// The messages stored for `conversation`, read on the test's own connection.
+fn stored_count(db: &Connection, conversation: &str) -> i64 {
+    db.query_row(
+        "SELECT count(*) FROM messages WHERE conversation_id = ?1",
+        [conversation],
+        |row| row.get(0),
+    )
+    .expect("count the stored messages")
+}
+
+/// What the stream sent within [`WATCH`], as text.
+async fn read_for_a_while(response: &mut reqwest::Response) -> String {
+    let deadline = tokio::time::Instant::now() + WATCH;
+    let mut body = Vec::new();
+    while let Ok(Ok(Some(chunk))) = tokio::time::timeout_at(deadline, response.chunk()).await {
+        body.extend_from_slice(&chunk);
+    }
+    String::from_utf8(body).expect("NDJSON is UTF-8")
+}
+
+#[tokio::test]
+async fn the_next_turn_is_asked_while_a_message_is_stored_and_shown_only_after_it() {
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::text("first answer"),
+        Turn::text("second answer"),
+    ])
+    .await;
+    let host = TestHost::start(HostConfig::builtins().upstream(&upstream)).await;
+    let (conversation, _) = Stream::read(host.chat(message("hello")).await).await.done();
+
+    let db = lock_database(&host);
+    let mut response = host
+        .chat(json!({"projectId": "demo", "conversationId": conversation, "message": "again"}))
+        .await;
+    assert_eq!(response.status(), 200);
+    // Asked with the new message while that message cannot be committed.
+    upstream.until_received(2).await;
+    let early = read_for_a_while(&mut response).await;
+    assert_eq!(early, "", "nothing before the message is stored");
+    assert_eq!(stored_count(&db, &conversation), 2, "not stored yet");
+    db.execute_batch("ROLLBACK")
+        .expect("release the write lock");
+
+    let rest = response.text().await.expect("the rest of the stream");
+    let stream = Stream::parse(&rest);
+    assert_eq!(stream.text(), "second answer");
+    assert_eq!(stream.done().1, "completed");
+    let messages = host.stored_messages(&conversation).await;
+    let contents: Vec<&str> = messages
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        contents,
+        ["hello", "first answer", "again", "second answer"],
+        "stored in order: {messages:?}"
+    );
+    let asked = upstream.received()[1].body["messages"].clone();
+    assert_eq!(
+        asked
+            .as_array()
+            .and_then(|m| m.last())
+            .map(|m| &m["content"]),
+        Some(&json!("again"))
+    );
+}
+
+#[tokio::test]
+async fn a_tool_step_that_cannot_be_stored_ends_the_run_with_none_of_the_next_answer() {
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::tool_calls(&[("call_1", "create_directory", json!({"path": "docs"}))]).held(),
+        Turn::text("never shown"),
+    ])
+    .await;
+    let host = TestHost::start(HostConfig::builtins().upstream(&upstream)).await;
+    let mut response = host.chat(message("make docs")).await;
+    assert_eq!(response.status(), 200);
+    upstream.until_received(1).await;
+    // The user message is stored (the first turn is held at the upstream meanwhile) before
+    // the test takes the lock, so only the tool step is left waiting for it.
+    let db = Connection::open(host.dir.path().join("storage").join("rojos.db"))
+        .expect("open the host's database");
+    let conversation: String = db
+        .query_row("SELECT id FROM conversations", [], |row| row.get(0))
+        .expect("one conversation");
+    for _ in 0..200 {
+        if stored_count(&db, &conversation) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(stored_count(&db, &conversation), 1, "the user message");
+    drop(db);
+    let db = lock_database(&host);
+    upstream.release();
+
+    // The tool ran and its result was sent; the next turn is asked with it, unstored.
+    upstream.until_received(2).await;
+    let early = read_for_a_while(&mut response).await;
+    assert!(early.contains(r#""type":"TOOL_RESULT""#), "{early}");
+    assert!(!early.contains(r#""type":"CHAT""#), "{early}");
+    assert!(host.project_root("demo").join("docs").is_dir());
+    // The step can never be stored: its conversation is gone when the lock is released.
+    db.execute("DELETE FROM conversations WHERE id = ?1", [&conversation])
+        .expect("delete the conversation");
+    db.execute_batch("COMMIT").expect("release the write lock");
+
+    let rest = response.text().await.expect("the rest of the stream");
+    let stream = Stream::parse(&format!("{early}{rest}"));
+    assert_eq!(stream.text(), "", "none of the unstored step's answer");
+    let errors = stream.errors();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].starts_with("the conversation could not be saved"),
+        "{errors:?}"
+    );
+    assert_eq!(stream.done().1, "internal_error");
+}
