@@ -504,6 +504,7 @@ impl RunCheckpoint {
             log: Arc::clone(&self.log),
             paths,
             root: Arc::clone(root),
+            dir: None,
             touched: None,
         })
     }
@@ -518,6 +519,8 @@ struct Recording {
     log: Arc<Mutex<Option<Log>>>,
     paths: Vec<Change>,
     root: Arc<Dir>,
+    /// The project's files as the recording reads them, from before the call to after it.
+    dir: Option<ProjectDir>,
     /// The paths the call may change, as fs-guard resolved them before it ran; `None`: every
     /// recorded path is fingerprinted again after it (one of them goes through a link).
     touched: Option<Vec<String>>,
@@ -526,26 +529,31 @@ struct Recording {
 impl AroundCall for Recording {
     fn before(&mut self) -> Result<(), String> {
         let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = ProjectDir::new(
+            self.root.try_clone().map_err(Checkpoints::unrecorded)?,
+            Limits::default(),
+        );
         self.touched = self.store.record(
             &self.project,
             &self.conversation,
             self.message,
             &mut log,
             &self.paths,
-            &self.root,
+            &dir,
         )?;
+        self.dir = Some(dir);
         Ok(())
     }
 
     fn after(&mut self) {
         let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(log) = log.as_mut() else {
+        let (Some(log), Some(dir)) = (log.as_mut(), self.dir.as_ref()) else {
             return;
         };
         let touched = self.touched.as_deref();
         if let Err(e) = self
             .store
-            .fingerprint_after(&self.project, log, &self.root, touched)
+            .fingerprint_after(&self.project, log, dir, touched)
         {
             tracing::error!(error = %e, "checkpoint fingerprints not stored");
         }
@@ -564,22 +572,24 @@ impl Checkpoints {
         message: u64,
         log: &mut Option<Log>,
         paths: &[Change],
-        root: &Dir,
+        dir: &ProjectDir,
     ) -> Result<Option<Vec<String>>, String> {
         let lock = self.project_lock(project);
         let mut state = lock.lock().unwrap_or_else(|p| p.into_inner());
-        let failed = |e: io::Error| {
-            tracing::error!(error = %e, "checkpoint not written");
-            "not run: the change could not be recorded for undo (the server's checkpoint \
-             storage failed); try again later"
-                .to_owned()
+        let failed = Self::unrecorded;
+        // The folder the run's log keeps open, or the one its first record creates it in.
+        let mut opened = None;
+        let checkpoints = match log.as_ref().and_then(|log| log.folder.as_ref()) {
+            Some(folder) => folder,
+            None => opened.insert(
+                self.project_dir(project, true)
+                    .map_err(failed)?
+                    .ok_or_else(|| failed(io::ErrorKind::NotFound.into()))?,
+            ),
         };
-        let dir = ProjectDir::new(root.try_clone().map_err(failed)?, Limits::default());
-        let checkpoints = self.project_dir(project, true).map_err(failed)?;
-        let checkpoints = checkpoints.ok_or_else(|| failed(io::ErrorKind::NotFound.into()))?;
         // The run's log so far, or the manifest of the log its first record creates.
         let mut fresh = None;
-        let manifest = match log {
+        let manifest = match log.as_ref() {
             Some(log) => &log.manifest,
             None => {
                 let now = now_ms();
@@ -628,15 +638,17 @@ impl Checkpoints {
                 new_paths.push(path.to_owned());
             }
         }
-        let touched = (!through_link(root, &touched)).then_some(touched);
+        let touched = (!through_link(dir.root(), &touched)).then_some(touched);
         if recorded.is_empty() && new_paths.is_empty() {
             return Ok(touched); // every path was recorded by an earlier call of the run
         }
         let log = match log {
             Some(log) => log,
             None => {
-                let manifest = fresh.ok_or_else(|| failed(io::ErrorKind::NotFound.into()))?;
-                log.insert(Log::create(&checkpoints, manifest).map_err(failed)?)
+                let missing = || failed(io::ErrorKind::NotFound.into());
+                let manifest = fresh.ok_or_else(missing)?;
+                let folder = opened.ok_or_else(missing)?;
+                log.insert(Log::create(folder, manifest).map_err(failed)?)
             }
         };
         let synced = log.record_call(new_paths, recorded).map_err(failed)?;
@@ -647,10 +659,20 @@ impl Checkpoints {
                 stored::sync_dir(&project_dir.map_err(failed)?).map_err(failed)?;
                 state.folder_synced = true;
             }
-            stored::sync_dir(&checkpoints).map_err(failed)?;
+            let folder = log.folder.as_ref();
+            stored::sync_dir(folder.ok_or_else(|| failed(io::ErrorKind::NotFound.into()))?)
+                .map_err(failed)?;
             log.names_synced = true;
         }
         Ok(touched)
+    }
+
+    /// The refusal for a call whose earlier state could not be written (logged).
+    fn unrecorded(e: io::Error) -> String {
+        tracing::error!(error = %e, "checkpoint not written");
+        "not run: the change could not be recorded for undo (the server's checkpoint \
+         storage failed); try again later"
+            .to_owned()
     }
 
     /// The refusal for a path whose earlier state cannot be recorded.
@@ -677,12 +699,11 @@ impl Checkpoints {
         &self,
         project: &ProjectId,
         log: &mut Log,
-        root: &Dir,
+        dir: &ProjectDir,
         touched: Option<&[String]>,
     ) -> io::Result<()> {
         let lock = self.project_lock(project);
         let _one_at_a_time = lock.lock().unwrap_or_else(|p| p.into_inner());
-        let dir = ProjectDir::new(root.try_clone()?, Limits::default());
         let prints = log
             .manifest
             .entries
@@ -691,7 +712,7 @@ impl Checkpoints {
                 let again =
                     touched.is_none_or(|touched| touched.iter().any(|t| related(t, &entry.path)));
                 if again {
-                    self.current(&dir, &entry.path)
+                    self.current(dir, &entry.path)
                 } else {
                     entry.after.clone()
                 }

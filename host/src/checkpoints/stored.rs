@@ -295,12 +295,15 @@ pub(super) struct Log {
     pub(super) manifest: Manifest,
     /// Whether the names on the way to the log are known to be synced.
     pub(super) names_synced: bool,
+    /// The `checkpoints` folder holding the log, kept open by the log a run creates: its
+    /// later calls record there without opening the folder again.
+    pub(super) folder: Option<Dir>,
 }
 
 impl Log {
     /// Creates the log of the run `manifest` (new, empty) in the project's `checkpoints`
-    /// folder, with its first record (not synced).
-    pub(super) fn create(checkpoints: &Dir, manifest: Manifest) -> io::Result<Log> {
+    /// folder, which it keeps, with its first record (not synced).
+    pub(super) fn create(checkpoints: Dir, manifest: Manifest) -> io::Result<Log> {
         let mut options = OpenOptions::new();
         options.read(true).write(true).create_new(true);
         let file = checkpoints
@@ -310,6 +313,7 @@ impl Log {
             file,
             manifest,
             names_synced: false,
+            folder: Some(checkpoints),
         };
         let run = Record::Run {
             version: VERSION,
@@ -335,6 +339,7 @@ impl Log {
             file,
             manifest,
             names_synced: true,
+            folder: None,
         })
     }
 
@@ -572,7 +577,7 @@ mod tests {
     #[test]
     fn fingerprints_already_recorded_are_not_appended_again() {
         let (_temp, dir) = folder();
-        let mut log = Log::create(&dir, run()).expect("create");
+        let mut log = Log::create(dir.try_clone().unwrap(), run()).expect("create");
         log.record_call(
             vec!["a".into()],
             vec![("a".into(), Node::Absent, "p".into())],
@@ -594,7 +599,7 @@ mod tests {
     #[test]
     fn records_read_back_with_their_content_and_fingerprints() {
         let (_temp, dir) = folder();
-        let mut log = Log::create(&dir, run()).expect("create");
+        let mut log = Log::create(dir.try_clone().unwrap(), run()).expect("create");
         let tree = Node::Folder {
             mode: 0o755,
             entries: BTreeMap::from([("a".into(), file(b"one")), ("b".into(), file(b"two!"))]),
@@ -632,7 +637,7 @@ mod tests {
     #[test]
     fn a_torn_last_record_is_ignored_and_overwritten_by_the_next() {
         let (_temp, dir) = folder();
-        let mut log = Log::create(&dir, run()).expect("create");
+        let mut log = Log::create(dir.try_clone().unwrap(), run()).expect("create");
         log.record_call(
             vec!["a".into()],
             vec![("a".into(), file(b"kept"), "p".into())],
@@ -662,7 +667,7 @@ mod tests {
     #[test]
     fn an_evicted_log_keeps_its_listing_but_no_content() {
         let (_temp, dir) = folder();
-        let mut log = Log::create(&dir, run()).expect("create");
+        let mut log = Log::create(dir.try_clone().unwrap(), run()).expect("create");
         log.record_call(
             vec!["a".into()],
             vec![("a".into(), file(b"content"), "p".into())],

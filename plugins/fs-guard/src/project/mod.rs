@@ -137,6 +137,11 @@ impl ProjectDir {
         ProjectDir { dir, limits }
     }
 
+    /// The root folder it wraps (for the host, which checks paths beneath it itself).
+    pub fn root(&self) -> &Dir {
+        &self.dir
+    }
+
     /// Opens the call's project root by duplicating the host's `root_fd` (the host keeps
     /// owning and closes its own descriptor).
     ///
