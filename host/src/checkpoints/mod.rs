@@ -618,13 +618,13 @@ impl Checkpoints {
                 let size = r.node.content_bytes();
                 let used = match state.kept {
                     Some(used) => used,
-                    None => kept_bytes(&checkpoints).map_err(failed)?,
+                    None => kept_bytes(checkpoints).map_err(failed)?,
                 };
                 let used = if used.saturating_add(size) <= self.budget {
                     used + size
                 } else {
                     let others = self
-                        .make_room(&checkpoints, &manifest.run, bytes + size)
+                        .make_room(checkpoints, &manifest.run, bytes + size)
                         .map_err(failed)?;
                     others + bytes + size
                 };
