@@ -729,23 +729,21 @@ fn related(a: &str, b: &str) -> bool {
 
 /// Whether any of `paths` (relative to `root`, as fs-guard resolved them) goes through a
 /// symbolic link, or cannot be told: a call through a link changes what the link leads to,
-/// which no recorded path names.
+/// which no recorded path names. One resolution per path, beneath the root, that refuses any
+/// link on the way (`ELOOP`) and opens the last name without following it; a missing name
+/// ends the path (nothing beyond it can be reached), any other failure counts as a link.
 fn through_link(root: &Dir, paths: &[String]) -> bool {
+    use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+    let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
+    let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     paths.iter().any(|path| {
-        let mut prefix = String::new();
-        for part in path.split('/') {
-            if !prefix.is_empty() {
-                prefix.push('/');
-            }
-            prefix.push_str(part);
-            match root.symlink_metadata(&prefix) {
-                Ok(meta) if meta.is_symlink() => return true,
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return false,
-                Err(_) => return true,
-            }
+        match rustix::fs::openat2(root, path.as_str(), flags, Mode::empty(), how) {
+            Ok(last) => rustix::fs::fstat(&last).map_or(true, |stat| {
+                FileType::from_raw_mode(stat.st_mode) == FileType::Symlink
+            }),
+            Err(rustix::io::Errno::NOENT) => false,
+            Err(_) => true,
         }
-        false
     })
 }
 

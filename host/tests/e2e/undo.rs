@@ -344,6 +344,35 @@ async fn undo_is_refused_naming_files_changed_since_by_another_run_or_by_hand_un
     assert!(checkpoints_of(&b) > 0);
 }
 
+/// A call that writes through an in-root link changes what the link leads to, which an
+/// earlier call of the run recorded under its own name: every recorded name is fingerprinted
+/// again after such a call, so the run's own change is not taken for one made since.
+#[tokio::test]
+async fn a_write_through_a_link_is_not_taken_for_a_change_made_since_the_run() {
+    let (host, _upstream) = host_with(
+        vec![
+            calls(vec![
+                write("real/x.txt", "one\n"),
+                write("link/x.txt", "two\n"),
+            ]),
+            Turn::text("done"),
+        ],
+        "",
+    )
+    .await;
+    let root = host.project_root("demo");
+    std::fs::create_dir_all(root.join("real")).unwrap();
+    symlink("real", root.join("link")).unwrap();
+    let before = tree(&root);
+    let (conversation, results) = run(&host, None, "write twice").await;
+    assert!(results.iter().all(|(_, ok, _)| *ok), "{results:?}");
+    assert_eq!(std::fs::read(root.join("real/x.txt")).unwrap(), b"two\n");
+
+    let (status, body) = undo(&host, &conversation, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(tree(&root), before);
+}
+
 #[tokio::test]
 async fn with_a_budget_of_zero_nothing_is_recorded_and_there_is_nothing_to_undo() {
     let (host, _upstream) = host_with(

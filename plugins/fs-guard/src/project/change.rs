@@ -66,19 +66,15 @@ impl ProjectDir {
             // Only an existing file can have the expected version: nothing is created.
             return self.replace_if_version(path, &parent, leaf, bytes, expected);
         }
-        self.dir.create_dir_all(&parent).map_err(|e| {
-            if e.kind() != std::io::ErrorKind::AlreadyExists {
-                return from_io(path, e);
+        // Most writes go to a folder that exists: opened at once. Anything else (missing, not
+        // a folder) takes the creating path, which gives the same errors as always.
+        let folder = match self.open_folder(&parent) {
+            Ok(folder) => folder,
+            Err(_) => {
+                self.create_parents(path, &parent)?;
+                self.open_folder(&parent).map_err(io)?
             }
-            // Something that is not a folder stands on the way: say whether it leads out.
-            match self.dir.metadata(&parent) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => from_io(path, e),
-                _ => PathError::NotADirectory {
-                    path: Shown::new(path),
-                },
-            }
-        })?;
-        let folder = self.open_folder(&parent).map_err(io)?;
+        };
         let permissions = self.existing_file_permissions(&folder, leaf, path)?;
         let replaced = permissions.is_some();
         if if_exists == IfExists::Refuse {
@@ -93,6 +89,22 @@ impl ProjectDir {
         }
         rustix::fs::fsync(&folder).map_err(|e| io(e.into()))?;
         Ok(Written { replaced })
+    }
+
+    /// Creates the folder `parent` of `path` and its missing parents, for a write.
+    fn create_parents(&self, path: &str, parent: &str) -> Result<(), PathError> {
+        self.dir.create_dir_all(parent).map_err(|e| {
+            if e.kind() != std::io::ErrorKind::AlreadyExists {
+                return from_io(path, e);
+            }
+            // Something that is not a folder stands on the way: say whether it leads out.
+            match self.dir.metadata(parent) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => from_io(path, e),
+                _ => PathError::NotADirectory {
+                    path: Shown::new(path),
+                },
+            }
+        })
     }
 
     /// [`IfExists::ReplaceIfVersion`]: replaces the file at `parent`/`leaf` only if it still
@@ -138,6 +150,10 @@ impl ProjectDir {
     /// An existing non-folder at the name, or a symlink that leads nowhere in the project.
     pub fn create_dir(&self, path: &str) -> Result<(), PathError> {
         check_path(path, PathUse::Create)?;
+        // A folder that exists already (the usual case) needs no creating.
+        if self.dir.metadata(path).is_ok_and(|meta| meta.is_dir()) {
+            return Ok(());
+        }
         match self.dir.create_dir_all(path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
