@@ -123,11 +123,12 @@ describe('managing conversations', () => {
     await assertAccessible(page, 'conversations-delete-dialog');
     await page.keyboard.press('Escape');
     await page.waitForFunction(() => !document.getElementById('delete-dialog').open);
-    assert.equal(
-      await page.evaluate(() => document.activeElement.classList.contains('history-menu-btn')),
-      true,
-      'focus is back on the menu button',
-    );
+    // The dialog's `close` event, which puts focus back, is dispatched a moment after `open`
+    // turns false: wait for it (reading focus at once raced with it).
+    const focusBack = await page
+      .waitForFunction(() => document.activeElement.classList.contains('history-menu-btn'), null, { timeout: 5000 })
+      .then(() => true, () => false);
+    assert.equal(focusBack, true, 'focus is back on the menu button');
     assert.equal((await apiGet(host, `/conversations/${openId}`)).status, 200, 'kept');
 
     await openMenu(page, 'Unrelated question');
