@@ -11,6 +11,7 @@ use futures_util::StreamExt;
 use rojos_conversations::StoreError;
 use rojos_llm::{
     assistant_text_message, tool_message, user_message, ChatRequest, ToolCall, Turn, TurnEvent,
+    TurnStream,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -292,41 +293,27 @@ impl Run<'_> {
         // the tools' shared definitions: no copy of either is made for a turn.
         let mut stream = client.stream_turn(&request);
         drop(request);
-        let mut ahead = match unsaved {
-            None => None,
-            Some(messages) => {
-                let first = async {
-                    tokio::select! {
-                        biased;
-                        () = self.out.cancelled() => None,
-                        item = stream.next() => Some(item),
-                    }
-                };
-                // Boxed: inline, the store's future would size every run's task.
-                let save = Box::pin(self.save(messages));
-                let (saved, first) = tokio::join!(save, first);
-                if let Err(e) = saved {
-                    metrics.model_turn_ended(started.elapsed());
-                    return Err(TurnEnd::Unsaved(e));
-                }
-                let Some(item) = first else {
-                    return Err(TurnEnd::Cancelled {
-                        partial: String::new(),
-                    });
-                };
-                Some(item)
+        // The stream's first item, when it came while the step was being stored.
+        let mut ahead = None;
+        if let Some(messages) = unsaved {
+            // Boxed: inline, the store's future would size every run's task.
+            let save = Box::pin(self.save(messages));
+            let (saved, first) = tokio::join!(save, self.next_or_cancelled(&mut stream));
+            if let Err(e) = saved {
+                metrics.model_turn_ended(started.elapsed());
+                return Err(TurnEnd::Unsaved(e));
             }
-        };
+            ahead = Some(first);
+        }
         let mut partial = String::new();
         let mut progress = ProgressThrottle::default();
         loop {
-            let item = match ahead.take() {
-                Some(item) => item,
-                None => tokio::select! {
-                    biased;
-                    () = self.out.cancelled() => return Err(TurnEnd::Cancelled { partial }),
-                    item = stream.next() => item,
-                },
+            let next = match ahead.take() {
+                Some(next) => next,
+                None => self.next_or_cancelled(&mut stream).await,
+            };
+            let Some(item) = next else {
+                return Err(TurnEnd::Cancelled { partial });
             };
             match item {
                 Some(Ok(TurnEvent::TextDelta(text))) => {
@@ -364,6 +351,18 @@ impl Run<'_> {
                     return Err(self.turn_failed(&cut, partial));
                 }
             }
+        }
+    }
+
+    /// The stream's next item, or `None` once the client is gone or the server shuts down.
+    async fn next_or_cancelled(
+        &self,
+        stream: &mut TurnStream,
+    ) -> Option<Option<Result<TurnEvent, rojos_llm::LlmError>>> {
+        tokio::select! {
+            biased;
+            () = self.out.cancelled() => None,
+            item = stream.next() => Some(item),
         }
     }
 
@@ -523,15 +522,12 @@ impl Run<'_> {
         Ok(stop)
     }
 
-    /// Stores one step's messages together (notes included), then adds them to the history
-    /// sent upstream.
+    /// Stores one step's messages together (notes included) and adds them to the history sent
+    /// upstream.
     async fn store(&mut self, messages: Vec<Value>) -> Result<(), StoreError> {
-        self.agent
-            .store
-            .append(&self.request.conversation, messages.clone())
-            .await?;
+        // Remembered first: a step that cannot be stored ends the run, history and all.
         self.remember(&messages);
-        Ok(())
+        self.save(messages).await
     }
 
     /// Adds one step's messages to the history sent upstream (without their notes: an

@@ -2,7 +2,8 @@
 //! (`docs/api.md`, "The stored history"): the test holds the database's write lock from a
 //! connection of its own, so the host cannot commit. The upstream is asked all the same, and
 //! nothing of its answer reaches the client until the step is stored; a step that cannot be
-//! stored ends the run with the store's error and none of that answer.
+//! stored ends the run with the store's error and none of that answer. A run that ends before
+//! its first model turn still stores its user message.
 
 use std::{path::Path, time::Duration};
 
@@ -149,4 +150,28 @@ async fn a_tool_step_that_cannot_be_stored_ends_the_run_with_none_of_the_next_an
         "{errors:?}"
     );
     assert_eq!(stream.done().1, "internal_error");
+}
+
+#[tokio::test]
+async fn a_run_whose_project_folder_cannot_be_opened_stores_its_message_then_ends() {
+    let upstream = ScriptedUpstream::start(vec![]).await;
+    let host = TestHost::start(HostConfig::builtins().upstream(&upstream)).await;
+    // A symlink where the project's `root` folder should be is refused.
+    let project = host.dir.path().join("storage").join("demo");
+    std::fs::create_dir_all(&project).unwrap();
+    std::os::unix::fs::symlink(host.dir.path(), project.join("root")).unwrap();
+
+    let stream = Stream::read(host.chat(message("hello")).await).await;
+    assert_eq!(stream.errors(), ["the project folder cannot be opened"]);
+    let (conversation, stop) = stream.done();
+    assert_eq!(stop, "internal_error");
+    assert!(upstream.received().is_empty(), "no model turn");
+    // The user message was waiting for the model's request; it is stored before the end.
+    let messages = host.stored_messages(&conversation).await;
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(roles, ["user", "assistant"], "{messages:?}");
+    assert_eq!(messages[0]["content"], "hello");
 }
