@@ -46,6 +46,7 @@ mod id;
 mod lease;
 mod postgres;
 mod sqlite;
+mod step;
 mod store;
 #[cfg(feature = "test-cluster")]
 pub mod test_cluster;
@@ -60,6 +61,7 @@ pub use postgres::{
     UrlError, POSTGRES_SCHEMA_VERSION,
 };
 pub use sqlite::{SqliteApprovals, SqliteOptions, SqliteStore, SCHEMA_VERSION};
+pub use step::Step;
 pub use store::{
     Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
 };

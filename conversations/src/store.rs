@@ -10,6 +10,7 @@ use time::OffsetDateTime;
 
 use crate::error::StoreError;
 use crate::id::ConversationId;
+use crate::step::Step;
 
 /// A stored conversation with its whole history.
 ///
@@ -134,7 +135,17 @@ pub trait ConversationStore: Send + Sync {
     ///
     /// [`StoreError::NotFound`] for an unknown id, [`StoreError::InvalidMessage`]
     /// for a message that is not an OpenAI-format message.
-    async fn append(&self, id: &ConversationId, messages: Vec<Value>) -> Result<(), StoreError>;
+    async fn append(&self, id: &ConversationId, messages: Vec<Value>) -> Result<(), StoreError> {
+        self.append_step(id, Step::new(&messages)?).await
+    }
+
+    /// [`ConversationStore::append`] of a [`Step`] already built: for a caller that also
+    /// needs the step's stored size, so the messages are written as text once.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`] for an unknown id.
+    async fn append_step(&self, id: &ConversationId, step: Step) -> Result<(), StoreError>;
 
     /// Up to `limit` conversations of `project_id`, the most recently updated
     /// first.
@@ -153,13 +164,13 @@ pub trait ConversationStore: Send + Sync {
     ///
     /// # Errors
     ///
-    /// As [`ConversationStore::append`], and [`StoreError::ReplacePastEnd`] when `from` is
-    /// past the last message (nothing is changed).
+    /// [`StoreError::NotFound`] for an unknown id, [`StoreError::ReplacePastEnd`] when `from`
+    /// is past the last message (nothing is changed).
     async fn replace_from(
         &self,
         id: &ConversationId,
         from: u64,
-        messages: Vec<Value>,
+        step: Step,
     ) -> Result<(), StoreError>;
 
     /// Gives the conversation the title `title` (trimmed), shown instead of the one its

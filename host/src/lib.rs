@@ -40,6 +40,7 @@ pub mod agent;
 pub mod checkpoints;
 pub mod cli;
 pub mod config;
+mod hex;
 pub mod http;
 pub mod live;
 pub mod logging;

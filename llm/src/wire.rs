@@ -28,6 +28,12 @@ pub(crate) trait Lenient: Sized {
         None
     }
 
+    /// From a borrowed JSON string: [`Lenient::from_string`] of a copy, unless the type
+    /// needs none.
+    fn from_str(s: &str) -> Option<Self> {
+        Self::from_string(s.to_owned())
+    }
+
     /// From a non-negative JSON integer.
     fn from_u64(_: u64) -> Option<Self> {
         None
@@ -43,6 +49,21 @@ pub(crate) trait Lenient: Sized {
 impl Lenient for String {
     fn from_string(s: String) -> Option<Self> {
         Some(s)
+    }
+}
+
+/// Whether a chunk's `object` is `"error"`, read without keeping its text: every chunk has
+/// one (`"chat.completion.chunk"`), and nothing else of it is used.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IsError(pub(crate) bool);
+
+impl Lenient for IsError {
+    fn from_string(s: String) -> Option<Self> {
+        Self::from_str(&s)
+    }
+
+    fn from_str(s: &str) -> Option<Self> {
+        Some(IsError(s == "error"))
     }
 }
 
@@ -77,7 +98,7 @@ impl<'de, T: Lenient> Visitor<'de> for LenientVisitor<T> {
     }
 
     fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
-        Ok(T::from_string(s.to_owned()))
+        Ok(T::from_str(s))
     }
 
     fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
@@ -222,7 +243,7 @@ pub(crate) struct Chunk {
     pub(crate) error: Option<Value>,
     /// `"error"` for vLLM/Mistral-style `{"object":"error","message":…}`.
     #[serde(deserialize_with = "lenient")]
-    pub(crate) object: Option<String>,
+    pub(crate) object: Option<IsError>,
     /// The message of an `{"object":"error"}` chunk.
     pub(crate) message: Option<Value>,
     /// The code of an `{"object":"error"}` chunk.
@@ -398,7 +419,7 @@ impl Chunk {
                 tags: Vec::new(),
             }));
         }
-        if self.object.as_deref() == Some("error") {
+        if self.object == Some(IsError(true)) {
             let mut obj = serde_json::Map::new();
             for (k, v) in [
                 ("message", &self.message),

@@ -18,7 +18,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Object, Pool};
-use serde_json::Value;
 
 pub use approvals::PostgresApprovals;
 pub use connect::{PostgresOptions, PostgresTls, UrlError};
@@ -27,10 +26,11 @@ pub use schema::{Migration, POSTGRES_SCHEMA_VERSION};
 
 use crate::error::StoreError;
 use crate::id::ConversationId;
+use crate::step::Step;
 use crate::store::{
     Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
 };
-use crate::title::{check_custom_title, check_messages, contains_pattern, title_of};
+use crate::title::{check_custom_title, contains_pattern};
 use failure::{query_failed, within};
 use schema::Migrated;
 
@@ -201,16 +201,13 @@ impl ConversationStore for PostgresStore {
         .await
     }
 
-    async fn append(&self, id: &ConversationId, messages: Vec<Value>) -> Result<(), StoreError> {
-        check_messages(&messages)?;
-        let title = title_of(&messages);
-        let rows = messages.iter().map(Value::to_string).collect::<Vec<_>>();
+    async fn append_step(&self, id: &ConversationId, step: Step) -> Result<(), StoreError> {
         let action = || format!("append to conversation '{id}'");
         within(self.query_timeout, action, async {
             let client = self.client(action()).await?;
             // One statement: once sent, the server stores or refuses the step whole even if
             // this task is cancelled (or times out) while waiting for the answer.
-            match queries::insert_step(&client, id, &rows, title.as_deref()).await {
+            match queries::insert_step(&client, id, step.rows(), step.title()).await {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(StoreError::NotFound { id: id.clone() }),
                 Err(e) => Err(query_failed(action(), e)),
@@ -244,15 +241,12 @@ impl ConversationStore for PostgresStore {
         &self,
         id: &ConversationId,
         from: u64,
-        messages: Vec<Value>,
+        step: Step,
     ) -> Result<(), StoreError> {
-        check_messages(&messages)?;
-        let title = title_of(&messages);
-        let rows = messages.iter().map(Value::to_string).collect::<Vec<_>>();
         let action = || format!("replace messages of conversation '{id}'");
         within(self.query_timeout, action, async {
             let mut client = self.client(action()).await?;
-            match queries::replace_step(&mut client, id, from, &rows, title.as_deref()).await {
+            match queries::replace_step(&mut client, id, from, step.rows(), step.title()).await {
                 Ok(queries::Replaced::Done) => Ok(()),
                 Ok(queries::Replaced::NotFound) => Err(StoreError::NotFound { id: id.clone() }),
                 Ok(queries::Replaced::PastEnd { count }) => Err(StoreError::ReplacePastEnd {

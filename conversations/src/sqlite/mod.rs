@@ -14,17 +14,17 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use rusqlite::Connection;
-use serde_json::Value;
 
 pub use approvals::SqliteApprovals;
 pub use schema::SCHEMA_VERSION;
 
 use crate::error::StoreError;
 use crate::id::ConversationId;
+use crate::step::Step;
 use crate::store::{
     Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
 };
-use crate::title::{check_custom_title, check_messages, contains_pattern, title_of};
+use crate::title::{check_custom_title, contains_pattern};
 use pool::Pool;
 use schema::Migrated;
 
@@ -221,17 +221,14 @@ impl ConversationStore for SqliteStore {
             .await
     }
 
-    async fn append(&self, id: &ConversationId, messages: Vec<Value>) -> Result<(), StoreError> {
-        check_messages(&messages)?;
-        let title = title_of(&messages);
-        let rows = messages.iter().map(Value::to_string).collect::<Vec<_>>();
+    async fn append_step(&self, id: &ConversationId, step: Step) -> Result<(), StoreError> {
         let id = id.clone();
         let action = format!("append to conversation '{id}'");
         let failed = action.clone();
         self.pool
             .write(&action, move |conn| {
                 let now = queries::now_millis();
-                match queries::insert_step(conn, &id, &rows, title.as_deref(), now) {
+                match queries::insert_step(conn, &id, step.rows(), step.title(), now) {
                     Ok(true) => Ok(()),
                     Ok(false) => Err(StoreError::NotFound { id }),
                     Err(e) => Err(StoreError::backend(failed, e)),
@@ -261,18 +258,15 @@ impl ConversationStore for SqliteStore {
         &self,
         id: &ConversationId,
         from: u64,
-        messages: Vec<Value>,
+        step: Step,
     ) -> Result<(), StoreError> {
-        check_messages(&messages)?;
-        let title = title_of(&messages);
-        let rows = messages.iter().map(Value::to_string).collect::<Vec<_>>();
         let id = id.clone();
         let action = format!("replace messages of conversation '{id}'");
         let failed = action.clone();
         self.pool
             .write(&action, move |conn| {
                 let now = queries::now_millis();
-                match queries::replace_step(conn, &id, from, &rows, title.as_deref(), now) {
+                match queries::replace_step(conn, &id, from, step.rows(), step.title(), now) {
                     Ok(queries::Replaced::Done) => Ok(()),
                     Ok(queries::Replaced::NotFound) => Err(StoreError::NotFound { id }),
                     Ok(queries::Replaced::PastEnd { count }) => {

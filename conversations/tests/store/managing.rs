@@ -3,10 +3,15 @@
 //! a conversation with its messages, searching titles and message text, and replacing the
 //! messages from an index on with a new step, atomically.
 
-use rojos_conversations::{ConversationId, StoreError};
+use rojos_conversations::{ConversationId, Step, StoreError};
 use serde_json::json;
 
 use crate::support::{assistant, on_both_backends, user, Backend};
+
+/// The step of `messages`, which the tests build valid.
+fn step(messages: Vec<serde_json::Value>) -> Step {
+    Step::new(&messages).unwrap()
+}
 
 fn ids(list: &[rojos_conversations::ConversationSummary]) -> Vec<ConversationId> {
     list.iter().map(|s| s.id.clone()).collect()
@@ -175,7 +180,7 @@ async fn replacing_from_an_index_drops_the_rest_and_appends_the_step(backend: Ba
         .unwrap();
 
     store
-        .replace_from(&id, 2, vec![user("two, edited")])
+        .replace_from(&id, 2, step(vec![user("two, edited")]))
         .await
         .unwrap();
     store
@@ -210,7 +215,7 @@ async fn replacing_from_the_first_message_takes_the_new_title(backend: Backend) 
         .unwrap();
 
     store
-        .replace_from(&id, 0, vec![user("fixed")])
+        .replace_from(&id, 0, step(vec![user("fixed")]))
         .await
         .unwrap();
 
@@ -234,24 +239,24 @@ async fn a_refused_replacement_changes_nothing(backend: Backend) {
     let before = store.get(&id).await.unwrap().unwrap();
 
     let past = store
-        .replace_from(&id, 3, vec![user("x")])
+        .replace_from(&id, 3, step(vec![user("x")]))
         .await
         .unwrap_err();
     assert_eq!(
         past.to_string(),
         format!("conversation '{id}' has 2 messages: it cannot be replaced from message 3")
     );
-    let invalid = store.replace_from(&id, 0, vec![json!("text")]).await;
+    let invalid = Step::new(&[json!("text")]);
     assert!(matches!(invalid, Err(StoreError::InvalidMessage { .. })));
     // The database refuses the new step midway: the deletion is rolled back with it.
     fx.refuse_boom();
-    let refused = store.replace_from(&id, 1, vec![user("boom")]).await;
+    let refused = store.replace_from(&id, 1, step(vec![user("boom")])).await;
     assert!(
         matches!(refused, Err(StoreError::Backend { .. })),
         "{refused:?}"
     );
     let unknown = ConversationId::generate();
-    let missing = store.replace_from(&unknown, 0, vec![user("x")]).await;
+    let missing = store.replace_from(&unknown, 0, step(vec![user("x")])).await;
     assert!(matches!(missing, Err(StoreError::NotFound { .. })));
 
     let after = store.get(&id).await.unwrap().unwrap();

@@ -1,6 +1,5 @@
 //! The conversation as the provider sees it: the request for one model turn (system prompt,
-//! the history without its notes, tools, `tool_choice`), the stored size of messages, the
-//! rule that keeps a stored history acceptable to every provider, and the note a closing
+//! the history without its notes, tools, `tool_choice`), the rule that keeps a stored history acceptable to every provider, and the note a closing
 //! message carries for the panel (`rojos`), which no provider is ever sent.
 
 use rojos_llm::{ChatRequest, ToolChoice, ToolDefinition};
@@ -72,30 +71,6 @@ pub(super) fn without_notes(mut history: Vec<Value>) -> Vec<Value> {
     history
 }
 
-/// The stored size of `messages`: the sum of each one's compact JSON text, as the store
-/// writes them. Counted without building the text.
-pub(super) fn stored_size(messages: &[Value]) -> usize {
-    let mut counter = ByteCounter(0);
-    for message in messages {
-        serde_json::to_writer(&mut counter, message).expect("counting bytes cannot fail");
-    }
-    counter.0
-}
-
-/// An `io::Write` that only counts.
-struct ByteCounter(usize);
-
-impl std::io::Write for ByteCounter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0 += bytes.len();
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Whether the history ends on a message a provider would not accept as the end of a stored
 /// conversation followed by a new user message (`user` or `tool`).
 pub(super) fn needs_closing(history: &[Value]) -> bool {
@@ -106,17 +81,6 @@ pub(super) fn needs_closing(history: &[Value]) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn the_stored_size_is_the_compact_json_length_of_each_message() {
-        let messages = [
-            json!({"role": "user", "content": "héllo \"you\""}),
-            json!({"role": "tool", "tool_call_id": "c1", "content": "x\ny"}),
-        ];
-        let expected: usize = messages.iter().map(|m| m.to_string().len()).sum();
-        assert_eq!(stored_size(&messages), expected);
-        assert_eq!(stored_size(&[]), 0);
-    }
 
     #[test]
     fn histories_ending_on_user_or_tool_need_closing() {

@@ -8,7 +8,7 @@
 use std::{sync::Arc, time::Instant};
 
 use futures_util::StreamExt;
-use rojos_conversations::StoreError;
+use rojos_conversations::{Step, StoreError};
 use rojos_llm::{
     assistant_text_message, tool_message, user_message, ChatRequest, ToolCall, Turn, TurnEvent,
     TurnStream,
@@ -135,7 +135,7 @@ struct Run<'a> {
     request: &'a RunRequest,
     out: &'a Out,
     history: Vec<Value>,
-    /// The stored size of the conversation, notes included (`history::stored_size`).
+    /// The stored size of the conversation, notes included ([`Step::bytes`]).
     history_bytes: usize,
     /// Earlier calls and what is left of the run's budgets.
     ledger: dispatch::Ledger,
@@ -156,17 +156,18 @@ impl Run<'_> {
         let mut unsaved = None;
         match self.request.replace_from {
             None => {
-                self.remember(&first);
-                unsaved = Some(first);
+                unsaved = Some(self.remember(first)?);
             }
             // The dropped messages and this step go together: if storing fails, nothing is
             // dropped (`ConversationStore::replace_from`).
             Some(from) => {
-                let store = &self.agent.store;
-                store
-                    .replace_from(&self.request.conversation, from, first.clone())
+                let step = Step::new(&first)?;
+                let bytes = step.bytes();
+                self.agent
+                    .store
+                    .replace_from(&self.request.conversation, from, step)
                     .await?;
-                self.history_bytes += history::stored_size(&first);
+                self.history_bytes += bytes;
                 self.history.extend(first);
             }
         }
@@ -235,12 +236,12 @@ impl Run<'_> {
                     messages.push(tool_call.await);
                 }
             }
-            self.remember(&messages);
+            let step = self.remember(messages)?;
             if self.out.is_cancelled() {
-                self.save(messages).await?;
+                self.save(step).await?;
                 return self.cancelled(String::new()).await;
             }
-            unsaved = Some(messages);
+            unsaved = Some(step);
         }
         unreachable!("the last step always returns")
     }
@@ -284,7 +285,7 @@ impl Run<'_> {
         &self,
         client: &rojos_llm::Client,
         request: ChatRequest<'_>,
-        unsaved: Option<Vec<Value>>,
+        unsaved: Option<Step>,
     ) -> Result<Turn, TurnEnd> {
         let metrics = &self.agent.metrics;
         metrics.model_turn_started();
@@ -295,9 +296,9 @@ impl Run<'_> {
         drop(request);
         // The stream's first item, when it came while the step was being stored.
         let mut ahead = None;
-        if let Some(messages) = unsaved {
+        if let Some(step) = unsaved {
             // Boxed: inline, the store's future would size every run's task.
-            let save = Box::pin(self.save(messages));
+            let save = Box::pin(self.save(step));
             let (saved, first) = tokio::join!(save, self.next_or_cancelled(&mut stream));
             if let Err(e) = saved {
                 metrics.model_turn_ended(started.elapsed());
@@ -526,30 +527,34 @@ impl Run<'_> {
     /// upstream.
     async fn store(&mut self, messages: Vec<Value>) -> Result<(), StoreError> {
         // Remembered first: a step that cannot be stored ends the run, history and all.
-        self.remember(&messages);
-        self.save(messages).await
+        let step = self.remember(messages)?;
+        self.save(step).await
     }
 
     /// Adds one step's messages to the history sent upstream (without their notes: an
     /// approval's, a closing message's) and counts their stored size.
-    fn remember(&mut self, messages: &[Value]) {
-        self.history_bytes += history::stored_size(messages);
-        self.history
-            .extend(history::without_notes(messages.to_vec()));
+    ///
+    /// The step returned is what the store writes: the messages with their notes, as text.
+    /// Built here, once, so the messages themselves move into the history uncopied.
+    fn remember(&mut self, messages: Vec<Value>) -> Result<Step, StoreError> {
+        let step = Step::new(&messages)?;
+        self.history_bytes += step.bytes();
+        self.history.extend(history::without_notes(messages));
+        Ok(step)
     }
 
     /// Stores one step's messages together, already in the history ([`Run::remember`]).
-    async fn save(&self, messages: Vec<Value>) -> Result<(), StoreError> {
+    async fn save(&self, step: Step) -> Result<(), StoreError> {
         self.agent
             .store
-            .append(&self.request.conversation, messages)
+            .append_step(&self.request.conversation, step)
             .await
     }
 
     /// Stores the step left unsaved, if there is one.
-    async fn save_unsaved(&self, unsaved: &mut Option<Vec<Value>>) -> Result<(), StoreError> {
+    async fn save_unsaved(&self, unsaved: &mut Option<Step>) -> Result<(), StoreError> {
         match unsaved.take() {
-            Some(messages) => self.save(messages).await,
+            Some(step) => self.save(step).await,
             None => Ok(()),
         }
     }

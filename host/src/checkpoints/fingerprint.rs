@@ -6,15 +6,13 @@
 use rojos_fs_guard::Node;
 use sha2::{Digest, Sha256};
 
+use crate::hex::hex;
+
 /// The fingerprint of `node`, as lowercase hex.
 pub(super) fn fingerprint(node: &Node) -> String {
     let mut hasher = Sha256::new();
     feed(&mut hasher, node);
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&hasher.finalize())
 }
 
 /// One tagged, length-prefixed part: no two different trees feed the same bytes.

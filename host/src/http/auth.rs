@@ -13,6 +13,7 @@ use subtle::{ConditionallySelectable, ConstantTimeEq};
 use super::error::ApiError;
 use crate::{
     config::{ProjectScope, TokenConfig},
+    hex::hex,
     secret::Secret,
     state::AppState,
     storage::ProjectId,
@@ -158,7 +159,7 @@ fn digest(token: &str) -> [u8; 32] {
 fn random_token() -> String {
     let mut bytes = [0u8; 24];
     getrandom::fill(&mut bytes).expect("the OS random source is available");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    hex(&bytes)
 }
 
 #[cfg(test)]
@@ -240,10 +241,7 @@ mod tests {
     fn the_token_table_never_shows_tokens_or_their_digests() {
         let auth = two_tokens();
         let shown = format!("{auth:?}");
-        let digest_hex: String = digest("first-token-0001")
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let digest_hex = hex(&digest("first-token-0001"));
         assert!(!shown.contains("first-token-0001"), "{shown}");
         assert!(!shown.contains(&digest_hex[..8]), "{shown}");
         assert!(!shown.contains("digest"), "{shown}");

@@ -29,6 +29,7 @@ use super::{
     copies, elf,
     trust::{self, Distrust, PathIoError, Refusal},
 };
+use crate::hex::hex;
 
 /// The largest plugin file read. Debug builds of the workspace's plugins are about 20 MB and
 /// big release builds with debug info stay under 100 MB; the cap only stops a huge or endless
@@ -395,10 +396,6 @@ fn layout_failure(report: &str) -> LoadFailure {
                 .join("; "),
         },
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

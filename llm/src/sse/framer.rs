@@ -4,6 +4,7 @@
 //! linear: each byte is scanned for a line end once, and no line or event's data may pass
 //! `max_event_bytes`, checked before anything more is buffered. Meaning is `sse.rs`'s job.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::mem;
 
@@ -13,8 +14,8 @@ const KEEP_CAPACITY: usize = 64 * 1024;
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SseEvent {
-    /// The `event` field, `message` when absent.
-    pub(crate) event: String,
+    /// The `event` field, `message` when absent (not allocated: nearly every event has none).
+    pub(crate) event: Cow<'static, str>,
     /// The `data` lines, joined by LF.
     pub(crate) data: String,
 }
@@ -210,9 +211,9 @@ impl Framer {
         }
         out.push_back(SseEvent {
             event: if event.is_empty() {
-                "message".to_owned()
+                Cow::Borrowed("message")
             } else {
-                event
+                Cow::Owned(event)
             },
             data: mem::take(&mut self.data),
         });

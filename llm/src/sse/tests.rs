@@ -20,7 +20,7 @@ async fn events(parts: &[&'static str]) -> Vec<Result<(String, String), String>>
         .collect();
     frames(stream::iter(items), &Limits::default())
         .map(|r| match r {
-            Ok(e) => Ok((e.event, e.data)),
+            Ok(e) => Ok((e.event.into_owned(), e.data)),
             Err(FrameError::Malformed(m)) => Err(m),
             Err(FrameError::Transport(e)) => Err(e.to_string()),
             Err(FrameError::TooLarge(limit)) => Err(format!("{limit:?}")),
@@ -105,7 +105,7 @@ async fn events_framed_before_an_oversized_one_come_out_first() {
 
 fn ev(event: &str, data: &str) -> SseEvent {
     SseEvent {
-        event: event.into(),
+        event: event.to_owned().into(),
         data: data.into(),
     }
 }

@@ -5,7 +5,7 @@ use super::*;
 
 fn ev(event: &str, data: &str) -> SseEvent {
     SseEvent {
-        event: event.to_owned(),
+        event: event.to_owned().into(),
         data: data.to_owned(),
     }
 }

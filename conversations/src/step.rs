@@ -1,0 +1,100 @@
+//! One step's messages as a store writes them: checked, each message's compact JSON text,
+//! and the title its user message gives. Built once by whoever holds the messages, so the
+//! caller knows the stored size without writing the text twice, and a store only writes it.
+
+use serde_json::Value;
+
+use crate::error::StoreError;
+use crate::title::{check_messages, title_of};
+
+/// The messages of one step (a user message, or an assistant message and its tool
+/// results), ready to store with [`ConversationStore::append_step`] or
+/// [`ConversationStore::replace_from`].
+///
+/// [`ConversationStore::append_step`]: crate::ConversationStore::append_step
+/// [`ConversationStore::replace_from`]: crate::ConversationStore::replace_from
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Step {
+    rows: Vec<String>,
+    title: Option<String>,
+}
+
+impl Step {
+    /// The step of `messages`, in order.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::InvalidMessage`] for a message that is not a JSON object with a string
+    /// `role`.
+    pub fn new(messages: &[Value]) -> Result<Self, StoreError> {
+        check_messages(messages)?;
+        let rows = messages
+            .iter()
+            .enumerate()
+            .map(|(index, message)| {
+                serde_json::to_string(message).map_err(|_| StoreError::InvalidMessage {
+                    index,
+                    reason: "cannot be written as JSON",
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            rows,
+            title: title_of(messages),
+        })
+    }
+
+    /// The stored size: the bytes of the messages' compact JSON text.
+    pub fn bytes(&self) -> usize {
+        self.rows.iter().map(String::len).sum()
+    }
+
+    /// Whether the step has no message.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Each message's compact JSON text, in order.
+    pub(crate) fn rows(&self) -> &[String] {
+        &self.rows
+    }
+
+    /// The title the step's first user message with text gives.
+    pub(crate) fn title(&self) -> Option<&str> {
+        self.title.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_size_is_the_compact_json_length_of_each_message() {
+        let messages = [
+            json!({"role": "user", "content": "héllo  world"}),
+            json!({"role": "tool", "tool_call_id": "c1", "content": "ok", "rojos": {"x": [1, 2]}}),
+        ];
+        let step = Step::new(&messages).unwrap();
+        let expected: usize = messages.iter().map(|m| m.to_string().len()).sum();
+        assert_eq!(step.bytes(), expected);
+        assert_eq!(
+            step.rows(),
+            [messages[0].to_string(), messages[1].to_string()]
+        );
+        assert_eq!(step.title(), Some("héllo world"));
+        assert_eq!(Step::new(&[]).unwrap().bytes(), 0);
+        assert!(Step::new(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_message_that_is_not_an_openai_message_is_refused_with_its_index() {
+        let refused = Step::new(&[json!({"role": "user", "content": "a"}), json!("text")]);
+        assert!(
+            matches!(refused, Err(StoreError::InvalidMessage { index: 1, .. })),
+            "{refused:?}"
+        );
+    }
+}
