@@ -169,9 +169,14 @@ impl Client {
 }
 
 /// An HTTP client with its own connection pool and the provider's connect time-out.
+///
+/// reqwest's own retries are off: it retries only HTTP/2 and HTTP/3 refusals, which an
+/// HTTP/1 client never gets, yet its retry layer copied every request (headers, extensions)
+/// in case it would. Retrying a model request is this crate's job (`retry.rs`).
 fn default_http(provider: &Provider) -> Result<reqwest::Client, LlmError> {
     reqwest::Client::builder()
         .connect_timeout(provider.timeouts.connect)
+        .retry(reqwest::retry::never().max_retries_per_request(0))
         .user_agent(concat!("rojos-llm/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| LlmError::InvalidConfig {
