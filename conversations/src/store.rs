@@ -100,7 +100,20 @@ pub struct ConversationSummary {
 pub trait ConversationStore: Send + Sync {
     /// Starts an empty conversation in `project_id` with `rojo`, returning its new
     /// random id.
-    async fn create(&self, project_id: &str, rojo: &str) -> Result<ConversationId, StoreError>;
+    async fn create(&self, project_id: &str, rojo: &str) -> Result<ConversationId, StoreError> {
+        self.create_with(project_id, rojo, Step::default()).await
+    }
+
+    /// Starts a conversation in `project_id` with `rojo` holding `first` as its first step,
+    /// in one transaction (one write where a chat's first message would take two), returning
+    /// its new random id. An empty `first` starts an empty conversation. If the calling task
+    /// is cancelled, the conversation is created with its step, or not at all.
+    async fn create_with(
+        &self,
+        project_id: &str,
+        rojo: &str,
+        first: Step,
+    ) -> Result<ConversationId, StoreError>;
 
     /// The conversation with all its messages, or `Ok(None)` when no conversation
     /// has this id.

@@ -140,13 +140,18 @@ impl PostgresStore {
 
 #[async_trait]
 impl ConversationStore for PostgresStore {
-    async fn create(&self, project_id: &str, rojo: &str) -> Result<ConversationId, StoreError> {
+    async fn create_with(
+        &self,
+        project_id: &str,
+        rojo: &str,
+        first: Step,
+    ) -> Result<ConversationId, StoreError> {
         let action = || format!("create a conversation in project '{project_id}'");
         within(self.query_timeout, action, async {
             let client = self.client(action()).await?;
             for _ in 0..CREATE_ATTEMPTS {
                 let id = ConversationId::generate();
-                let inserted = queries::insert_conversation(&client, &id, project_id, rojo)
+                let inserted = queries::insert_conversation(&client, &id, project_id, rojo, &first)
                     .await
                     .map_err(|e| query_failed(action(), e))?;
                 if inserted {

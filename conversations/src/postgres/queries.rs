@@ -1,6 +1,6 @@
 //! The SQL behind each PostgreSQL store operation. Each is one statement, so it sees one
-//! snapshot and commits (or fails) as a whole without a client-side transaction: `append`
-//! locks the conversation's row with its `UPDATE`, so concurrent steps of one conversation
+//! snapshot and commits (or fails) as a whole without a client-side transaction (a new
+//! conversation with its first step included): `append` locks the conversation's row with its `UPDATE`, so concurrent steps of one conversation
 //! are numbered one after the other. `replace_step` is the exception: a transaction of four
 //! statements, the first locking the conversation's row. Rows are turned back into records
 //! here.
@@ -12,26 +12,70 @@ use tokio_postgres::Row;
 
 use crate::error::StoreError;
 use crate::id::ConversationId;
+use crate::step::Step;
 use crate::store::{Conversation, ConversationHead, ConversationPage, ConversationSummary};
 
-/// Inserts an empty conversation; `false` if `id` is already taken.
+/// Inserts a conversation holding the step `first` (none when it is empty), in one
+/// statement; `false` (and nothing stored) if `id` is already taken.
 pub(crate) async fn insert_conversation(
     client: &Object,
     id: &ConversationId,
     project_id: &str,
     rojo: &str,
+    first: &Step,
 ) -> Result<bool, tokio_postgres::Error> {
+    if first.is_empty() {
+        let insert = client
+            .prepare_cached(
+                "INSERT INTO conversations (id, project_id, rojo, created_at, updated_at, activity)
+                 SELECT $1, $2, $3, now.ms, now.ms, nextval('conversation_activity')
+                 FROM (SELECT rojos_now_ms() AS ms) now
+                 ON CONFLICT (id) DO NOTHING",
+            )
+            .await?;
+        let inserted = client
+            .execute(&insert, &[&id.as_str(), &project_id, &rojo])
+            .await?;
+        return Ok(inserted == 1);
+    }
+    // The messages are inserted only when the conversation's row is (the `RETURNING`), as
+    // `run_insert_step` numbers a step's: from 0, step 0.
     let insert = client
         .prepare_cached(
-            "INSERT INTO conversations (id, project_id, rojo, created_at, updated_at, activity)
-             SELECT $1, $2, $3, now.ms, now.ms, nextval('conversation_activity')
-             FROM (SELECT rojos_now_ms() AS ms) now
-             ON CONFLICT (id) DO NOTHING",
+            "WITH conversation AS (
+                INSERT INTO conversations (id, project_id, rojo, created_at, updated_at,
+                                           activity, title, message_count, step_count,
+                                           stored_bytes)
+                SELECT $1, $2, $3, now.ms, now.ms, nextval('conversation_activity'), $4, $5, 1,
+                       $6
+                FROM (SELECT rojos_now_ms() AS ms) now
+                ON CONFLICT (id) DO NOTHING
+                RETURNING id
+             ), inserted AS (
+                INSERT INTO messages (conversation_id, seq, step, json)
+                SELECT conversation.id, step_message.ord - 1, 0, step_message.json
+                FROM conversation, unnest($7::text[]) WITH ORDINALITY AS step_message (json, ord)
+             )
+             SELECT count(*) FROM conversation",
         )
         .await?;
-    let inserted = client
-        .execute(&insert, &[&id.as_str(), &project_id, &rojo])
-        .await?;
+    let count = i64::try_from(first.rows().len()).unwrap_or(i64::MAX);
+    let bytes = i64::try_from(first.bytes()).unwrap_or(i64::MAX);
+    let inserted: i64 = client
+        .query_one(
+            &insert,
+            &[
+                &id.as_str(),
+                &project_id,
+                &rojo,
+                &first.title(),
+                &count,
+                &bytes,
+                &first.rows(),
+            ],
+        )
+        .await?
+        .get(0);
     Ok(inserted == 1)
 }
 

@@ -167,7 +167,12 @@ fn open_reader(path: &Path, options: &SqliteOptions) -> rusqlite::Result<Connect
 
 #[async_trait]
 impl ConversationStore for SqliteStore {
-    async fn create(&self, project_id: &str, rojo: &str) -> Result<ConversationId, StoreError> {
+    async fn create_with(
+        &self,
+        project_id: &str,
+        rojo: &str,
+        first: Step,
+    ) -> Result<ConversationId, StoreError> {
         let action = format!("create a conversation in project '{project_id}'");
         let (project_id, rojo) = (project_id.to_owned(), rojo.to_owned());
         let failed = action.clone();
@@ -176,8 +181,9 @@ impl ConversationStore for SqliteStore {
                 for _ in 0..CREATE_ATTEMPTS {
                     let id = ConversationId::generate();
                     let now = queries::now_millis();
-                    let inserted = queries::insert_conversation(conn, &id, &project_id, &rojo, now)
-                        .map_err(|e| StoreError::backend(failed.clone(), e))?;
+                    let inserted =
+                        queries::insert_conversation(conn, &id, &project_id, &rojo, &first, now)
+                            .map_err(|e| StoreError::backend(failed.clone(), e))?;
                     if inserted {
                         return Ok(id);
                     }

@@ -10,14 +10,17 @@ use time::OffsetDateTime;
 
 use crate::error::StoreError;
 use crate::id::ConversationId;
+use crate::step::Step;
 use crate::store::{Conversation, ConversationHead, ConversationPage, ConversationSummary};
 
-/// Inserts an empty conversation; `false` if `id` is already taken.
+/// Inserts a conversation holding the step `first` (none when it is empty), in one
+/// transaction; `false` (and nothing stored) if `id` is already taken.
 pub(crate) fn insert_conversation(
     conn: &mut Connection,
     id: &ConversationId,
     project_id: &str,
     rojo: &str,
+    first: &Step,
     now_ms: i64,
 ) -> rusqlite::Result<bool> {
     let tx = conn.savepoint()?;
@@ -31,6 +34,9 @@ pub(crate) fn insert_conversation(
              ON CONFLICT (id) DO NOTHING",
         )?
         .execute(params![id.as_str(), project_id, rojo, now_ms, activity])?;
+    if inserted == 1 && !first.is_empty() {
+        append_in(&tx, id, first.rows(), first.title(), now_ms)?;
+    }
     tx.commit()?;
     Ok(inserted == 1)
 }

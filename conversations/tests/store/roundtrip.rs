@@ -1,7 +1,8 @@
 //! Create, append and get: the stored history comes back exactly as appended,
-//! in order, with its project, rojo and timestamps.
+//! in order, with its project, rojo and timestamps; a conversation created with its first
+//! step is one created, then appended to.
 
-use rojos_conversations::{ConversationId, StoreError};
+use rojos_conversations::{ConversationId, Step, StoreError};
 use serde_json::{json, Value};
 
 use crate::support::{assistant, on_both_backends, user, Backend};
@@ -115,6 +116,68 @@ async fn appending_to_an_unknown_id_is_not_found(backend: Backend) {
     assert!(matches!(err, StoreError::NotFound { .. }));
 }
 
+async fn a_conversation_created_with_its_first_step_reads_as_one_created_then_appended(
+    backend: Backend,
+) {
+    let (_fx, store) = backend.open().await;
+    let steps = tool_turn();
+    let apart = store.create("demo", "default").await.unwrap();
+    for step in &steps {
+        store.append(&apart, step.clone()).await.unwrap();
+    }
+    let first = Step::new(&steps[0]).unwrap();
+    let together = store.create_with("demo", "default", first).await.unwrap();
+    for step in &steps[1..] {
+        store.append(&together, step.clone()).await.unwrap();
+    }
+
+    let (a, t) = (
+        store.get(&apart).await.unwrap().unwrap(),
+        store.get(&together).await.unwrap().unwrap(),
+    );
+    assert_eq!(t.messages, a.messages);
+    assert_eq!(t.stored_bytes, a.stored_bytes);
+    assert_eq!(t.project_id, "demo");
+    let (ha, ht) = (
+        store.head(&apart).await.unwrap().unwrap(),
+        store.head(&together).await.unwrap().unwrap(),
+    );
+    assert_eq!(ht.message_count, ha.message_count);
+    assert_eq!(ht.message_count, 5);
+    let titles: Vec<_> = store
+        .list("demo", 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|summary| summary.title)
+        .collect();
+    assert_eq!(titles.len(), 2);
+    assert_eq!(titles[0], titles[1]);
+    assert!(titles[0]
+        .as_deref()
+        .unwrap()
+        .starts_with("make a folder docs/intro"));
+    // The steps are numbered alike: pages and a replacement from the second step agree.
+    for from in 0..5 {
+        let (pa, pt) = (
+            store.page(&apart, from, 150).await.unwrap().unwrap(),
+            store.page(&together, from, 150).await.unwrap().unwrap(),
+        );
+        assert_eq!(
+            (pt.messages, pt.next),
+            (pa.messages, pa.next),
+            "from {from}"
+        );
+    }
+    let redone = Step::new(&[assistant("redone")]).unwrap();
+    store.replace_from(&apart, 1, redone.clone()).await.unwrap();
+    store.replace_from(&together, 1, redone).await.unwrap();
+    assert_eq!(
+        store.get(&together).await.unwrap().unwrap().messages,
+        store.get(&apart).await.unwrap().unwrap().messages
+    );
+}
+
 #[test]
 fn ids_of_unsafe_shapes_are_rejected_before_reaching_the_store() {
     let long = "a".repeat(65);
@@ -151,4 +214,5 @@ on_both_backends!(
     getting_an_unknown_id_returns_none,
     appending_to_an_unknown_id_is_not_found,
     a_conversation_serializes_with_camel_case_keys_and_rfc3339_times,
+    a_conversation_created_with_its_first_step_reads_as_one_created_then_appended,
 );

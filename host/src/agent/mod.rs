@@ -87,6 +87,19 @@ impl std::fmt::Debug for Agent {
     }
 }
 
+/// Where a run's user message goes in the stored history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// After `history`: the run stores it while its first model request is on its way.
+    Append,
+    /// Already stored: the conversation was created holding it, in one write
+    /// (`ConversationStore::create_with`). `history` is empty.
+    Created,
+    /// In place of the stored messages from index `n` on (regenerate or edit; `history` holds
+    /// only those before it), in the same transaction as it is stored.
+    ReplaceFrom(u64),
+}
+
 /// One user message to answer.
 #[derive(Debug)]
 pub struct RunRequest {
@@ -108,9 +121,8 @@ pub struct RunRequest {
     pub history_bytes: usize,
     /// The user's message.
     pub message: String,
-    /// `Some(n)`: the message replaces the stored messages from index `n` on (regenerate or
-    /// edit; `history` holds only those before it), in the same transaction as it is stored.
-    pub replace_from: Option<u64>,
+    /// Where the message goes in the stored history.
+    pub placement: Placement,
     /// The run's lease on `conversation` (see [`Agent::lease`]), released after the run
     /// stored its last message, before `DONE`.
     pub lease: RunLease,

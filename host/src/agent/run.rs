@@ -18,7 +18,9 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::progress::ProgressThrottle;
-use super::{approval, dispatch, error_chain, history, Agent, Event, Line, RunRequest, StopReason};
+use super::{
+    approval, dispatch, error_chain, history, Agent, Event, Line, Placement, RunRequest, StopReason,
+};
 use crate::{
     plugins::{model_text, CallRequest, FailureKind, ToolFailure},
     providers::advice,
@@ -88,7 +90,10 @@ pub(super) async fn run(agent: Arc<Agent>, mut request: RunRequest, tx: mpsc::Se
 /// Where the run's user message lands in the stored history (after the closing message an
 /// interrupted run needs, see [`Run::steps`]): the run's position for its undo checkpoint.
 fn user_message_index(request: &RunRequest) -> u64 {
-    let kept = request.replace_from.unwrap_or(request.history.len() as u64);
+    let kept = match request.placement {
+        Placement::ReplaceFrom(from) => from,
+        Placement::Append | Placement::Created => request.history.len() as u64,
+    };
     kept + u64::from(history::needs_closing(&request.history))
 }
 
@@ -154,13 +159,18 @@ impl Run<'_> {
         // A step in the history but not yet stored: stored while the next model turn's request
         // is on its way (`model_turn`), or before the run ends otherwise.
         let mut unsaved = None;
-        match self.request.replace_from {
-            None => {
+        match self.request.placement {
+            Placement::Append => {
                 unsaved = Some(self.remember(first)?);
+            }
+            // Stored with the conversation, by the write that created it: `first` is the same
+            // message (a new conversation has no history to close).
+            Placement::Created => {
+                self.remember(first)?;
             }
             // The dropped messages and this step go together: if storing fails, nothing is
             // dropped (`ConversationStore::replace_from`).
-            Some(from) => {
+            Placement::ReplaceFrom(from) => {
                 let step = Step::new(&first)?;
                 let bytes = step.bytes();
                 self.agent

@@ -10,13 +10,14 @@ use axum::{
     response::Response,
     Json,
 };
-use rojos_conversations::{ConversationHead, ConversationId, StoreError};
+use rojos_conversations::{ConversationHead, ConversationId, Step, StoreError};
+use rojos_llm::user_message;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::{auth::Caller, error::ApiError, ndjson, replace};
 use crate::{
-    agent::{RunLease, RunRequest},
+    agent::{Placement, RunLease, RunRequest},
     config::RojoConfig,
     providers::{choice, ProviderRef},
     state::AppState,
@@ -64,9 +65,15 @@ pub(super) async fn chat(
         (replace::Mode::Append, conversation_id) => {
             let message = message.unwrap_or_default();
             let size = SizeCheck::new(&state, &message);
-            open_conversation(&state, &project, &rojo_name, conversation_id, &size)
-                .await?
-                .with_message(message)
+            open_conversation(
+                &state,
+                &project,
+                &rojo_name,
+                conversation_id,
+                &size,
+                message,
+            )
+            .await?
         }
         (mode, Some(id)) => replace::open(&state, &project, id, mode, message).await?,
         (_, None) => {
@@ -85,7 +92,7 @@ pub(super) async fn chat(
         history: opened.history,
         history_bytes: opened.history_bytes,
         message: opened.message,
-        replace_from: opened.replace_from,
+        placement: opened.placement,
         lease: opened.lease,
     });
     Ok(ndjson::response(
@@ -128,8 +135,8 @@ async fn rojo_and_provider(
     Ok((rojo.clone(), chosen.provider, chosen.client))
 }
 
-/// The conversation a message continues (a new one without `conversation_id`), its history,
-/// and the run's lease on it.
+/// The conversation `message` continues, its history, and the run's lease on it. Without
+/// `conversation_id`, a new conversation is created holding the message, in one write.
 ///
 /// # Errors
 ///
@@ -141,12 +148,15 @@ pub(super) async fn open_conversation(
     rojo_name: &str,
     conversation_id: Option<ConversationId>,
     size: &SizeCheck,
+    message: String,
 ) -> Result<Opened, ApiError> {
     let store = &state.agent.store;
     let Some(id) = conversation_id else {
         size.check(0)?;
+        // The message the run would store first (`Placement::Created`).
+        let first = Step::new(&[user_message(&message)]).map_err(internal)?;
         let id = store
-            .create(project.as_str(), rojo_name)
+            .create_with(project.as_str(), rojo_name, first)
             .await
             .map_err(internal)?;
         // Nobody else knows the new id yet: its lease is always free.
@@ -163,8 +173,8 @@ pub(super) async fn open_conversation(
             history: Vec::new(),
             history_bytes: 0,
             lease,
-            message: String::new(),
-            replace_from: None,
+            message,
+            placement: Placement::Created,
         });
     };
     let head = head_in_project(state, project, &id).await?;
@@ -184,27 +194,21 @@ pub(super) async fn open_conversation(
         history: conversation.messages,
         history_bytes: usize::try_from(conversation.stored_bytes).unwrap_or(usize::MAX),
         lease,
-        message: String::new(),
-        replace_from: None,
+        message,
+        placement: Placement::Append,
     })
 }
 
 /// A conversation ready for a run: the stored messages the run continues and their size as
-/// the store counts them, the run's lease on it, the user message to store first, and from
-/// which index that message replaces the stored ones (`None`: it is appended).
+/// the store counts them, the run's lease on it, the user message, and where that message
+/// goes in the stored history.
 pub(super) struct Opened {
     pub(super) id: ConversationId,
     pub(super) history: Vec<Value>,
     pub(super) history_bytes: usize,
     pub(super) lease: RunLease,
     pub(super) message: String,
-    pub(super) replace_from: Option<u64>,
-}
-
-impl Opened {
-    fn with_message(self, message: String) -> Opened {
-        Opened { message, ..self }
-    }
+    pub(super) placement: Placement,
 }
 
 /// The `409` message for a conversation with a run in progress.

@@ -11,7 +11,7 @@ use super::{
     chat::{head_in_project, internal, lease_for_run, Opened, SizeCheck},
     error::ApiError,
 };
-use crate::{state::AppState, storage::ProjectId};
+use crate::{agent::Placement, state::AppState, storage::ProjectId};
 
 /// What a chat does with its message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,7 +116,7 @@ pub(super) async fn open(
         history_bytes,
         lease,
         message,
-        replace_from: Some(u64::try_from(from).unwrap_or(u64::MAX)),
+        placement: Placement::ReplaceFrom(u64::try_from(from).unwrap_or(u64::MAX)),
     })
 }
 
