@@ -68,9 +68,28 @@ pub struct LiveProvider {
     pub config: ProviderConfig,
     /// Its client; `None` while its model is still to be taken from the server's list.
     pub client: Option<rojos_llm::Client>,
+    /// What identifies this configuration to the provider status board.
+    fingerprint: u64,
 }
 
 impl LiveProvider {
+    /// The provider `config` with `client` (`None` while its model is to be taken from the
+    /// server's list).
+    pub fn new(config: ProviderConfig, client: Option<rojos_llm::Client>) -> Self {
+        let fingerprint = crate::providers::status::fingerprint(&config, client.is_some());
+        Self {
+            config,
+            client,
+            fingerprint,
+        }
+    }
+
+    /// What identifies this configuration (and whether it has its client yet) to the provider
+    /// status board: a different one is checked afresh.
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
     /// The client, when the provider can be used as configured (its key is set and its model
     /// known).
     pub fn usable_client(&self) -> Option<&rojos_llm::Client> {
@@ -101,10 +120,7 @@ impl Settings {
                         })?,
                     )
                 };
-                let live = LiveProvider {
-                    config: p.clone(),
-                    client,
-                };
+                let live = LiveProvider::new(p.clone(), client);
                 Ok((name.clone(), live))
             })
             .collect::<Result<_, _>>()?;

@@ -146,10 +146,7 @@ fn first_listed_model_client(
     name: &str,
     config: &crate::config::ProviderConfig,
 ) -> Result<rojos_llm::Client, CliError> {
-    let live = crate::live::LiveProvider {
-        config: config.clone(),
-        client: None,
-    };
+    let live = crate::live::LiveProvider::new(config.clone(), None);
     let runtime = tokio::runtime::Runtime::new().map_err(CliError::Runtime)?;
     let checked = runtime.block_on(crate::providers::check::check(name, &live));
     match (checked.client, checked.status) {

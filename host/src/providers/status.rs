@@ -16,6 +16,7 @@ use serde::Serialize;
 use tokio::sync::watch;
 
 use super::{advice, check::Checked, choice};
+use crate::config::ProviderConfig;
 use crate::live::{LiveProvider, Settings};
 
 /// A provider's status.
@@ -115,7 +116,7 @@ impl StatusBoard {
                 client: None,
             };
         }
-        let fingerprint = fingerprint(provider);
+        let fingerprint = provider.fingerprint();
         let state = self.lock();
         match state.entries.get(name) {
             Some(entry) if entry.fingerprint == fingerprint => Known {
@@ -131,7 +132,7 @@ impl StatusBoard {
 
     /// When provider `name` is next due for a check; `None` while one is running.
     pub fn due(&self, name: &str, provider: &LiveProvider) -> Option<Instant> {
-        let fingerprint = fingerprint(provider);
+        let fingerprint = provider.fingerprint();
         let state = self.lock();
         match state.entries.get(name) {
             Some(entry) if entry.fingerprint == fingerprint => {
@@ -151,7 +152,7 @@ impl StatusBoard {
     /// Claims a check of provider `name`: `false` while one is running or when the last one
     /// was less than `min_gap` ago.
     pub fn begin(&self, name: &str, provider: &LiveProvider, min_gap: Duration) -> bool {
-        let fingerprint = fingerprint(provider);
+        let fingerprint = provider.fingerprint();
         let mut state = self.lock();
         let entry = state
             .entries
@@ -177,7 +178,7 @@ impl StatusBoard {
         provider: &LiveProvider,
         checked: Checked,
     ) {
-        let fingerprint = fingerprint(provider);
+        let fingerprint = provider.fingerprint();
         {
             let mut state = self.lock();
             let Some(entry) = state.entries.get_mut(name) else {
@@ -256,9 +257,10 @@ fn log_provider(name: &str, checked: &Checked) {
 }
 
 /// What identifies a provider's configuration: any change (URL, model, key, headers,
-/// time-outs) makes it a new one, checked afresh. Never shown.
-fn fingerprint(provider: &LiveProvider) -> u64 {
-    let config = &provider.config;
+/// time-outs) makes it a new one, checked afresh. Never shown. Computed once per
+/// configuration ([`LiveProvider::new`]): it formats the whole configuration, and every chat
+/// asks the board about its rojo's providers.
+pub(crate) fn fingerprint(config: &ProviderConfig, has_client: bool) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     // `Debug` shows every setting but the secrets, which are added one by one.
     format!("{:?}", config.provider).hash(&mut hasher);
@@ -277,6 +279,6 @@ fn fingerprint(provider: &LiveProvider) -> u64 {
         config.model_from_list,
     )
         .hash(&mut hasher);
-    provider.client.is_some().hash(&mut hasher);
+    has_client.hash(&mut hasher);
     hasher.finish()
 }
