@@ -9,6 +9,8 @@
 //! - `store`: the [`ConversationStore`] trait and the records it returns.
 //! - `id`: [`ConversationId`], the validated id newtype, and how new ids are made.
 //! - `error`: [`StoreError`], the one error type.
+//! - `step`: [`Step`], one step's messages checked and written as JSON text once, so a
+//!   caller knows its stored size and a store only writes it.
 //! - `title`: a conversation's title, taken from its first user message unless the user
 //!   gave one (`rename`); the checks of appended messages and given titles; the escaped
 //!   pattern of a search.

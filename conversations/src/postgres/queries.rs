@@ -1,9 +1,9 @@
 //! The SQL behind each PostgreSQL store operation. Each is one statement, so it sees one
 //! snapshot and commits (or fails) as a whole without a client-side transaction (a new
-//! conversation with its first step included): `append` locks the conversation's row with its `UPDATE`, so concurrent steps of one conversation
-//! are numbered one after the other. `replace_step` is the exception: a transaction of four
-//! statements, the first locking the conversation's row. Rows are turned back into records
-//! here.
+//! conversation with its first step included): `append` locks the conversation's row with
+//! its `UPDATE`, so concurrent steps of one conversation are numbered one after the other.
+//! `replace_step` is the exception: a transaction of four statements, the first locking the
+//! conversation's row. Rows are turned back into records here.
 
 use deadpool_postgres::{GenericClient, Object};
 use serde_json::Value;
