@@ -68,7 +68,9 @@ pub struct LiveProvider {
     pub config: ProviderConfig,
     /// Its client; `None` while its model is still to be taken from the server's list.
     pub client: Option<rojos_llm::Client>,
-    /// What identifies this configuration to the provider status board.
+    /// What identifies this configuration to the provider status board, from `config` and
+    /// `client` as built: neither changes afterwards (an edit of `rojos.toml` builds new
+    /// settings).
     fingerprint: u64,
 }
 

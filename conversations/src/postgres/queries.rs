@@ -24,42 +24,30 @@ pub(crate) async fn insert_conversation(
     rojo: &str,
     first: &Step,
 ) -> Result<bool, tokio_postgres::Error> {
-    if first.is_empty() {
-        let insert = client
-            .prepare_cached(
-                "INSERT INTO conversations (id, project_id, rojo, created_at, updated_at, activity)
-                 SELECT $1, $2, $3, now.ms, now.ms, nextval('conversation_activity')
-                 FROM (SELECT rojos_now_ms() AS ms) now
-                 ON CONFLICT (id) DO NOTHING",
-            )
-            .await?;
-        let inserted = client
-            .execute(&insert, &[&id.as_str(), &project_id, &rojo])
-            .await?;
-        return Ok(inserted == 1);
-    }
     // The messages are inserted only when the conversation's row is (the `RETURNING`), as
-    // `run_insert_step` numbers a step's: from 0, step 0.
+    // `run_insert_step` numbers a step's: from 0, step 0. An empty step inserts none and
+    // leaves the counts at 0.
     let insert = client
         .prepare_cached(
             "WITH conversation AS (
                 INSERT INTO conversations (id, project_id, rojo, created_at, updated_at,
                                            activity, title, message_count, step_count,
                                            stored_bytes)
-                SELECT $1, $2, $3, now.ms, now.ms, nextval('conversation_activity'), $4, $5, 1,
-                       $6
+                SELECT $1, $2, $3, now.ms, now.ms, nextval('conversation_activity'), $4, $5, $6,
+                       $7
                 FROM (SELECT rojos_now_ms() AS ms) now
                 ON CONFLICT (id) DO NOTHING
                 RETURNING id
              ), inserted AS (
                 INSERT INTO messages (conversation_id, seq, step, json)
                 SELECT conversation.id, step_message.ord - 1, 0, step_message.json
-                FROM conversation, unnest($7::text[]) WITH ORDINALITY AS step_message (json, ord)
+                FROM conversation, unnest($8::text[]) WITH ORDINALITY AS step_message (json, ord)
              )
              SELECT count(*) FROM conversation",
         )
         .await?;
     let count = i64::try_from(first.rows().len()).unwrap_or(i64::MAX);
+    let steps = i64::from(!first.is_empty());
     let bytes = i64::try_from(first.bytes()).unwrap_or(i64::MAX);
     let inserted: i64 = client
         .query_one(
@@ -70,6 +58,7 @@ pub(crate) async fn insert_conversation(
                 &rojo,
                 &first.title(),
                 &count,
+                &steps,
                 &bytes,
                 &first.rows(),
             ],

@@ -93,7 +93,8 @@ pub enum Placement {
     /// After `history`: the run stores it while its first model request is on its way.
     Append,
     /// Already stored: the conversation was created holding it, in one write
-    /// (`ConversationStore::create_with`). `history` is empty.
+    /// (`ConversationStore::create_with`). `history` is empty; `history_bytes` is the
+    /// message's stored size.
     Created,
     /// In place of the stored messages from index `n` on (regenerate or edit; `history` holds
     /// only those before it), in the same transaction as it is stored.
@@ -117,7 +118,8 @@ pub struct RunRequest {
     pub conversation: ConversationId,
     /// Its stored messages.
     pub history: Vec<serde_json::Value>,
-    /// Their stored size, as the store counts it (the bytes of each message's JSON).
+    /// The conversation's stored size, as the store counts it (the bytes of each message's
+    /// JSON): `history`'s, and with [`Placement::Created`] the message's.
     pub history_bytes: usize,
     /// The user's message.
     pub message: String,

@@ -163,11 +163,10 @@ impl Run<'_> {
             Placement::Append => {
                 unsaved = Some(self.remember(first)?);
             }
-            // Stored with the conversation, by the write that created it: `first` is the same
-            // message (a new conversation has no history to close).
-            Placement::Created => {
-                self.remember(first)?;
-            }
+            // Stored with the conversation, and counted in `history_bytes`, by the write that
+            // created it: `first` is the same message (a new conversation has no history to
+            // close).
+            Placement::Created => self.history.extend(first),
             // The dropped messages and this step go together: if storing fails, nothing is
             // dropped (`ConversationStore::replace_from`).
             Placement::ReplaceFrom(from) => {

@@ -155,6 +155,7 @@ pub(super) async fn open_conversation(
         size.check(0)?;
         // The message the run would store first (`Placement::Created`).
         let first = Step::new(&[user_message(&message)]).map_err(internal)?;
+        let history_bytes = first.bytes();
         let id = store
             .create_with(project.as_str(), rojo_name, first)
             .await
@@ -171,7 +172,7 @@ pub(super) async fn open_conversation(
         return Ok(Opened {
             id,
             history: Vec::new(),
-            history_bytes: 0,
+            history_bytes,
             lease,
             message,
             placement: Placement::Created,
@@ -199,9 +200,9 @@ pub(super) async fn open_conversation(
     })
 }
 
-/// A conversation ready for a run: the stored messages the run continues and their size as
-/// the store counts them, the run's lease on it, the user message, and where that message
-/// goes in the stored history.
+/// A conversation ready for a run: the stored messages the run continues, the conversation's
+/// stored size as the store counts it, the run's lease on it, the user message, and where
+/// that message goes in the stored history.
 pub(super) struct Opened {
     pub(super) id: ConversationId,
     pub(super) history: Vec<Value>,
