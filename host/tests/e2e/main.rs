@@ -8,6 +8,7 @@
 
 mod approvals;
 mod auth;
+mod binary;
 mod budgets;
 mod chat;
 mod cli;
