@@ -9,6 +9,7 @@ use std::{
     net::SocketAddr,
     num::NonZeroU32,
     path::{Path, PathBuf},
+    sync::Arc,
     time::Duration,
 };
 
@@ -234,8 +235,8 @@ pub struct RojoConfig {
     /// The providers this rojo may talk to, in order of preference (at least one): the first
     /// available one is used.
     pub providers: Vec<String>,
-    /// The system prompt, if any.
-    pub system_prompt: Option<String>,
+    /// The system prompt, if any, shared by every model turn's request.
+    pub system_prompt: Option<Arc<str>>,
     /// Which tools it may use.
     pub tools: ToolSelection,
     /// Model turns per user message: at least one, so every run makes a turn and ends with
@@ -723,7 +724,7 @@ fn parse_rojo(
     };
     Ok(RojoConfig {
         providers: candidates,
-        system_prompt: raw.system_prompt.clone(),
+        system_prompt: raw.system_prompt.as_deref().map(Arc::from),
         tools,
         max_steps,
         approve: approve::parse(name, raw.approve.as_ref())?,

@@ -21,7 +21,7 @@ use crate::error::{LlmError, SizeLimit};
 use crate::history::assistant_message;
 use crate::provider::Provider;
 use crate::redact::{display_url, Secrets};
-use crate::request::{body_text, chat_completions_url, ChatRequest};
+use crate::request::{body_text, chat_completions_url, ChatRequest, SharedChatRequest};
 use crate::retry;
 use crate::sse;
 use crate::stream::{no_output_error, DecodeOptions, Decoder, TurnStream};
@@ -120,21 +120,24 @@ impl Client {
     ///
     /// An invalid request (no model chosen, or messages that cannot be serialised) comes out
     /// as the stream's only item; a tool's name was checked when its [`ToolDefinition`] was
-    /// made.
+    /// made. The stream holds a copy of `request`'s messages: a caller that keeps its history
+    /// shared uses [`Client::stream_shared`], which copies nothing.
     ///
     /// [`ToolDefinition`]: crate::ToolDefinition
     pub fn stream_turn(&self, request: &ChatRequest<'_>) -> TurnStream {
+        self.stream_shared(SharedChatRequest::from(request))
+    }
+
+    /// [`Client::stream_turn`] for a request whose messages the caller shares. The body is
+    /// written from `request` for each attempt and dropped once sent: a turn waiting for its
+    /// provider keeps the history as the caller's values only, not also as text. The stream
+    /// releases `request` when the answer's text begins (nothing is sent again) or the turn
+    /// ends.
+    pub fn stream_shared(&self, request: SharedChatRequest) -> TurnStream {
         let label = self.inner.label.clone();
-        let body = self.check_model().and_then(|()| {
-            body_text(&self.inner.provider, request)
-                .map(Bytes::from)
-                .map_err(|e| LlmError::InvalidRequest {
-                    detail: format!("messages cannot be serialised: {e}"),
-                })
-        });
         let run = Run {
             inner: Arc::clone(&self.inner),
-            body,
+            request: self.check_model().map(|()| Some(request)),
             deadline: None,
             attempts: 0,
             source: None,
@@ -223,7 +226,8 @@ enum Source {
 /// One turn in progress: attempts, the chosen source, and whether output was yielded.
 struct Run {
     inner: Arc<Inner>,
-    body: Result<Bytes, LlmError>,
+    /// What each attempt's body is written from; `Ok(None)` once nothing will be sent again.
+    request: Result<Option<SharedChatRequest>, LlmError>,
     deadline: Option<Instant>,
     attempts: u32,
     source: Option<Source>,
@@ -261,9 +265,9 @@ impl Run {
                 Some(Ok(TurnEvent::TextDelta(text))) => {
                     if !self.yielded {
                         self.yielded = true;
-                        // Nothing is sent again from now on: the body (the whole history)
-                        // is not kept while the rest of the answer streams.
-                        self.body = Ok(Bytes::new());
+                        // Nothing is sent again from now on: the request (the whole
+                        // history) is not held while the rest of the answer streams.
+                        self.request = Ok(None);
                     }
                     return Some(Ok(TurnEvent::TextDelta(text)));
                 }
@@ -291,16 +295,14 @@ impl Run {
     fn end(&mut self, item: Result<TurnEvent, LlmError>) -> Result<TurnEvent, LlmError> {
         self.done = true;
         self.source = None;
+        self.request = Ok(None);
         item.map_err(|e| self.inner.secrets.scrub_error(e))
     }
 
     /// Sends the request until the provider answers 2xx, retrying what may be retried.
     async fn open(&mut self, deadline: Instant) -> Result<Source, LlmError> {
-        let body = match &self.body {
-            Ok(body) => body.clone(),
-            Err(e) => return Err(clone_request_error(e)),
-        };
         loop {
+            let body = self.body()?;
             self.attempts += 1;
             tracing::debug!(provider = %self.inner.label, attempt = self.attempts, "sending model request");
             let send = self
@@ -308,7 +310,7 @@ impl Run {
                 .http
                 .post(self.inner.url.clone())
                 .headers(self.inner.headers.clone())
-                .body(body.clone())
+                .body(body)
                 .send();
             let response = match timeout_at(self.inner.wait_limit(deadline), send).await {
                 Err(_) => return Err(self.inner.timeout_error(deadline)),
@@ -343,6 +345,25 @@ impl Run {
             }
             return Err(error);
         }
+    }
+
+    /// The next attempt's body, written from the request.
+    fn body(&self) -> Result<Bytes, LlmError> {
+        let request = match &self.request {
+            Ok(Some(request)) => request,
+            // Not reached: a request is sent again only before the answer's text begins.
+            Ok(None) => {
+                return Err(LlmError::InvalidRequest {
+                    detail: "the turn's request was already answered".to_owned(),
+                })
+            }
+            Err(e) => return Err(clone_request_error(e)),
+        };
+        body_text(&self.inner.provider, &request.as_request())
+            .map(Bytes::from)
+            .map_err(|e| LlmError::InvalidRequest {
+                detail: format!("messages cannot be serialised: {e}"),
+            })
     }
 
     /// The wait before the next attempt, or `None` when attempts or time are used up.

@@ -7,8 +7,10 @@
 //!
 //! - `provider` — [`Provider`]: URL, model, key, headers, time-outs, retry policy, limits.
 //! - `kind` — [`ProviderKind`]: the services known by name (URL, key variable, quirks).
-//! - `request` — [`ChatRequest`], the request body, tool sanitising, the endpoint URL.
-//! - `client` — [`Client::stream_turn`]: connect, retry before output, pick the decoder;
+//! - `request` — [`ChatRequest`] (borrowed) and [`SharedChatRequest`] (messages shared with
+//!   the caller), the request body, tool sanitising, the endpoint URL.
+//! - `client` — [`Client::stream_turn`] and [`Client::stream_shared`]: connect, retry before
+//!   output (each attempt's body written again, none kept between), pick the decoder;
 //!   `client/models.rs` — [`Client::list_models`], [`ModelList`] (the services' list quirks).
 //! - `stream` — [`TurnStream`] and [`decode_stream`]: a body under idle/turn time-outs.
 //! - `sse` — bytes → SSE events (`sse/framer.rs`: linear, capped) → chunk / `[DONE]` /
@@ -88,7 +90,7 @@ pub use provider::{Limits, Provider, RetryPolicy, Timeouts};
 pub use redact::{display_url, endpoint_host};
 pub use request::{
     chat_completions_url, sanitize_schema, sanitize_tool, validate_tool_name, ChatRequest,
-    ToolChoice, ToolDefinition,
+    SharedChatRequest, ToolChoice, ToolDefinition,
 };
 pub use secret::Secret;
 pub use stream::{decode_stream, DecodeOptions, TurnStream};

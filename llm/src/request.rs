@@ -30,6 +30,48 @@ pub struct ChatRequest<'a> {
     pub tool_choice: Option<ToolChoice>,
 }
 
+/// One model turn's input, owned and shared with the caller: what [`Client::stream_shared`]
+/// takes. The stream writes the request body from it for each attempt and keeps no body
+/// between attempts, so a turn waiting for its provider holds no copy of the history as text;
+/// the messages stay the caller's, shared, not copied.
+///
+/// [`Client::stream_shared`]: crate::Client::stream_shared
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SharedChatRequest {
+    /// Sent first, as a `system` message, when set.
+    pub system: Option<Arc<str>>,
+    /// OpenAI-format messages, shared with the caller.
+    pub messages: Arc<Vec<Value>>,
+    /// The OpenAI `tools` array.
+    pub tools: Vec<ToolDefinition>,
+    /// `tool_choice`; omitted when `None` or when there are no tools.
+    pub tool_choice: Option<ToolChoice>,
+}
+
+impl SharedChatRequest {
+    /// The request as [`ChatRequest`] borrows it.
+    pub fn as_request(&self) -> ChatRequest<'_> {
+        ChatRequest {
+            system: self.system.as_deref(),
+            messages: &self.messages,
+            tools: self.tools.clone(),
+            tool_choice: self.tool_choice,
+        }
+    }
+}
+
+impl From<&ChatRequest<'_>> for SharedChatRequest {
+    /// A shared request holding a copy of `request`'s messages.
+    fn from(request: &ChatRequest<'_>) -> Self {
+        SharedChatRequest {
+            system: request.system.map(Arc::from),
+            messages: Arc::new(request.messages.to_vec()),
+            tools: request.tools.clone(),
+            tool_choice: request.tool_choice,
+        }
+    }
+}
+
 /// A tool as every provider accepts it: checked and sanitised once by
 /// [`ToolDefinition::new`] ([`sanitize_tool`]), then shared by every request offering it.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,24 +1,26 @@
 //! The conversation as the provider sees it: the request for one model turn (system prompt,
-//! the history without its notes, tools, `tool_choice`), the rule that keeps a stored history acceptable to every provider, and the note a closing
+//! the history without its notes, shared with the turn's stream, tools, `tool_choice`), the rule that keeps a stored history acceptable to every provider, and the note a closing
 //! message carries for the panel (`rojos`), which no provider is ever sent.
 
-use rojos_llm::{ChatRequest, ToolChoice, ToolDefinition};
+use std::sync::Arc;
+
+use rojos_llm::{SharedChatRequest, ToolChoice, ToolDefinition};
 use serde_json::Value;
 
 use crate::config::RojoConfig;
 
-/// The request for one model turn, borrowing `history` (taken [`without_notes`]). The last
-/// allowed turn is made with `tool_choice: "none"` so the model answers instead of being
-/// cut off.
-pub(super) fn request<'a>(
-    rojo: &'a RojoConfig,
-    history: &'a [Value],
+/// The request for one model turn, sharing `history` (taken [`without_notes`]): the turn's
+/// stream writes its body from it. The last allowed turn is made with `tool_choice: "none"`
+/// so the model answers instead of being cut off.
+pub(super) fn request(
+    rojo: &RojoConfig,
+    history: &Arc<Vec<Value>>,
     tools: Vec<ToolDefinition>,
     last: bool,
-) -> ChatRequest<'a> {
-    ChatRequest {
-        system: rojo.system_prompt.as_deref(),
-        messages: history,
+) -> SharedChatRequest {
+    SharedChatRequest {
+        system: rojo.system_prompt.clone(),
+        messages: Arc::clone(history),
         tools,
         tool_choice: Some(if last {
             ToolChoice::None
@@ -115,9 +117,9 @@ mod tests {
             false,
         );
         assert_eq!(stopped["rojos"], json!({"stopped": true}));
-        let history = without_notes(vec![closing, stopped]);
+        let history = Arc::new(without_notes(vec![closing, stopped]));
         assert_eq!(
-            request(&rojo, &history, vec![], false).messages,
+            *request(&rojo, &history, vec![], false).messages,
             [
                 json!({"role": "assistant", "content": "(no answer: x)"}),
                 json!({"role": "assistant", "content": "part"}),
@@ -134,11 +136,14 @@ mod tests {
             max_steps: std::num::NonZeroU32::new(3).expect("3 is not zero"),
             approve: crate::config::ApprovalRule::Nothing,
         };
-        let history = [json!({"role": "user", "content": "hi"})];
+        let history = Arc::new(vec![json!({"role": "user", "content": "hi"})]);
         let r = request(&rojo, &history, vec![], true);
         assert_eq!(r.tool_choice, Some(ToolChoice::None));
-        assert_eq!(r.system, Some("be brief"));
-        assert_eq!(r.messages, history);
+        assert_eq!(r.system.as_deref(), Some("be brief"));
+        assert!(
+            Arc::ptr_eq(&r.messages, &history),
+            "the history is shared, not copied"
+        );
         assert_eq!(
             request(&rojo, &history, vec![], false).tool_choice,
             Some(ToolChoice::Auto)

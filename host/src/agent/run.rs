@@ -10,8 +10,8 @@ use std::{sync::Arc, time::Instant};
 use futures_util::StreamExt;
 use rojos_conversations::{Step, StoreError};
 use rojos_llm::{
-    assistant_text_message, tool_message, user_message, ChatRequest, ToolCall, Turn, TurnEvent,
-    TurnStream,
+    assistant_text_message, tool_message, user_message, SharedChatRequest, ToolCall, Turn,
+    TurnEvent, TurnStream,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -52,7 +52,7 @@ pub(super) async fn run(agent: Arc<Agent>, mut request: RunRequest, tx: mpsc::Se
             user_message_index(&request),
         );
         // The run's history is the request's, taken rather than copied: nothing else reads it.
-        let history = history::without_notes(std::mem::take(&mut request.history));
+        let history = Arc::new(history::without_notes(std::mem::take(&mut request.history)));
         let mut run = Run {
             agent: &agent,
             history,
@@ -139,7 +139,9 @@ struct Run<'a> {
     agent: &'a Agent,
     request: &'a RunRequest,
     out: &'a Out,
-    history: Vec<Value>,
+    /// The history as the provider gets it, shared with a model turn's stream while the turn
+    /// runs; it grows only between turns ([`Run::extend_history`]).
+    history: Arc<Vec<Value>>,
     /// The stored size of the conversation, notes included ([`Step::bytes`]).
     history_bytes: usize,
     /// Earlier calls and what is left of the run's budgets.
@@ -166,7 +168,7 @@ impl Run<'_> {
             // Stored with the conversation, and counted in `history_bytes`, by the write that
             // created it: `first` is the same message (a new conversation has no history to
             // close).
-            Placement::Created => self.history.extend(first),
+            Placement::Created => self.extend_history(first),
             // The dropped messages and this step go together: if storing fails, nothing is
             // dropped (`ConversationStore::replace_from`).
             Placement::ReplaceFrom(from) => {
@@ -177,7 +179,7 @@ impl Run<'_> {
                     .replace_from(&self.request.conversation, from, step)
                     .await?;
                 self.history_bytes += bytes;
-                self.history.extend(first);
+                self.extend_history(first);
             }
         }
         let rojo = &self.request.rojo;
@@ -293,16 +295,16 @@ impl Run<'_> {
     async fn model_turn(
         &self,
         client: &rojos_llm::Client,
-        request: ChatRequest<'_>,
+        request: SharedChatRequest,
         unsaved: Option<Step>,
     ) -> Result<Turn, TurnEnd> {
         let metrics = &self.agent.metrics;
         metrics.model_turn_started();
         let started = Instant::now();
-        // The stream holds the serialised body, written straight from the run's history and
-        // the tools' shared definitions: no copy of either is made for a turn.
-        let mut stream = client.stream_turn(&request);
-        drop(request);
+        // The stream writes each attempt's body from the run's history and the tools' shared
+        // definitions, and keeps no body between attempts: no copy of either is made or held
+        // for a turn. It shares the history until the turn ends, before the history grows.
+        let mut stream = client.stream_shared(request);
         // The stream's first item, when it came while the step was being stored.
         let mut ahead = None;
         if let Some(step) = unsaved {
@@ -548,8 +550,19 @@ impl Run<'_> {
     fn remember(&mut self, messages: Vec<Value>) -> Result<Step, StoreError> {
         let step = Step::new(&messages)?;
         self.history_bytes += step.bytes();
-        self.history.extend(history::without_notes(messages));
+        self.extend_history(history::without_notes(messages));
         Ok(step)
+    }
+
+    /// Adds messages to the history. Between model turns, when no turn's stream shares it, so
+    /// nothing is copied (`Arc::make_mut` would copy a history still shared).
+    fn extend_history(&mut self, messages: Vec<Value>) {
+        debug_assert_eq!(
+            Arc::strong_count(&self.history),
+            1,
+            "a model turn's stream still shares the history"
+        );
+        Arc::make_mut(&mut self.history).extend(messages);
     }
 
     /// Stores one step's messages together, already in the history ([`Run::remember`]).

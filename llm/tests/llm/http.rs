@@ -142,7 +142,11 @@ async fn status_500_then_success_is_retried() {
     let got = turn(provider(&up)).await;
     assert_eq!(got.result.unwrap().text, "Hello world");
     up.assert_consumed();
-    assert_eq!(up.requests().len(), 2);
+    let requests = up.requests();
+    assert_eq!(requests.len(), 2);
+    // The body is written again for the retry (none is kept between attempts), the same.
+    assert!(requests[0].body["messages"].is_array());
+    assert_eq!(requests[1].body, requests[0].body);
 }
 
 #[tokio::test]
@@ -323,6 +327,12 @@ async fn a_transient_in_stream_error_before_output_is_retried() {
     let got = turn(provider(&up)).await;
     assert_eq!(got.result.unwrap().text, "Hello world");
     up.assert_consumed();
+    let requests = up.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[1].body, requests[0].body,
+        "the retry sends the same request"
+    );
 }
 
 #[tokio::test]
