@@ -12,6 +12,7 @@
 
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-changed=build/glibc.rs");
     let target = std::env::var("TARGET").unwrap_or_default();
     let host = std::env::var("HOST").unwrap_or_default();
     if target == host && target.ends_with("-linux-gnu") && glibc_at_least(2, 36) {
@@ -19,25 +20,4 @@ fn main() {
     }
 }
 
-/// Whether the C library this build script runs on is glibc `major.minor` or later.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn glibc_at_least(major: u32, minor: u32) -> bool {
-    extern "C" {
-        fn gnu_get_libc_version() -> *const std::ffi::c_char;
-    }
-    // SAFETY: glibc returns a pointer to a static, NUL-terminated version string.
-    let version = unsafe { std::ffi::CStr::from_ptr(gnu_get_libc_version()) };
-    let mut parts = version.to_str().unwrap_or_default().split('.');
-    let mut next = || {
-        parts
-            .next()
-            .and_then(|part| part.parse::<u32>().ok())
-            .unwrap_or(0)
-    };
-    (next(), next()) >= (major, minor)
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn glibc_at_least(_major: u32, _minor: u32) -> bool {
-    false
-}
+include!("build/glibc.rs");
