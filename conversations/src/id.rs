@@ -1,10 +1,10 @@
 //! `ConversationId`: the validated id of a stored conversation.
 //! Ids from outside input are checked against `^[A-Za-z0-9_-]{1,64}$`. New ids are 22 base62
 //! characters: the creation time in milliseconds (8 characters), then 14 random ones (about
-//! 83 bits from the thread-local CSPRNG: no one guesses an id). Time first, because every store keys a conversation's rows by its id: ids made one
-//! after another sort together, so the writes of conversations active at the same time share
-//! the B-trees' last pages instead of each dirtying a page at a random place (docs/api.md,
-//! "Conversation ids").
+//! 83 bits from the thread-local CSPRNG: no one guesses an id). Time first, because every
+//! store keys a conversation's rows by its id: ids made one after another sort together, so
+//! the writes of conversations active at the same time share the B-trees' last pages instead
+//! of each dirtying a page at a random place (docs/api.md, "Conversation ids").
 
 use std::fmt;
 use std::str::FromStr;

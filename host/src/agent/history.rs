@@ -1,5 +1,6 @@
 //! The conversation as the provider sees it: the request for one model turn (system prompt,
-//! the history without its notes, shared with the turn's stream, tools, `tool_choice`), the rule that keeps a stored history acceptable to every provider, and the note a closing
+//! the history without its notes, shared with the turn's stream, tools, `tool_choice`), the
+//! rule that keeps a stored history acceptable to every provider, and the note a closing
 //! message carries for the panel (`rojos`), which no provider is ever sent.
 
 use std::sync::Arc;
