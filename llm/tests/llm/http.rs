@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use rojos_llm::{
-    ChatRequest, Client, Fault, LlmError, Provider, Reach, SizeLimit, ToolChoice, ToolDefinition,
-    TurnEvent,
+    ChatRequest, Client, Fault, LlmError, Provider, Reach, SharedChatRequest, SizeLimit,
+    ToolChoice, ToolDefinition, TurnEvent,
 };
 use serde_json::{json, Value};
 
@@ -147,6 +147,31 @@ async fn status_500_then_success_is_retried() {
     // The body is written again for the retry (none is kept between attempts), the same.
     assert!(requests[0].body["messages"].is_array());
     assert_eq!(requests[1].body, requests[0].body);
+}
+
+#[tokio::test]
+async fn a_shared_request_is_sent_as_the_borrowed_one_and_released_when_the_text_begins() {
+    let up = ScriptedUpstream::start(vec![ok_reply(), ok_reply()]).await;
+    let client = Client::new(provider(&up)).unwrap();
+    let shared = SharedChatRequest::from(&request());
+    let messages = std::sync::Arc::clone(&shared.messages);
+    let mut stream = client.stream_shared(shared);
+    // The stream shares the caller's messages (no copy) until nothing will be sent again.
+    assert_eq!(std::sync::Arc::strong_count(&messages), 2);
+    let first = stream.next().await;
+    assert!(
+        matches!(first, Some(Ok(TurnEvent::TextDelta(_)))),
+        "{first:?}"
+    );
+    assert_eq!(
+        std::sync::Arc::strong_count(&messages),
+        1,
+        "released at the first text"
+    );
+    drain(stream).await.result.unwrap();
+    drain(client.stream_turn(&request())).await.result.unwrap();
+    let requests = up.requests();
+    assert_eq!(requests[0].body, requests[1].body);
 }
 
 #[tokio::test]
