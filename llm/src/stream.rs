@@ -1,6 +1,11 @@
 //! One response body → `TurnEvent`s under the clock: the idle timeout (reset only by data
 //! events), the turn deadline, `[DONE]`, and what end-of-stream means. Also `TurnStream`, the
 //! stream type callers hold. Connecting and retrying are `client.rs`'s job.
+//!
+//! The clock is one timer per body, not one per event: a data event only moves the idle
+//! deadline (a number), and the timer, armed for the deadline as it stood, is moved to the
+//! current one when it fires early. Arming a timer for each wait and dropping it when the
+//! event came was a timer-wheel insert and removal per streamed chunk.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -10,12 +15,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
-use tokio::time::{timeout_at, Instant};
+use tokio::time::{sleep_until, Instant, Sleep};
 
 use crate::assemble::{Assembler, Ending, NoOutput, PushError};
 use crate::error::{BoxError, LlmError, SizeLimit};
 use crate::provider::Limits;
-use crate::sse::{self, FrameError, Frames, SseItem};
+use crate::sse::{self, FrameError, Frames, SseEvent, SseItem};
 use crate::turn::{Turn, TurnEvent};
 use crate::wire::ErrorInfo;
 
@@ -129,6 +134,9 @@ pub(crate) struct Decoder {
     max_turn_bytes: usize,
     /// Tool-call status events of the last chunk not yet handed out.
     pending: VecDeque<TurnEvent>,
+    /// The clock's timer, made at the first wait; it may be set earlier than the deadline it
+    /// stands for (see the module doc).
+    timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl Decoder {
@@ -149,6 +157,7 @@ impl Decoder {
             turn,
             max_turn_bytes: options.limits.max_turn_bytes,
             pending: VecDeque::new(),
+            timer: None,
         }
     }
 
@@ -165,19 +174,12 @@ impl Decoder {
             if let Some(status) = self.pending.pop_front() {
                 return Some(Ok(status));
             }
+            self.assembler.as_ref()?;
+            // Comments never come out of `frames`, so keep-alives cannot push the deadline back.
+            let Some(frame) = self.next_frame().await else {
+                return Some(self.on_timeout());
+            };
             let assembler = self.assembler.as_mut()?;
-            let wake = match (self.idle_deadline, self.turn) {
-                (Some(idle), Some((turn, _))) => Some(idle.min(turn)),
-                (idle, turn) => idle.or(turn.map(|t| t.0)),
-            };
-            // Comments never come out of `frames`, so keep-alives cannot push `wake` back.
-            let frame = match wake {
-                Some(at) => match timeout_at(at, self.frames.next()).await {
-                    Ok(frame) => frame,
-                    Err(_) => return Some(self.on_timeout()),
-                },
-                None => self.frames.next().await,
-            };
             let event = match frame {
                 None => return Some(self.on_end()),
                 Some(Err(FrameError::Transport(source))) => {
@@ -210,6 +212,36 @@ impl Decoder {
                     }
                 },
                 Err(detail) => return Some(self.malformed(detail)),
+            }
+        }
+    }
+
+    /// The earlier of the idle and turn deadlines; `None` waits forever.
+    fn deadline(&self) -> Option<Instant> {
+        match (self.idle_deadline, self.turn) {
+            (Some(idle), Some((turn, _))) => Some(idle.min(turn)),
+            (idle, turn) => idle.or(turn.map(|t| t.0)),
+        }
+    }
+
+    /// The body's next frame (`Some(None)` at its end), or `None` once the deadline passed.
+    /// The timer is polled only when no frame is ready, as `timeout_at` did.
+    async fn next_frame(&mut self) -> Option<Option<Result<SseEvent, FrameError>>> {
+        let Some(at) = self.deadline() else {
+            return Some(self.frames.next().await);
+        };
+        let timer = self.timer.get_or_insert_with(|| Box::pin(sleep_until(at)));
+        loop {
+            tokio::select! {
+                biased;
+                frame = self.frames.next() => return Some(frame),
+                () = timer.as_mut() => {
+                    if Instant::now() >= at {
+                        return None;
+                    }
+                    // Armed for an earlier deadline: data came since. Move it and wait on.
+                    timer.as_mut().reset(at);
+                }
             }
         }
     }

@@ -122,6 +122,19 @@ impl Out {
     }
 }
 
+/// The stream's next item, or `None` once `cancelled` (the run's [`Out::cancelled`]) resolved:
+/// the client is gone or the server shuts down.
+async fn next_or_cancelled(
+    stream: &mut TurnStream,
+    cancelled: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+) -> Option<Option<Result<TurnEvent, rojos_llm::LlmError>>> {
+    tokio::select! {
+        biased;
+        () = cancelled => None,
+        item = stream.next() => Some(item),
+    }
+}
+
 /// How a model turn ended without a result.
 enum TurnEnd {
     Cancelled {
@@ -305,12 +318,16 @@ impl Run<'_> {
         // definitions, and keeps no body between attempts: no copy of either is made or held
         // for a turn. It shares the history until the turn ends, before the history grows.
         let mut stream = client.stream_shared(request);
+        // One watch for the whole turn: made per event, it registered with the event queue
+        // and the stop token, and left them again, for every streamed chunk.
+        let mut cancelled = std::pin::pin!(self.out.cancelled());
         // The stream's first item, when it came while the step was being stored.
         let mut ahead = None;
         if let Some(step) = unsaved {
             // Boxed: inline, the store's future would size every run's task.
             let save = Box::pin(self.save(step));
-            let (saved, first) = tokio::join!(save, self.next_or_cancelled(&mut stream));
+            let (saved, first) =
+                tokio::join!(save, next_or_cancelled(&mut stream, cancelled.as_mut()));
             if let Err(e) = saved {
                 metrics.model_turn_ended(started.elapsed());
                 return Err(TurnEnd::Unsaved(e));
@@ -322,7 +339,7 @@ impl Run<'_> {
         loop {
             let next = match ahead.take() {
                 Some(next) => next,
-                None => self.next_or_cancelled(&mut stream).await,
+                None => next_or_cancelled(&mut stream, cancelled.as_mut()).await,
             };
             let Some(item) = next else {
                 return Err(TurnEnd::Cancelled { partial });
@@ -363,18 +380,6 @@ impl Run<'_> {
                     return Err(self.turn_failed(&cut, partial));
                 }
             }
-        }
-    }
-
-    /// The stream's next item, or `None` once the client is gone or the server shuts down.
-    async fn next_or_cancelled(
-        &self,
-        stream: &mut TurnStream,
-    ) -> Option<Option<Result<TurnEvent, rojos_llm::LlmError>>> {
-        tokio::select! {
-            biased;
-            () = self.out.cancelled() => None,
-            item = stream.next() => Some(item),
         }
     }
 

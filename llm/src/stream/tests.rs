@@ -70,6 +70,26 @@ async fn data_events_reset_the_idle_timeout_and_the_turn_deadline_still_applies(
 }
 
 #[tokio::test(start_paused = true)]
+async fn the_idle_timeout_counts_from_the_last_data_event_however_many_came() {
+    // The stream's one timer is armed for the first deadline (5 s) and moved on each time it
+    // fires early; it must still fire exactly 5 s after the tenth event, not at its first
+    // deadline nor a wait later.
+    let parts: Vec<(u64, &str)> = (0..10).map(|_| (1_000, TEXT)).collect();
+    let started = Instant::now();
+    let got = collect(decode_stream(timed(parts), options(5_000, None))).await;
+    let deltas = got
+        .iter()
+        .filter(|e| matches!(e, Ok(TurnEvent::TextDelta(_))))
+        .count();
+    assert_eq!(deltas, 10, "{got:?}");
+    assert!(
+        matches!(got.last(), Some(Err(LlmError::IdleTimeout { .. }))),
+        "{got:?}"
+    );
+    assert_eq!(started.elapsed(), Duration::from_secs(15));
+}
+
+#[tokio::test(start_paused = true)]
 async fn finish_reason_then_silence_completes_the_turn() {
     let parts = vec![
         (0, TEXT),
