@@ -112,28 +112,21 @@ impl ProjectDir {
                 })
             }
         };
+        let folders: Vec<&str> = parent.split('/').filter(|p| *p != ".").collect();
+        let full = folders
+            .iter()
+            .copied()
+            .chain(std::iter::once(leaf))
+            .collect::<Vec<_>>()
+            .join("/");
+        let folder = self.open_folder(&parent);
+        // A folder that opens has every folder on its way: only when it does not can one be
+        // missing, so only then is each looked at (one lookup each, walking the path again).
         let mut recorded = Vec::new();
-        let mut prefix = String::new();
-        for part in parent.split('/').filter(|p| *p != ".") {
-            if !prefix.is_empty() {
-                prefix.push('/');
-            }
-            prefix.push_str(part);
-            match self.dir.symlink_metadata(&prefix) {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => recorded.push(Recorded {
-                    path: prefix.clone(),
-                    node: Node::Absent,
-                }),
-                Err(e) => return Err(from_io(path, e)),
-            }
+        if folder.is_err() {
+            self.record_missing_folders(&folders, path, &mut recorded)?;
         }
-        let full = if prefix.is_empty() {
-            leaf.to_owned()
-        } else {
-            format!("{prefix}/{leaf}")
-        };
-        let node = match self.open_folder(&parent) {
+        let node = match folder {
             Ok(folder) if !existing => {
                 match rustix::fs::statat(folder.as_fd(), leaf, AtFlags::SYMLINK_NOFOLLOW) {
                     Err(Errno::NOENT) => Node::Absent,
@@ -153,6 +146,32 @@ impl ProjectDir {
         };
         recorded.push(Recorded { path: full, node });
         Ok(recorded)
+    }
+
+    /// Records each of `folders` (the names on the way to an entry) that is missing, as
+    /// [`Node::Absent`]: a write or a new folder creates them.
+    fn record_missing_folders(
+        &self,
+        folders: &[&str],
+        path: &str,
+        recorded: &mut Vec<Recorded>,
+    ) -> Result<(), PathError> {
+        let mut prefix = String::new();
+        for part in folders {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(part);
+            match self.dir.symlink_metadata(&prefix) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => recorded.push(Recorded {
+                    path: prefix.clone(),
+                    node: Node::Absent,
+                }),
+                Err(e) => return Err(from_io(path, e)),
+            }
+        }
+        Ok(())
     }
 
     /// Puts `node` back at `path` (a path [`ProjectDir::snapshot`] recorded): whatever stands

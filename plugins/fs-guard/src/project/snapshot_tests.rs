@@ -55,6 +55,45 @@ fn missing_folders_on_the_way_are_recorded_as_absent_and_removed_again() {
 }
 
 #[test]
+fn folders_on_the_way_are_looked_at_only_as_far_as_the_path_resolves_the_same() {
+    // Where the entry's folder opens, nothing on the way is missing; where it does not, each
+    // missing folder is named, with `.` and empty parts left out as before.
+    let fx = Fixture::new();
+    fx.mkdir("docs/intro");
+    fx.write("docs/intro/page.md", b"x");
+    fx.write("plain.txt", b"not a folder");
+    let dir = fx.project_dir();
+    let paths = |path: &str| -> Vec<String> {
+        dir.snapshot(path, MAX)
+            .expect(path)
+            .into_iter()
+            .map(|r| r.path)
+            .collect()
+    };
+    assert_eq!(paths("docs/intro/page.md"), ["docs/intro/page.md"]);
+    assert_eq!(paths("./docs//./intro/page.md"), ["docs/intro/page.md"]);
+    assert_eq!(
+        paths("docs/intro/../intro/page.md"),
+        ["docs/intro/../intro/page.md"]
+    );
+    assert_eq!(
+        paths("./docs/./guide//part/page.md"),
+        ["docs/guide", "docs/guide/part", "docs/guide/part/page.md"]
+    );
+    // A file on the way: the folder cannot open, and the walk says why.
+    assert!(matches!(
+        dir.snapshot("plain.txt/page.md", MAX),
+        Err(PathError::NotADirectory { .. })
+    ));
+    // A link on the way that leads out of the root refuses, whether or not its target exists.
+    fx.symlink("out", "/");
+    assert!(matches!(
+        dir.snapshot("out/etc/passwd", MAX),
+        Err(PathError::Outside { .. })
+    ));
+}
+
+#[test]
 fn a_creation_records_only_what_is_missing_and_reads_nothing_that_exists() {
     let fx = Fixture::new();
     fx.mkdir("big");
