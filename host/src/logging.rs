@@ -3,10 +3,25 @@
 //! filter; without it the server logs `info` and the other commands only warnings, so their
 //! own output is not buried under the server's start-up lines (see docs/configuration.md,
 //! "Logs").
+//!
+//! The server's lines are written by a thread of their own (`tracing-appender`), never by the
+//! thread that logs: a log reader that stops reading (a terminal paused with Ctrl-S, a stuck
+//! log collector) fills stderr's pipe, and a write to a full pipe waits, which on a runtime
+//! thread stopped every chat and request on it. Past [`BUFFERED_LINES`] waiting lines, new
+//! ones are dropped and counted (`rojos_log_lines_dropped_total`).
 
 use std::io::IsTerminal;
+use std::sync::OnceLock;
 
-use tracing_subscriber::EnvFilter;
+use tracing_appender::non_blocking::{ErrorCounter, NonBlockingBuilder, WorkerGuard};
+use tracing_subscriber::{fmt::writer::BoxMakeWriter, EnvFilter};
+
+/// How many of the server's lines may wait for stderr before new ones are dropped: about
+/// 1.5 MB of lines, minutes of a busy server's `info` log.
+pub const BUFFERED_LINES: usize = 8_192;
+
+/// The server's count of dropped lines, once its log is set up.
+static DROPPED: OnceLock<ErrorCounter> = OnceLock::new();
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -38,21 +53,45 @@ impl Verbosity {
     }
 }
 
-/// Installs the process's log subscriber, writing to stderr.
-pub fn init(format: LogFormat, verbosity: Verbosity) {
+/// Installs the process's log subscriber, writing to stderr: the server's through its own
+/// writer thread, whose remaining lines are written when the returned guard is dropped (at
+/// most about a second's wait); a command's directly.
+pub fn init(format: LogFormat, verbosity: Verbosity) -> Option<WorkerGuard> {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new(verbosity.default_filter()));
+    // Before stderr is handed to the writer thread: the test is about stderr itself.
+    let ansi = colours_wanted();
+    let (writer, guard) = match verbosity {
+        Verbosity::Server => {
+            let (writer, guard) = NonBlockingBuilder::default()
+                .lossy(true)
+                .buffered_lines_limit(BUFFERED_LINES)
+                .thread_name("rojos-log")
+                .finish(std::io::stderr());
+            let _ = DROPPED.set(writer.error_counter());
+            (BoxMakeWriter::new(writer), Some(guard))
+        }
+        Verbosity::Command => (BoxMakeWriter::new(std::io::stderr), None),
+    };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(writer);
     match format {
-        LogFormat::Text => builder.with_ansi(colours_wanted()).init(),
+        LogFormat::Text => builder.with_ansi(ansi).init(),
         LogFormat::Json => builder
             .json()
             .flatten_event(true)
             .with_current_span(false)
             .init(),
     }
+    guard
+}
+
+/// Lines the server dropped because stderr was not read fast enough (0 for a command).
+pub fn dropped_lines() -> u64 {
+    DROPPED
+        .get()
+        .map_or(0, |counter| counter.dropped_lines() as u64)
 }
 
 /// Colours only for a person at a terminal: never into a pipe or file, nor when `NO_COLOR`

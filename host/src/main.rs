@@ -15,7 +15,7 @@ use rojos::{
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let command = cli.command.unwrap_or(Command::Serve);
-    rojos::logging::init(cli.log_format, command.verbosity());
+    let log = rojos::logging::init(cli.log_format, command.verbosity());
     let outcome = rojos::cli::run(command, &cli.config)
         .map_err(anyhow::Error::from)
         .and_then(|next| match next {
@@ -23,6 +23,8 @@ fn main() -> ExitCode {
             Next::McpStdio(state, target) => serve_mcp(state, target).map(|()| ExitCode::SUCCESS),
             Next::Exit(code) => Ok(code),
         });
+    // The log's last lines before the closing error, in order.
+    drop(log);
     match outcome {
         Ok(code) => code,
         Err(e) => {

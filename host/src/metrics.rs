@@ -82,6 +82,7 @@ pub struct Metrics {
     tool_calls_refused: Family<ReasonLabels, Counter>,
     connections_open: Gauge,
     connections_closed: Family<ReasonLabels, Counter>,
+    log_lines_dropped: Counter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -114,6 +115,7 @@ impl Metrics {
             tool_calls_refused: Family::default(),
             connections_open: Gauge::default(),
             connections_closed: Family::default(),
+            log_lines_dropped: Counter::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -183,6 +185,11 @@ impl Metrics {
             "HTTP connections closed by the server, by reason \
              (header_timeout, idle, evicted, write_timeout, refused)",
             metrics.connections_closed.clone(),
+        );
+        registry.register(
+            "log_lines_dropped",
+            "Log lines dropped because stderr was not read fast enough (logging.rs)",
+            metrics.log_lines_dropped.clone(),
         );
         Metrics {
             registry,
@@ -282,6 +289,12 @@ impl Metrics {
     pub fn render(&self, plugins_loaded: usize) -> String {
         self.plugins_loaded
             .set(i64::try_from(plugins_loaded).unwrap_or(i64::MAX));
+        // The log writer keeps its own count; the counter catches up with it (atomically:
+        // two scrapes at once must not both add the difference).
+        self.log_lines_dropped.inner().fetch_max(
+            crate::logging::dropped_lines(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         let mut text = String::new();
         prometheus_client::encoding::prometheus_text::encode(&mut text, &self.registry)
             .expect("writing to a String cannot fail");

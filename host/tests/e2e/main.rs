@@ -22,6 +22,7 @@ mod init;
 mod limits;
 mod live_status;
 mod load;
+mod log_pipe;
 mod managing;
 mod mcp_client;
 mod mcp_conformance;

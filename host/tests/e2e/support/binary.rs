@@ -78,8 +78,10 @@ pub struct RunningBinary {
     child: Child,
     /// Everything it printed on stdout so far.
     pub stdout: Arc<Mutex<String>>,
-    /// Everything it logged on stderr so far.
+    /// Everything it logged on stderr so far (nothing with [`RunningBinary::start_unread_log`]).
     pub stderr: Arc<Mutex<String>>,
+    /// Its stderr pipe, held open and never read ([`RunningBinary::start_unread_log`]).
+    _unread: Option<std::process::ChildStderr>,
 }
 
 impl RunningBinary {
@@ -99,6 +101,27 @@ impl RunningBinary {
             child,
             stdout,
             stderr,
+            _unread: None,
+        }
+    }
+
+    /// As [`RunningBinary::start`], but nobody reads its stderr: the pipe stays open, and
+    /// fills once the kernel's buffer (64 KiB on Linux) is full, as a stuck log reader's would.
+    pub fn start_unread_log(dir: &std::path::Path, log: &str) -> RunningBinary {
+        let config = dir.join("rojos.toml");
+        let mut child = rojos(&["--config", &config.to_string_lossy()])
+            .env("RUST_LOG", log)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start rojos");
+        let stdout = collect(child.stdout.take().expect("piped stdout"));
+        let unread = child.stderr.take();
+        RunningBinary {
+            child,
+            stdout,
+            stderr: Arc::default(),
+            _unread: unread,
         }
     }
 
