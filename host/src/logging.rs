@@ -17,8 +17,10 @@ use tracing_appender::non_blocking::{ErrorCounter, NonBlockingBuilder, WorkerGua
 use tracing_subscriber::{fmt::writer::BoxMakeWriter, EnvFilter};
 
 /// How many of the server's lines may wait for stderr before new ones are dropped: about
-/// 1.5 MB of lines, minutes of a busy server's `info` log.
-pub const BUFFERED_LINES: usize = 8_192;
+/// 170 KB of `info` lines, a second of a busy server's log. The queue's slots are allocated
+/// up front (32 bytes each), so a longer one would cost idle memory to hold what a stuck
+/// reader would not take anyway.
+pub const BUFFERED_LINES: usize = 1_024;
 
 /// The server's count of dropped lines, once its log is set up.
 static DROPPED: OnceLock<ErrorCounter> = OnceLock::new();
