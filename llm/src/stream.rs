@@ -174,6 +174,7 @@ impl Decoder {
             if let Some(status) = self.pending.pop_front() {
                 return Some(Ok(status));
             }
+            // No assembler: the turn finished or failed, nothing more comes.
             self.assembler.as_ref()?;
             // Comments never come out of `frames`, so keep-alives cannot push the deadline back.
             let Some(frame) = self.next_frame().await else {

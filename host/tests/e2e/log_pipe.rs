@@ -9,12 +9,22 @@ use crate::support::{
     host::{HostConfig, DEMO_TOKEN},
 };
 
-/// The value of `rojos_log_lines_dropped_total` in a `/metrics` text.
-fn dropped(metrics: &str) -> Option<u64> {
-    metrics
-        .lines()
+/// `rojos_log_lines_dropped_total` from the host at `url`. Once the pipe is full, a write on a
+/// runtime thread waits for a reader that never comes: this request (like every other) would
+/// then time out, and the test fail saying which one.
+async fn dropped(client: &reqwest::Client, url: &str, request: u32) -> u64 {
+    let response = client
+        .get(format!("{url}/metrics"))
+        .bearer_auth(DEMO_TOKEN)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("request {request} failed while the log was not read: {e}"));
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    text.lines()
         .find_map(|line| line.strip_prefix("rojos_log_lines_dropped_total "))
         .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no rojos_log_lines_dropped_total in:\n{text}"))
 }
 
 #[tokio::test]
@@ -32,20 +42,8 @@ async fn a_log_nobody_reads_neither_stops_the_server_nor_grows_without_bound() {
     let started = Instant::now();
     let mut requests = 0u32;
     let count = loop {
-        // Once the pipe is full, a write on a runtime thread waits for a reader that never
-        // comes: this request (and every other) would then time out.
-        let response = client
-            .get(format!("{url}/metrics"))
-            .bearer_auth(DEMO_TOKEN)
-            .send()
-            .await
-            .unwrap_or_else(|e| {
-                panic!("request {requests} failed while the log was not read: {e}")
-            });
-        assert_eq!(response.status(), 200);
-        let text = response.text().await.unwrap();
         requests += 1;
-        let count = dropped(&text).expect("rojos_log_lines_dropped_total is reported");
+        let count = dropped(&client, &url, requests).await;
         if count > 0 {
             break count;
         }
@@ -60,15 +58,6 @@ async fn a_log_nobody_reads_neither_stops_the_server_nor_grows_without_bound() {
         let health = client.get(format!("{url}/healthz")).send().await.unwrap();
         assert_eq!(health.status(), 200);
     }
-    let text = client
-        .get(format!("{url}/metrics"))
-        .bearer_auth(DEMO_TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(dropped(&text).unwrap() >= count, "{text}");
+    assert!(dropped(&client, &url, requests + 1).await >= count);
     eprintln!("{requests} requests until the first line was dropped; {count} dropped then");
 }
