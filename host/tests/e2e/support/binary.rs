@@ -87,6 +87,21 @@ pub struct RunningBinary {
 impl RunningBinary {
     /// Starts `rojos --config DIR/rojos.toml` with `RUST_LOG=log` and the `env` variables.
     pub fn start(dir: &std::path::Path, log: &str, env: &[(&str, &str)]) -> RunningBinary {
+        Self::spawn(dir, log, env, true)
+    }
+
+    /// As [`RunningBinary::start`], but nobody reads its stderr: the pipe stays open, and
+    /// fills once the kernel's buffer (64 KiB on Linux) is full, as a stuck log reader's would.
+    pub fn start_unread_log(dir: &std::path::Path, log: &str) -> RunningBinary {
+        Self::spawn(dir, log, &[], false)
+    }
+
+    fn spawn(
+        dir: &std::path::Path,
+        log: &str,
+        env: &[(&str, &str)],
+        read_stderr: bool,
+    ) -> RunningBinary {
         let config = dir.join("rojos.toml");
         let mut child = rojos(&["--config", &config.to_string_lossy()])
             .env("RUST_LOG", log)
@@ -96,31 +111,16 @@ impl RunningBinary {
             .spawn()
             .expect("start rojos");
         let stdout = collect(child.stdout.take().expect("piped stdout"));
-        let stderr = collect(child.stderr.take().expect("piped stderr"));
+        let pipe = child.stderr.take().expect("piped stderr");
+        let (stderr, unread) = if read_stderr {
+            (collect(pipe), None)
+        } else {
+            (Arc::default(), Some(pipe))
+        };
         RunningBinary {
             child,
             stdout,
             stderr,
-            _unread: None,
-        }
-    }
-
-    /// As [`RunningBinary::start`], but nobody reads its stderr: the pipe stays open, and
-    /// fills once the kernel's buffer (64 KiB on Linux) is full, as a stuck log reader's would.
-    pub fn start_unread_log(dir: &std::path::Path, log: &str) -> RunningBinary {
-        let config = dir.join("rojos.toml");
-        let mut child = rojos(&["--config", &config.to_string_lossy()])
-            .env("RUST_LOG", log)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start rojos");
-        let stdout = collect(child.stdout.take().expect("piped stdout"));
-        let unread = child.stderr.take();
-        RunningBinary {
-            child,
-            stdout,
-            stderr: Arc::default(),
             _unread: unread,
         }
     }
