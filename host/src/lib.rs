@@ -30,6 +30,7 @@
 //!   `mcp::client`, the MCP servers of `[mcp.servers.*]` (stdio or Streamable HTTP) as tool
 //!   sources.
 //! - [`metrics`]: the Prometheus counters and histograms `GET /metrics` renders.
+//! - [`runtime`]: the tokio runtime the server runs on (tasks woken from other threads first).
 //!
 //! [`serve`] runs the server on a bound listener until `shutdown` completes; the binary and
 //! the end-to-end tests both start it this way.
@@ -51,6 +52,7 @@ pub mod plugins;
 pub mod probe;
 pub mod providers;
 pub mod registry;
+pub mod runtime;
 pub mod secret;
 pub mod state;
 pub mod storage;

@@ -38,7 +38,7 @@ fn serve(state: AppState) -> anyhow::Result<()> {
     if let Err(e) = rojos::raise_open_files_limit() {
         tracing::warn!(error = %e, "cannot raise the open files limit");
     }
-    let runtime = tokio::runtime::Runtime::new()?;
+    let runtime = rojos::runtime::runtime()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(state.config.bind)
             .await
@@ -59,7 +59,7 @@ fn serve(state: AppState) -> anyhow::Result<()> {
 /// `rojos mcp`: the MCP server on stdin and stdout until the client closes stdin. Nothing else
 /// is printed on stdout, which carries the protocol; the log goes to stderr.
 fn serve_mcp(state: AppState, target: rojos::mcp::McpTarget) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Runtime::new()?;
+    let runtime = rojos::runtime::runtime()?;
     runtime.block_on(rojos::mcp::serve_stdio(
         std::sync::Arc::clone(&state.agent),
         std::sync::Arc::clone(&state.live),

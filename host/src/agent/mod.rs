@@ -8,14 +8,16 @@
 //! requests and keeps the stored history one every provider accepts; `lease` holds a
 //! conversation for one run at a time; `single` runs one tool call outside a run, through
 //! the same `dispatch` (the MCP server's `tools/call`); `approval` asks the user before a
-//! call the rojo's `approve` names runs, and takes their decision. The agent knows the registry, the
-//! provider clients and the store, but not HTTP.
+//! call the rojo's `approve` names runs, and takes their decision; `first_turn` sends a new
+//! conversation's first model request while the conversation is created. The agent knows
+//! the registry, the provider clients and the store, but not HTTP.
 
 mod approval;
 mod budget;
 mod canonical;
 mod dispatch;
 pub mod events;
+mod first_turn;
 mod history;
 mod lease;
 mod progress;
@@ -31,6 +33,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 pub use approval::{ApprovalDesk, DecideError};
 pub use events::{Event, Line, StopReason};
+pub use first_turn::FirstTurn;
 pub use lease::RunLease;
 pub use single::{SingleCallError, SingleCallResult};
 
@@ -152,11 +155,17 @@ impl Agent {
 
     /// Spawns a run; the receiver yields its events and ends after `DONE`. Dropping the
     /// receiver cancels the run: the upstream request is dropped and no further tool starts.
-    pub fn start(self: &Arc<Self>, request: RunRequest) -> mpsc::Receiver<Line> {
+    /// With [`Placement::Created`], `first_turn` is the first model turn, sent while the
+    /// conversation was created ([`Agent::first_turn`]): the run continues it.
+    pub fn start(
+        self: &Arc<Self>,
+        request: RunRequest,
+        first_turn: Option<FirstTurn>,
+    ) -> mpsc::Receiver<Line> {
         let (tx, rx) = mpsc::channel(EVENT_BUFFER);
         let agent = Arc::clone(self);
         self.tasks
-            .spawn(async move { run::run(agent, request, tx).await });
+            .spawn(async move { run::run(agent, request, first_turn, tx).await });
         rx
     }
 }

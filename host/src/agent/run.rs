@@ -10,8 +10,7 @@ use std::{sync::Arc, time::Instant};
 use futures_util::StreamExt;
 use rojos_conversations::{Step, StoreError};
 use rojos_llm::{
-    assistant_text_message, tool_message, user_message, SharedChatRequest, ToolCall, Turn,
-    TurnEvent, TurnStream,
+    assistant_text_message, tool_message, user_message, ToolCall, Turn, TurnEvent, TurnStream,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -19,7 +18,8 @@ use tracing::Instrument;
 
 use super::progress::ProgressThrottle;
 use super::{
-    approval, dispatch, error_chain, history, Agent, Event, Line, Placement, RunRequest, StopReason,
+    approval, dispatch, error_chain, history, Agent, Event, FirstTurn, Line, Placement, RunRequest,
+    StopReason,
 };
 use crate::{
     plugins::{model_text, CallRequest, FailureKind, ToolFailure},
@@ -32,7 +32,12 @@ use crate::{
 pub(super) const INTERRUPTED: &str = "(no answer: the run was interrupted)";
 
 /// Runs one user message to its end and sends `DONE`.
-pub(super) async fn run(agent: Arc<Agent>, mut request: RunRequest, tx: mpsc::Sender<Line>) {
+pub(super) async fn run(
+    agent: Arc<Agent>,
+    mut request: RunRequest,
+    first_turn: Option<FirstTurn>,
+    tx: mpsc::Sender<Line>,
+) {
     let span = tracing::info_span!(
         "chat",
         project_id = %request.project,
@@ -62,7 +67,7 @@ pub(super) async fn run(agent: Arc<Agent>, mut request: RunRequest, tx: mpsc::Se
             out: &out,
             ledger: dispatch::Ledger::new(agent.budgets).with_checkpoint(checkpoint),
         };
-        let stop = match run.steps().await {
+        let stop = match run.steps(first_turn).await {
             Ok(stop) => stop,
             Err(e) => {
                 tracing::error!(error = %e, "conversation store failed");
@@ -135,6 +140,42 @@ async fn next_or_cancelled(
     }
 }
 
+/// A model turn's request, sent: its stream, the stream's first item when it came while
+/// something else was awaited, and when it was sent.
+struct Sent {
+    /// The stream writes each attempt's body from the run's history and the tools' shared
+    /// definitions, and keeps no body between attempts: no copy of either is made or held
+    /// for a turn. It shares the history until the turn ends, before the history grows.
+    stream: TurnStream,
+    /// `Some(None)`: the client went away or the server shuts down ([`next_or_cancelled`]).
+    ahead: Option<Option<Option<Result<TurnEvent, rojos_llm::LlmError>>>>,
+    started: Instant,
+}
+
+impl Sent {
+    /// A request sent now.
+    fn now(stream: TurnStream) -> Sent {
+        Sent {
+            stream,
+            ahead: None,
+            started: Instant::now(),
+        }
+    }
+
+    /// The run's first turn, sent at `started`, before the run ([`FirstTurn`]).
+    fn before_the_run(
+        stream: TurnStream,
+        ahead: Option<Option<Result<TurnEvent, rojos_llm::LlmError>>>,
+        started: Instant,
+    ) -> Sent {
+        Sent {
+            stream,
+            ahead: ahead.map(Some),
+            started,
+        }
+    }
+}
+
 /// How a model turn ended without a result.
 enum TurnEnd {
     Cancelled {
@@ -162,7 +203,9 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    async fn steps(&mut self) -> Result<StopReason, StoreError> {
+    /// `first_turn`: the first model turn, when it was sent before the run
+    /// ([`Agent::first_turn`]).
+    async fn steps(&mut self, mut first_turn: Option<FirstTurn>) -> Result<StopReason, StoreError> {
         let mut first = Vec::with_capacity(2);
         // A run that could not close the history (its host was killed mid-run, or the
         // database went away) left it on a user or tool message: closed here, in the same
@@ -180,8 +223,14 @@ impl Run<'_> {
             }
             // Stored with the conversation, and counted in `history_bytes`, by the write that
             // created it: `first` is the same message (a new conversation has no history to
-            // close).
-            Placement::Created => self.extend_history(first),
+            // close). A first turn sent already was made of that same history: it is taken.
+            Placement::Created => match &first_turn {
+                Some(turn) => {
+                    debug_assert_eq!(*turn.history, first, "the first turn's history");
+                    self.history = Arc::clone(&turn.history);
+                }
+                None => self.extend_history(first),
+            },
             // The dropped messages and this step go together: if storing fails, nothing is
             // dropped (`ConversationStore::replace_from`).
             Placement::ReplaceFrom(from) => {
@@ -197,8 +246,16 @@ impl Run<'_> {
         }
         let rojo = &self.request.rojo;
         let client = &self.request.client;
-        let root = match self.agent.storage.project_root(&self.request.project) {
-            Ok(root) => Arc::new(root),
+        let opened = match &first_turn {
+            Some(turn) => Ok(Arc::clone(&turn.root)),
+            None => self
+                .agent
+                .storage
+                .project_root(&self.request.project)
+                .map(Arc::new),
+        };
+        let root = match opened {
+            Ok(root) => root,
             Err(e) => {
                 tracing::error!(error = %e, "cannot open the project folder");
                 self.save_unsaved(&mut unsaved).await?;
@@ -225,11 +282,20 @@ impl Run<'_> {
             }
             let last = step == rojo.max_steps.get();
             // One registry snapshot per model turn: a reload never changes tools mid-turn.
-            let registry = self.agent.registry.snapshot();
-            let request =
-                history::request(rojo, &self.history, registry.offered(&rojo.tools), last);
+            let (registry, sent) = match first_turn.take() {
+                Some(turn) => (
+                    turn.registry,
+                    Sent::before_the_run(turn.stream, turn.ahead, turn.started),
+                ),
+                None => {
+                    let registry = self.agent.registry.snapshot();
+                    let request =
+                        history::request(rojo, &self.history, registry.offered(&rojo.tools), last);
+                    (registry, Sent::now(client.stream_shared(request)))
+                }
+            };
             let turn = match self
-                .model_turn(client, request, unsaved.take())
+                .model_turn(sent, unsaved.take())
                 .instrument(tracing::info_span!("step", n = step))
                 .await
             {
@@ -305,34 +371,32 @@ impl Run<'_> {
     /// stored while the request is on its way: a provider takes far longer to its first
     /// token than the store to commit, and nothing of the turn is passed on (or kept) before
     /// the step is stored.
-    async fn model_turn(
-        &self,
-        client: &rojos_llm::Client,
-        request: SharedChatRequest,
-        unsaved: Option<Step>,
-    ) -> Result<Turn, TurnEnd> {
+    async fn model_turn(&self, sent: Sent, unsaved: Option<Step>) -> Result<Turn, TurnEnd> {
         let metrics = &self.agent.metrics;
         metrics.model_turn_started();
-        let started = Instant::now();
-        // The stream writes each attempt's body from the run's history and the tools' shared
-        // definitions, and keeps no body between attempts: no copy of either is made or held
-        // for a turn. It shares the history until the turn ends, before the history grows.
-        let mut stream = client.stream_shared(request);
+        let Sent {
+            mut stream,
+            mut ahead,
+            started,
+        } = sent;
         // One watch for the whole turn: made per event, it registered with the event queue
         // and the stop token, and left them again, for every streamed chunk.
         let mut cancelled = std::pin::pin!(self.out.cancelled());
-        // The stream's first item, when it came while the step was being stored.
-        let mut ahead = None;
         if let Some(step) = unsaved {
             // Boxed: inline, the store's future would size every run's task.
             let save = Box::pin(self.save(step));
-            let (saved, first) =
-                tokio::join!(save, next_or_cancelled(&mut stream, cancelled.as_mut()));
+            let saved = if ahead.is_some() {
+                save.await
+            } else {
+                let (saved, first) =
+                    tokio::join!(save, next_or_cancelled(&mut stream, cancelled.as_mut()));
+                ahead = Some(first);
+                saved
+            };
             if let Err(e) = saved {
                 metrics.model_turn_ended(started.elapsed());
                 return Err(TurnEnd::Unsaved(e));
             }
-            ahead = Some(first);
         }
         let mut partial = String::new();
         let mut progress = ProgressThrottle::default();

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::{auth::Caller, error::ApiError, ndjson, replace};
 use crate::{
-    agent::{Placement, RunLease, RunRequest},
+    agent::{FirstTurn, Placement, RunLease, RunRequest},
     config::RojoConfig,
     providers::{choice, ProviderRef},
     state::AppState,
@@ -65,6 +65,10 @@ pub(super) async fn chat(
         (replace::Mode::Append, conversation_id) => {
             let message = message.unwrap_or_default();
             let size = SizeCheck::new(&state, &message);
+            let new = NewConversation {
+                rojo: &rojo,
+                client: &client,
+            };
             open_conversation(
                 &state,
                 &project,
@@ -72,6 +76,7 @@ pub(super) async fn chat(
                 conversation_id,
                 &size,
                 message,
+                new,
             )
             .await?
         }
@@ -82,19 +87,22 @@ pub(super) async fn chat(
             ))
         }
     };
-    let events = state.agent.start(RunRequest {
-        project,
-        rojo_name,
-        rojo,
-        provider,
-        client,
-        conversation: opened.id,
-        history: opened.history,
-        history_bytes: opened.history_bytes,
-        message: opened.message,
-        placement: opened.placement,
-        lease: opened.lease,
-    });
+    let events = state.agent.start(
+        RunRequest {
+            project,
+            rojo_name,
+            rojo,
+            provider,
+            client,
+            conversation: opened.id,
+            history: opened.history,
+            history_bytes: opened.history_bytes,
+            message: opened.message,
+            placement: opened.placement,
+            lease: opened.lease,
+        },
+        opened.first_turn,
+    );
     Ok(ndjson::response(
         events,
         (permit, state.metrics.open_stream()),
@@ -135,8 +143,15 @@ async fn rojo_and_provider(
     Ok((rojo.clone(), chosen.provider, chosen.client))
 }
 
+/// What a new conversation's first model turn is asked with (see [`open_conversation`]).
+pub(super) struct NewConversation<'a> {
+    pub(super) rojo: &'a RojoConfig,
+    pub(super) client: &'a rojos_llm::Client,
+}
+
 /// The conversation `message` continues, its history, and the run's lease on it. Without
-/// `conversation_id`, a new conversation is created holding the message, in one write.
+/// `conversation_id`, a new conversation is created holding the message, in one write, while
+/// its first model request (`new`) is on its way ([`crate::agent::FirstTurn`]).
 ///
 /// # Errors
 ///
@@ -149,6 +164,7 @@ pub(super) async fn open_conversation(
     conversation_id: Option<ConversationId>,
     size: &SizeCheck,
     message: String,
+    new: NewConversation<'_>,
 ) -> Result<Opened, ApiError> {
     let store = &state.agent.store;
     let Some(id) = conversation_id else {
@@ -156,19 +172,30 @@ pub(super) async fn open_conversation(
         // The message the run would store first (`Placement::Created`).
         let first = Step::new(&[user_message(&message)]).map_err(internal)?;
         let history_bytes = first.bytes();
-        let id = store
-            .create_with(project.as_str(), rojo_name, first)
-            .await
-            .map_err(internal)?;
-        // Nobody else knows the new id yet: its lease is always free.
-        let lease = state
+        let create = async {
+            let id = store
+                .create_with(project.as_str(), rojo_name, first)
+                .await
+                .map_err(internal)?;
+            // Nobody else knows the new id yet: its lease is always free.
+            let lease = state
+                .agent
+                .lease(&id)
+                .await
+                .map_err(internal)?
+                .ok_or_else(|| {
+                    ApiError::inconsistent(format!("new conversation {id} already has a run lease"))
+                })?;
+            Ok::<_, ApiError>((id, lease))
+        };
+        // Dropped with the request when the create fails: the answer is the store's status.
+        let mut first_turn = state
             .agent
-            .lease(&id)
-            .await
-            .map_err(internal)?
-            .ok_or_else(|| {
-                ApiError::inconsistent(format!("new conversation {id} already has a run lease"))
-            })?;
+            .first_turn(project, new.rojo, new.client, &message);
+        let (id, lease) = match &mut first_turn {
+            Some(turn) => turn.alongside(create).await?,
+            None => create.await?,
+        };
         return Ok(Opened {
             id,
             history: Vec::new(),
@@ -176,6 +203,7 @@ pub(super) async fn open_conversation(
             lease,
             message,
             placement: Placement::Created,
+            first_turn,
         });
     };
     let head = head_in_project(state, project, &id).await?;
@@ -197,6 +225,7 @@ pub(super) async fn open_conversation(
         lease,
         message,
         placement: Placement::Append,
+        first_turn: None,
     })
 }
 
@@ -210,6 +239,8 @@ pub(super) struct Opened {
     pub(super) lease: RunLease,
     pub(super) message: String,
     pub(super) placement: Placement,
+    /// A new conversation's first model turn, sent while it was created.
+    pub(super) first_turn: Option<FirstTurn>,
 }
 
 /// The `409` message for a conversation with a run in progress.

@@ -117,6 +117,7 @@ pub(super) async fn open(
         lease,
         message,
         placement: Placement::ReplaceFrom(u64::try_from(from).unwrap_or(u64::MAX)),
+        first_turn: None,
     })
 }
 

@@ -3,7 +3,9 @@
 //! connection of its own, so the host cannot commit. The upstream is asked all the same, and
 //! nothing of its answer reaches the client until the step is stored; a step that cannot be
 //! stored ends the run with the store's error and none of that answer. A run that ends before
-//! its first model turn still stores its user message.
+//! its first model turn still stores its user message. A new conversation's first turn is
+//! asked while the conversation is created: `POST /chat` answers only once it is stored, and
+//! with the store's error (the request to the model dropped) when it cannot be.
 
 use std::{path::Path, time::Duration};
 
@@ -98,6 +100,113 @@ async fn the_next_turn_is_asked_while_a_message_is_stored_and_shown_only_after_i
             .map(|m| &m["content"]),
         Some(&json!("again"))
     );
+}
+
+/// The conversations in the host's database, read on the test's own connection.
+fn conversation_ids(db: &Connection) -> Vec<String> {
+    let mut query = db
+        .prepare("SELECT id FROM conversations ORDER BY id")
+        .expect("prepare");
+    let ids = query
+        .query_map([], |row| row.get(0))
+        .expect("query")
+        .collect::<Result<Vec<String>, _>>();
+    ids.expect("read the conversations")
+}
+
+#[tokio::test]
+async fn a_new_conversations_first_turn_is_asked_while_it_is_created_and_answered_after() {
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::text("first answer"),
+        Turn::text("second answer"),
+    ])
+    .await;
+    let host = TestHost::start(HostConfig::builtins().upstream(&upstream)).await;
+    // The project's folder exists from its first conversation on.
+    let (earlier, _) = Stream::read(host.chat(message("hello")).await).await.done();
+
+    let db = lock_database(&host);
+    let chat = host.chat(message("a new one"));
+    let mut chat = std::pin::pin!(chat);
+    tokio::select! {
+        // Without the overlap, the create waits for the lock (five seconds), then fails.
+        response = &mut chat => panic!(
+            "answered ({}) before the model was asked",
+            response.status()
+        ),
+        () = upstream.until_received(2) => {}
+    }
+    // The upstream answered at once; the create still waits for the lock.
+    let waited = tokio::time::timeout(WATCH, &mut chat).await;
+    assert!(
+        waited.is_err(),
+        "no answer before the conversation is stored"
+    );
+    assert_eq!(
+        conversation_ids(&db),
+        std::slice::from_ref(&earlier),
+        "not stored yet"
+    );
+    db.execute_batch("ROLLBACK")
+        .expect("release the write lock");
+
+    let response = chat.await;
+    assert_eq!(response.status(), 200);
+    let stream = Stream::read(response).await;
+    assert_eq!(stream.text(), "second answer");
+    let (conversation, stop) = stream.done();
+    assert_eq!(stop, "completed");
+    assert_ne!(conversation, earlier);
+    let messages = host.stored_messages(&conversation).await;
+    let contents: Vec<&str> = messages
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(contents, ["a new one", "second answer"], "{messages:?}");
+    let asked = upstream.received()[1].body["messages"].clone();
+    assert_eq!(asked.as_array().map(Vec::len), Some(1), "{asked}");
+    assert_eq!(asked[0]["content"], "a new one");
+    upstream.assert_consumed();
+}
+
+#[tokio::test]
+async fn a_new_conversation_that_cannot_be_stored_answers_with_the_error_and_drops_its_turn() {
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::text("first answer"),
+        Turn::text("never shown").first_delay(Duration::from_secs(30)),
+    ])
+    .await;
+    let host = TestHost::start(HostConfig::builtins().upstream(&upstream)).await;
+    let (earlier, _) = Stream::read(host.chat(message("hello")).await).await.done();
+
+    let db = lock_database(&host);
+    // Every new conversation is refused once the test commits.
+    db.execute_batch(
+        "CREATE TRIGGER refuse_new BEFORE INSERT ON conversations \
+         BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+    )
+    .expect("add the trigger");
+    let chat = host.chat(message("a new one"));
+    let mut chat = std::pin::pin!(chat);
+    tokio::select! {
+        response = &mut chat => panic!("answered ({}) before the model was asked", response.status()),
+        () = upstream.until_received(2) => {}
+    }
+    db.execute_batch("COMMIT").expect("release the write lock");
+
+    let response = chat.await;
+    assert_eq!(response.status(), 500);
+    let body = response.text().await.expect("the error body");
+    assert_eq!(body, r#"{"error":"internal error"}"#);
+    // The model's answer, still on its way, was dropped with the request.
+    for _ in 0..200 {
+        if upstream.dropped() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(upstream.dropped(), 1, "the turn's request was dropped");
+    assert_eq!(conversation_ids(&db), [earlier], "nothing stored");
 }
 
 #[tokio::test]
