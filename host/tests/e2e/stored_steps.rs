@@ -82,15 +82,10 @@ async fn the_next_turn_is_asked_while_a_message_is_stored_and_shown_only_after_i
     let stream = Stream::parse(&rest);
     assert_eq!(stream.text(), "second answer");
     assert_eq!(stream.done().1, "completed");
-    let messages = host.stored_messages(&conversation).await;
-    let contents: Vec<&str> = messages
-        .iter()
-        .map(|m| m["content"].as_str().unwrap_or_default())
-        .collect();
     assert_eq!(
-        contents,
+        stored_contents(&host, &conversation).await,
         ["hello", "first answer", "again", "second answer"],
-        "stored in order: {messages:?}"
+        "stored in order"
     );
     let asked = upstream.received()[1].body["messages"].clone();
     assert_eq!(
@@ -100,6 +95,30 @@ async fn the_next_turn_is_asked_while_a_message_is_stored_and_shown_only_after_i
             .map(|m| &m["content"]),
         Some(&json!("again"))
     );
+}
+
+/// The text of each stored message of `conversation`, as the host's API gives them.
+async fn stored_contents(host: &TestHost, conversation: &str) -> Vec<String> {
+    let messages = host.stored_messages(conversation).await;
+    messages
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Waits until the upstream has received `count` requests, failing if `chat` is answered first.
+async fn asked_before_answered(
+    chat: std::pin::Pin<&mut impl std::future::Future<Output = reqwest::Response>>,
+    upstream: &ScriptedUpstream,
+    count: usize,
+) {
+    tokio::select! {
+        response = chat => panic!(
+            "answered ({}) before the model was asked",
+            response.status()
+        ),
+        () = upstream.until_received(count) => {}
+    }
 }
 
 /// The conversations in the host's database, read on the test's own connection.
@@ -128,14 +147,8 @@ async fn a_new_conversations_first_turn_is_asked_while_it_is_created_and_answere
     let db = lock_database(&host);
     let chat = host.chat(message("a new one"));
     let mut chat = std::pin::pin!(chat);
-    tokio::select! {
-        // Without the overlap, the create waits for the lock (five seconds), then fails.
-        response = &mut chat => panic!(
-            "answered ({}) before the model was asked",
-            response.status()
-        ),
-        () = upstream.until_received(2) => {}
-    }
+    // Without the overlap, the create waits for the lock (five seconds), then fails.
+    asked_before_answered(chat.as_mut(), &upstream, 2).await;
     // The upstream answered at once; the create still waits for the lock.
     let waited = tokio::time::timeout(WATCH, &mut chat).await;
     assert!(
@@ -157,12 +170,10 @@ async fn a_new_conversations_first_turn_is_asked_while_it_is_created_and_answere
     let (conversation, stop) = stream.done();
     assert_eq!(stop, "completed");
     assert_ne!(conversation, earlier);
-    let messages = host.stored_messages(&conversation).await;
-    let contents: Vec<&str> = messages
-        .iter()
-        .map(|m| m["content"].as_str().unwrap_or_default())
-        .collect();
-    assert_eq!(contents, ["a new one", "second answer"], "{messages:?}");
+    assert_eq!(
+        stored_contents(&host, &conversation).await,
+        ["a new one", "second answer"]
+    );
     let asked = upstream.received()[1].body["messages"].clone();
     assert_eq!(asked.as_array().map(Vec::len), Some(1), "{asked}");
     assert_eq!(asked[0]["content"], "a new one");
@@ -188,10 +199,7 @@ async fn a_new_conversation_that_cannot_be_stored_answers_with_the_error_and_dro
     .expect("add the trigger");
     let chat = host.chat(message("a new one"));
     let mut chat = std::pin::pin!(chat);
-    tokio::select! {
-        response = &mut chat => panic!("answered ({}) before the model was asked", response.status()),
-        () = upstream.until_received(2) => {}
-    }
+    asked_before_answered(chat.as_mut(), &upstream, 2).await;
     db.execute_batch("COMMIT").expect("release the write lock");
 
     let response = chat.await;
