@@ -6,8 +6,8 @@
 //! queue). Under `rojos-bench` S3 (1,000 streams), a run waited 20 ms on average there after
 //! its tool call's thread had finished, 42 % of calls more than 10 ms; with the shared queue
 //! looked at first on every task, 3 ms (bench/PROFILE.md, eighth round). Those wakes are the
-//! end of a step's real work, and a stream's chunk never comes through that queue, so they
-//! go first.
+//! end of a step's real work, while a stream's chunks are woken by the worker that polls the
+//! network, into its own queue; so they go first.
 
 use std::io;
 
