@@ -72,6 +72,9 @@ pub struct LiveProvider {
     /// `client` as built: neither changes afterwards (an edit of `rojos.toml` builds new
     /// settings).
     fingerprint: u64,
+    /// Its endpoint's `host[:port]`, as messages name it ([`crate::providers::ProviderRef`]):
+    /// found once here, where every chat parsed the URL again.
+    host: String,
 }
 
 impl LiveProvider {
@@ -79,11 +82,18 @@ impl LiveProvider {
     /// server's list).
     pub fn new(config: ProviderConfig, client: Option<rojos_llm::Client>) -> Self {
         let fingerprint = crate::providers::status::fingerprint(&config, client.is_some());
+        let host = crate::providers::endpoint_host(&config.provider.base_url);
         Self {
             config,
             client,
             fingerprint,
+            host,
         }
+    }
+
+    /// Its endpoint's `host[:port]` (never a path, query or key).
+    pub fn host(&self) -> &str {
+        &self.host
     }
 
     /// What identifies this configuration (and whether it has its client yet) to the provider

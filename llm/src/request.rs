@@ -12,7 +12,7 @@ use reqwest::Url;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
 use crate::redact::display_url;
-use serde_json::{json, Map, Value};
+use serde_json::{json, value::RawValue, Map, Value};
 
 use crate::error::LlmError;
 use crate::provider::Provider;
@@ -74,8 +74,18 @@ impl From<&ChatRequest<'_>> for SharedChatRequest {
 
 /// A tool as every provider accepts it: checked and sanitised once by
 /// [`ToolDefinition::new`] ([`sanitize_tool`]), then shared by every request offering it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolDefinition(Arc<Value>);
+/// Its JSON text is written once, there too: a request copies that text instead of
+/// serialising the schema again (the tools' schemas were most of a short conversation's
+/// request bytes, and serialising them a third of the host's instructions per conversation,
+/// `bench/PROFILE.md`).
+#[derive(Debug, Clone)]
+pub struct ToolDefinition(Arc<Sanitized>);
+
+#[derive(Debug)]
+struct Sanitized {
+    value: Value,
+    text: Box<RawValue>,
+}
 
 impl ToolDefinition {
     /// The canonical, sanitised form of `tool` (flat or nested OpenAI form).
@@ -83,18 +93,29 @@ impl ToolDefinition {
     /// # Errors
     /// [`LlmError::InvalidRequest`] when the tool has no valid name.
     pub fn new(tool: &Value) -> Result<Self, LlmError> {
-        sanitize_tool(tool).map(|tool| ToolDefinition(Arc::new(tool)))
+        let value = sanitize_tool(tool)?;
+        let text =
+            serde_json::value::to_raw_value(&value).map_err(|e| LlmError::InvalidRequest {
+                detail: format!("the tool's definition cannot be written as JSON: {e}"),
+            })?;
+        Ok(ToolDefinition(Arc::new(Sanitized { value, text })))
     }
 
     /// The definition as sent.
     pub fn as_value(&self) -> &Value {
-        &self.0
+        &self.0.value
+    }
+}
+
+impl PartialEq for ToolDefinition {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.value == other.0.value
     }
 }
 
 impl Serialize for ToolDefinition {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
+        self.0.text.serialize(serializer)
     }
 }
 
@@ -481,5 +502,21 @@ mod tests {
         let tool = ToolDefinition::new(&raw).unwrap();
         assert_eq!(tool.as_value(), &sanitize_tool(&raw).unwrap());
         assert!(ToolDefinition::new(&json!({"name": "a b"})).is_err());
+    }
+
+    #[test]
+    fn a_tool_is_sent_as_its_sanitised_definition_written_once() {
+        let raw = json!({"type": "function", "function": {"name": "write", "description": "d \"q\" \u{e9}",
+            "parameters": {"properties": {"path": {"type": ["string", "null"], "format": "x"}},
+                           "required": ["path", "gone"]}}});
+        let tool = ToolDefinition::new(&raw).unwrap();
+        let req = ChatRequest {
+            tools: vec![tool.clone(), tool.clone()],
+            ..ChatRequest::default()
+        };
+        let sent = body(&Provider::new("http://h/v1", "m1"), &req);
+        assert_eq!(sent["tools"], json!([tool.as_value(), tool.as_value()]));
+        // The same through serde_json's value serialiser (what `json!` and `to_value` use).
+        assert_eq!(&serde_json::to_value(&tool).unwrap(), tool.as_value());
     }
 }

@@ -94,10 +94,8 @@ impl Approvals for SqliteApprovals {
         self.pool
             .write(&action, move |conn| {
                 let backend = |e| StoreError::backend(failed.clone(), e);
-                // A savepoint: the writer may run this inside its batch's transaction.
-                let tx = conn.savepoint().map_err(backend)?;
                 let (state, reason) = row_of(&decision);
-                let tool: Option<String> = tx
+                let tool: Option<String> = conn
                     .prepare_cached(
                         "UPDATE approvals SET state = ?3, reason = ?4
                          WHERE conversation_id = ?1 AND call_id = ?2 AND state = 'pending'
@@ -112,18 +110,17 @@ impl Approvals for SqliteApprovals {
                     })
                     .map_err(backend)?;
                 let Some(tool) = tool else {
-                    let now = read(&tx, &conversation, &call_id)?;
+                    let now = read(conn, &conversation, &call_id)?;
                     return Ok(Decided::NotPending(now));
                 };
                 if decision == Decision::ApproveAlways {
-                    tx.prepare_cached(
+                    conn.prepare_cached(
                         "INSERT INTO approved_tools (conversation_id, tool) VALUES (?1, ?2)
                          ON CONFLICT DO NOTHING",
                     )
                     .and_then(|mut s| s.execute(params![conversation.as_str(), tool]))
                     .map_err(backend)?;
                 }
-                tx.commit().map_err(backend)?;
                 Ok(Decided::Recorded)
             })
             .await

@@ -4,7 +4,8 @@
 //! Writes are sent to the writer thread, which takes every write waiting when it wakes (at
 //! most [`MAX_BATCH`]) and runs them in one transaction, each inside a savepoint of its own:
 //! a write that fails is rolled back alone, and every caller gets its answer only after the
-//! transaction committed. Under load, one thread hand-off and one commit then serve many
+//! transaction committed. That savepoint is what makes each write atomic (the store's
+//! queries open none of their own). Under load, one thread hand-off and one commit then serve many
 //! writes instead of one each (a `spawn_blocking` hop and a commit per write were what kept
 //! the tokio workers waiting, `bench/PROFILE.md`); alone, a write costs what it did.
 //!
@@ -24,6 +25,10 @@ use crate::error::StoreError;
 /// Most writes committed together.
 const MAX_BATCH: usize = 64;
 
+/// Prepared statements the writer keeps: every write statement of the store and the batch's
+/// own (about 25), where rusqlite keeps 16 by default and would parse some again in turn.
+const WRITER_STATEMENTS: usize = 64;
+
 /// The writer thread's inbox and `readers.len()` reader connections.
 #[derive(Debug)]
 pub(crate) struct Pool {
@@ -42,6 +47,7 @@ impl Pool {
     ///
     /// The thread cannot be started.
     pub(crate) fn new(writer: Connection, readers: Vec<Connection>) -> std::io::Result<Arc<Self>> {
+        writer.set_prepared_statement_cache_capacity(WRITER_STATEMENTS);
         let (writes, inbox) = mpsc::channel();
         std::thread::Builder::new()
             .name("rojos-sqlite-writer".to_owned())
@@ -141,8 +147,8 @@ where
         let Some(work) = self.work.take() else {
             return false;
         };
-        // A panic drops the work's open savepoint, which rolls it back: the connection is
-        // sound, and the caller gets an error instead of a lost answer.
+        // A panic counts as a failure: the batch rolls back the write's savepoint, so the
+        // connection is sound, and the caller gets an error instead of a lost answer.
         let result = catch_unwind(AssertUnwindSafe(|| work(conn))).unwrap_or_else(|_| {
             Err(StoreError::backend(
                 self.action.as_str(),
@@ -183,39 +189,47 @@ fn run_writer(mut conn: Connection, inbox: &mpsc::Receiver<Box<dyn WriteJob>>) {
 /// Runs `batch` in one transaction, each job in its own savepoint, and answers every job
 /// after the commit.
 fn run_batch(conn: &mut Connection, mut batch: Vec<Box<dyn WriteJob>>) {
-    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+    if let Err(e) = control(conn, "BEGIN IMMEDIATE") {
         for job in batch {
             job.answer(Err(&e));
         }
         return;
     }
     for job in &mut batch {
-        if conn.execute_batch("SAVEPOINT batched_write").is_err() {
+        if control(conn, "SAVEPOINT batched_write").is_err() {
             continue; // not run: answered with "not run" after the commit
         }
         let ok = job.run(conn);
-        let end = if ok {
-            "RELEASE batched_write"
+        let undone = if ok {
+            Ok(())
         } else {
-            "ROLLBACK TO batched_write; RELEASE batched_write"
+            control(conn, "ROLLBACK TO batched_write")
         };
-        if let Err(e) = conn.execute_batch(end) {
+        if let Err(e) = undone.and_then(|()| control(conn, "RELEASE batched_write")) {
             tracing::warn!(error = %e, "cannot end a batched write's savepoint");
         }
     }
-    match conn.execute_batch("COMMIT") {
+    match control(conn, "COMMIT") {
         Ok(()) => {
             for job in batch {
                 job.answer(Ok(()));
             }
         }
         Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK");
+            let _ = control(conn, "ROLLBACK");
             for job in batch {
                 job.answer(Err(&e));
             }
         }
     }
+}
+
+/// Runs one of the batch's own statements (the transaction and the savepoints), prepared
+/// once and kept in the connection's statement cache, where `execute_batch` parsed it again
+/// on every use: two per write and two per batch.
+fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([])?;
+    Ok(())
 }
 
 /// Takes a lock even if a job panicked while holding it: the panic dropped any

@@ -1,7 +1,8 @@
 //! The blocking SQL behind each store operation, run on a pooled connection.
-//! Each function is one transaction; `SqliteStore` moves it off the runtime. A write is
-//! a savepoint, so it is its own transaction alone and a nested one inside the writer's
-//! batch (`pool`), where a failed write rolls back only itself.
+//! A read is one transaction; `SqliteStore` moves it off the runtime. A write runs on the
+//! writer thread inside the savepoint the writer opens for it (`pool`), which makes it
+//! atomic: one that fails, or returns an error, is rolled back alone. So the writes here
+//! open no transaction of their own (a nested savepoint was two more statements per write).
 //! Rows are turned back into records here, so a corrupt row is reported by name.
 
 use rusqlite::{params, Connection, OptionalExtension};
@@ -13,24 +14,23 @@ use crate::id::ConversationId;
 use crate::step::Step;
 use crate::store::{Conversation, ConversationHead, ConversationPage, ConversationSummary};
 
-/// Inserts a conversation holding the step `first` (none when it is empty), in one
-/// transaction; `false` (and nothing stored) if `id` is already taken.
+/// Inserts a conversation holding the step `first` (none when it is empty); `false` (and
+/// nothing stored) if `id` is already taken.
 pub(crate) fn insert_conversation(
-    conn: &mut Connection,
+    conn: &Connection,
     id: &ConversationId,
     project_id: &str,
     rojo: &str,
     first: &Step,
     now_ms: i64,
 ) -> rusqlite::Result<bool> {
-    let tx = conn.savepoint()?;
-    let activity = next_activity(&tx, project_id)?;
+    let activity = next_activity(conn, project_id)?;
     // Cached statements: parsing the SQL again on every call was a tenth of a chat's CPU
     // time under load (rojos-bench profile).
     // The row is written with its first step's counts, title and size (no second statement
-    // reads and updates it); the step's messages are numbered as `append_in` would: from 0,
+    // reads and updates it); the step's messages are numbered as `insert_step` would: from 0,
     // step 0.
-    let inserted = tx
+    let inserted = conn
         .prepare_cached(
             "INSERT INTO conversations (id, project_id, rojo, created_at, updated_at, activity,
                                         title, message_count, step_count, stored_bytes)
@@ -49,9 +49,8 @@ pub(crate) fn insert_conversation(
             i64::try_from(first.bytes()).unwrap_or(i64::MAX),
         ])?;
     if inserted == 1 {
-        insert_messages(&tx, id, 0, 0, first.rows())?;
+        insert_messages(conn, id, 0, 0, first.rows())?;
     }
-    tx.commit()?;
     Ok(inserted == 1)
 }
 
@@ -72,30 +71,16 @@ fn insert_messages(
     Ok(())
 }
 
-/// Stores one step's messages after the conversation's last one, in one
-/// transaction; `false` (and nothing stored) if the conversation does not exist.
+/// Stores one step's messages after the conversation's last one; `false` (and nothing
+/// stored) if the conversation does not exist.
 pub(crate) fn insert_step(
-    conn: &mut Connection,
+    conn: &Connection,
     id: &ConversationId,
     messages: &[String],
     title: Option<&str>,
     now_ms: i64,
 ) -> rusqlite::Result<bool> {
-    let tx = conn.savepoint()?;
-    let found = append_in(&tx, id, messages, title, now_ms)?;
-    tx.commit()?;
-    Ok(found)
-}
-
-/// [`insert_step`] inside the caller's transaction, which the caller commits.
-fn append_in(
-    tx: &Connection,
-    id: &ConversationId,
-    messages: &[String],
-    title: Option<&str>,
-    now_ms: i64,
-) -> rusqlite::Result<bool> {
-    let found = tx
+    let found = conn
         .prepare_cached(
             "SELECT project_id, message_count, step_count FROM conversations WHERE id = ?1",
         )?
@@ -113,10 +98,10 @@ fn append_in(
     if messages.is_empty() {
         return Ok(true);
     }
-    insert_messages(tx, id, first_seq, step, messages)?;
-    let activity = next_activity(tx, &project_id)?;
+    insert_messages(conn, id, first_seq, step, messages)?;
+    let activity = next_activity(conn, &project_id)?;
     let step_bytes: usize = messages.iter().map(String::len).sum();
-    tx.prepare_cached(
+    conn.prepare_cached(
         "UPDATE conversations
          SET message_count = message_count + ?2, step_count = step_count + 1,
              updated_at = ?3, activity = ?4, title = coalesce(title, ?5),
@@ -144,18 +129,17 @@ pub(crate) enum Replaced {
     PastEnd { count: u64 },
 }
 
-/// Deletes the messages from `seq` `from` on and appends the step after the others, in one
-/// transaction. From 0, the derived title is cleared first, so the step's title replaces it.
+/// Deletes the messages from `seq` `from` on and appends the step after the others. From 0,
+/// the derived title is cleared first, so the step's title replaces it.
 pub(crate) fn replace_step(
-    conn: &mut Connection,
+    conn: &Connection,
     id: &ConversationId,
     from: u64,
     messages: &[String],
     title: Option<&str>,
     now_ms: i64,
 ) -> rusqlite::Result<Replaced> {
-    let tx = conn.savepoint()?;
-    let count = tx
+    let count = conn
         .prepare_cached("SELECT message_count FROM conversations WHERE id = ?1")?
         .query_row([id.as_str()], |row| row.get::<_, u64>(0))
         .optional()?;
@@ -166,30 +150,29 @@ pub(crate) fn replace_step(
         return Ok(Replaced::PastEnd { count });
     }
     let from = i64::try_from(from).unwrap_or(i64::MAX);
-    let removed: i64 = tx
+    let removed: i64 = conn
         .prepare_cached(
             "SELECT coalesce(sum(octet_length(json)), 0) FROM messages
              WHERE conversation_id = ?1 AND seq >= ?2",
         )?
         .query_row(params![id.as_str(), from], |row| row.get(0))?;
-    tx.prepare_cached("DELETE FROM messages WHERE conversation_id = ?1 AND seq >= ?2")?
+    conn.prepare_cached("DELETE FROM messages WHERE conversation_id = ?1 AND seq >= ?2")?
         .execute(params![id.as_str(), from])?;
-    tx.prepare_cached(
+    conn.prepare_cached(
         "UPDATE conversations
          SET message_count = ?2, stored_bytes = stored_bytes - ?3,
              title = CASE WHEN ?2 = 0 THEN NULL ELSE title END
          WHERE id = ?1",
     )?
     .execute(params![id.as_str(), from, removed])?;
-    append_in(&tx, id, messages, title, now_ms)?;
-    tx.commit()?;
+    insert_step(conn, id, messages, title, now_ms)?;
     Ok(Replaced::Done)
 }
 
 /// Sets (or clears, with `None`) the title the user gave; `false` if the conversation does
 /// not exist.
 pub(crate) fn update_custom_title(
-    conn: &mut Connection,
+    conn: &Connection,
     id: &ConversationId,
     title: Option<&str>,
 ) -> rusqlite::Result<bool> {
@@ -201,16 +184,14 @@ pub(crate) fn update_custom_title(
 
 /// Deletes the conversation and its messages; `false` if it does not exist.
 pub(crate) fn delete_conversation(
-    conn: &mut Connection,
+    conn: &Connection,
     id: &ConversationId,
 ) -> rusqlite::Result<bool> {
-    let tx = conn.savepoint()?;
-    tx.prepare_cached("DELETE FROM messages WHERE conversation_id = ?1")?
+    conn.prepare_cached("DELETE FROM messages WHERE conversation_id = ?1")?
         .execute([id.as_str()])?;
-    let deleted = tx
+    let deleted = conn
         .prepare_cached("DELETE FROM conversations WHERE id = ?1")?
         .execute([id.as_str()])?;
-    tx.commit()?;
     Ok(deleted == 1)
 }
 

@@ -43,7 +43,7 @@ impl Checked {
 
 /// Checks provider `name`.
 pub async fn check(name: &str, provider: &LiveProvider) -> Checked {
-    let reference = ProviderRef::new(name, &provider.config);
+    let reference = ProviderRef::of_live(name, provider);
     if provider.config.missing_key {
         return Checked::unavailable(advice::missing_key(&reference), None);
     }

@@ -80,7 +80,7 @@ pub fn select(board: &StatusBoard, settings: &Settings, rojo: &RojoConfig) -> Se
             Status::Ready { model } => {
                 let client = known.client.clone().or_else(|| provider.client.clone());
                 if let Some(client) = client {
-                    let mut reference = ProviderRef::new(name, &provider.config);
+                    let mut reference = ProviderRef::of_live(name, provider);
                     reference.model.clone_from(model);
                     let status = known.status.clone();
                     return Selection {
@@ -100,7 +100,7 @@ pub fn select(board: &StatusBoard, settings: &Settings, rojo: &RojoConfig) -> Se
                 if let Some(client) = presumed_ready(provider) {
                     return Selection {
                         chosen: Some(Chosen {
-                            provider: ProviderRef::new(name, &provider.config),
+                            provider: ProviderRef::of_live(name, provider),
                             client: client.clone(),
                             status: Status::Checking,
                         }),

@@ -12,7 +12,7 @@ pub mod status;
 
 use rojos_llm::ProviderKind;
 
-use crate::config::ProviderConfig;
+use crate::{config::ProviderConfig, live::LiveProvider};
 
 /// One configured provider, as messages to the user name it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,10 +32,19 @@ pub struct ProviderRef {
 impl ProviderRef {
     /// The provider `name` configured as `config`.
     pub fn new(name: &str, config: &ProviderConfig) -> ProviderRef {
+        ProviderRef::with_host(name, config, endpoint_host(&config.provider.base_url))
+    }
+
+    /// The live provider `name`, with the endpoint host found when it was loaded.
+    pub fn of_live(name: &str, provider: &LiveProvider) -> ProviderRef {
+        ProviderRef::with_host(name, &provider.config, provider.host().to_owned())
+    }
+
+    fn with_host(name: &str, config: &ProviderConfig, host: String) -> ProviderRef {
         ProviderRef {
             name: name.to_owned(),
             kind: config.kind,
-            host: endpoint_host(&config.provider.base_url),
+            host,
             model: config.provider.model.clone(),
             key_env: config.key_env.clone(),
         }
@@ -52,9 +61,29 @@ impl ProviderRef {
 
 /// The `host[:port]` of `base_url` as errors name it, or the redacted URL when it does not
 /// parse.
-fn endpoint_host(base_url: &str) -> String {
+pub(crate) fn endpoint_host(base_url: &str) -> String {
     rojos_llm::chat_completions_url(base_url).map_or_else(
         |_| rojos_llm::display_url(base_url),
         |url| rojos_llm::endpoint_host(&url),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_provider_is_named_as_its_configuration_is() {
+        let config = ProviderConfig {
+            provider: rojos_llm::Provider::new("https://user:key@api.example:8443/v1?k=s", "m"),
+            kind: None,
+            key_env: Some("EXAMPLE_KEY".into()),
+            missing_key: false,
+            model_from_list: false,
+        };
+        let live = LiveProvider::new(config.clone(), None);
+        let named = ProviderRef::of_live("p", &live);
+        assert_eq!(named, ProviderRef::new("p", &config));
+        assert_eq!(named.host, "api.example:8443");
+    }
 }

@@ -108,7 +108,7 @@ impl StatusBoard {
     /// check.
     pub fn known(&self, name: &str, provider: &LiveProvider) -> Known {
         if provider.config.missing_key {
-            let reference = super::ProviderRef::new(name, &provider.config);
+            let reference = super::ProviderRef::of_live(name, provider);
             return Known {
                 status: Status::Unavailable {
                     fix: advice::missing_key(&reference),
