@@ -75,9 +75,9 @@ impl From<&ChatRequest<'_>> for SharedChatRequest {
 /// A tool as every provider accepts it: checked and sanitised once by
 /// [`ToolDefinition::new`] ([`sanitize_tool`]), then shared by every request offering it.
 /// Its JSON text is written once, there too: a request copies that text instead of
-/// serialising the schema again (the tools' schemas were most of a short conversation's
-/// request bytes, and serialising them a third of the host's instructions per conversation,
-/// `bench/PROFILE.md`).
+/// serialising the schema again (the tools' schemas are most of a short conversation's
+/// request bytes; serialising them for every request was 8 % of the host's instructions per
+/// conversation, `bench/PROFILE.md`, ninth round).
 #[derive(Debug, Clone)]
 pub struct ToolDefinition(Arc<Sanitized>);
 
@@ -506,9 +506,14 @@ mod tests {
 
     #[test]
     fn a_tool_is_sent_as_its_sanitised_definition_written_once() {
-        let raw = json!({"type": "function", "function": {"name": "write", "description": "d \"q\" \u{e9}",
-            "parameters": {"properties": {"path": {"type": ["string", "null"], "format": "x"}},
-                           "required": ["path", "gone"]}}});
+        let raw = json!({"type": "function", "function": {
+            "name": "write",
+            "description": "d \"q\" \u{e9}",
+            "parameters": {
+                "properties": {"path": {"type": ["string", "null"], "format": "x"}},
+                "required": ["path", "gone"]
+            }
+        }});
         let tool = ToolDefinition::new(&raw).unwrap();
         let req = ChatRequest {
             tools: vec![tool.clone(), tool.clone()],

@@ -5,9 +5,9 @@
 //! most [`MAX_BATCH`]) and runs them in one transaction, each inside a savepoint of its own:
 //! a write that fails is rolled back alone, and every caller gets its answer only after the
 //! transaction committed. That savepoint is what makes each write atomic (the store's
-//! queries open none of their own). Under load, one thread hand-off and one commit then serve many
-//! writes instead of one each (a `spawn_blocking` hop and a commit per write were what kept
-//! the tokio workers waiting, `bench/PROFILE.md`); alone, a write costs what it did.
+//! queries open none of their own). Under load, one thread hand-off and one commit then
+//! serve many writes instead of one each (a `spawn_blocking` hop and a commit per write were
+//! what kept the tokio workers waiting, `bench/PROFILE.md`); alone, a write costs what it did.
 //!
 //! Readers: tasks wait for one on a tokio `Semaphore` (asynchronously), so at most one
 //! blocking thread per reader exists and no `std` lock is ever held across `.await`.
