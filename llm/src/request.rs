@@ -94,10 +94,8 @@ impl ToolDefinition {
     /// [`LlmError::InvalidRequest`] when the tool has no valid name.
     pub fn new(tool: &Value) -> Result<Self, LlmError> {
         let value = sanitize_tool(tool)?;
-        let text =
-            serde_json::value::to_raw_value(&value).map_err(|e| LlmError::InvalidRequest {
-                detail: format!("the tool's definition cannot be written as JSON: {e}"),
-            })?;
+        // A `Value` always serialises: its keys are strings and its numbers finite.
+        let text = serde_json::value::to_raw_value(&value).expect("a JSON value serialises");
         Ok(ToolDefinition(Arc::new(Sanitized { value, text })))
     }
 
