@@ -32,10 +32,36 @@ impl Step {
             .iter()
             .map(|message| serde_json::to_string(message).expect("a JSON value always serialises"))
             .collect();
-        Ok(Self {
+        Ok(Self::checked(messages, rows))
+    }
+
+    /// The step of `messages` whose text the caller wrote already: `rows[i]` is
+    /// `messages[i]`'s compact JSON text, as `serde_json::to_string` writes it (a caller that
+    /// also sends the messages upstream writes each once, for both).
+    ///
+    /// # Errors
+    ///
+    /// As [`Step::new`].
+    pub fn written(messages: &[Value], rows: Vec<String>) -> Result<Self, StoreError> {
+        check_messages(messages)?;
+        debug_assert!(
+            messages.len() == rows.len()
+                && messages
+                    .iter()
+                    .zip(&rows)
+                    .all(
+                        |(message, row)| serde_json::to_string(message).ok().as_ref() == Some(row)
+                    ),
+            "each row is its message's text"
+        );
+        Ok(Self::checked(messages, rows))
+    }
+
+    fn checked(messages: &[Value], rows: Vec<String>) -> Self {
+        Self {
             rows,
             title: title_of(messages),
-        })
+        }
     }
 
     /// The stored size: the bytes of the messages' compact JSON text.
@@ -85,10 +111,30 @@ mod tests {
 
     #[test]
     fn a_message_that_is_not_an_openai_message_is_refused_with_its_index() {
-        let refused = Step::new(&[json!({"role": "user", "content": "a"}), json!("text")]);
+        let messages = [json!({"role": "user", "content": "a"}), json!("text")];
+        let refused = Step::new(&messages);
         assert!(
             matches!(refused, Err(StoreError::InvalidMessage { index: 1, .. })),
             "{refused:?}"
+        );
+        let rows = messages.iter().map(Value::to_string).collect();
+        let refused = Step::written(&messages, rows);
+        assert!(
+            matches!(refused, Err(StoreError::InvalidMessage { index: 1, .. })),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
+    fn a_step_written_by_its_caller_is_the_step_made_here() {
+        let messages = [
+            json!({"role": "user", "content": "a \"title\""}),
+            json!({"role": "assistant", "content": null, "rojos": {"stopped": true}}),
+        ];
+        let rows = messages.iter().map(Value::to_string).collect();
+        assert_eq!(
+            Step::written(&messages, rows).unwrap(),
+            Step::new(&messages).unwrap()
         );
     }
 }

@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use futures_util::StreamExt;
 use rojos_llm::{
-    system_message, tool_message, user_message, ChatRequest, Client, ToolChoice, ToolDefinition,
-    Turn, TurnEvent,
+    system_message, tool_message, user_message, ChatRequest, Client, MessageText, ToolChoice,
+    ToolDefinition, Turn, TurnEvent,
 };
 use serde_json::{json, Value};
 
@@ -93,10 +93,12 @@ async fn stream(client: &Client, request: &ChatRequest<'_>) -> Streamed {
 pub async fn run(client: &Client) -> Vec<Check> {
     let mut checks = Vec::new();
     let mut messages = vec![
-        system_message("You are being tested. Use the tools you are given."),
-        user_message(
+        MessageText::new(&system_message(
+            "You are being tested. Use the tools you are given.",
+        )),
+        MessageText::new(&user_message(
             "What time is it in UTC? Call get_time to find out, then answer in one short sentence.",
-        ),
+        )),
     ];
     let (check, turn) = streaming(client, &messages).await;
     checks.push(check);
@@ -109,19 +111,19 @@ pub async fn run(client: &Client) -> Vec<Check> {
     if !called {
         return checks;
     }
-    messages.push(client.assistant_message(&turn));
+    messages.push(MessageText::new(&client.assistant_message(&turn)));
     for call in &turn.tool_calls {
-        messages.push(tool_message(
+        messages.push(MessageText::new(&tool_message(
             &call.id,
             r#"{"time":"12:00","timezone":"UTC"}"#,
-        ));
+        )));
     }
     checks.push(follow_up(client, messages).await);
     checks
 }
 
 /// The probe's request: `messages` with the `get_time` tool offered.
-fn request(messages: &[Value]) -> ChatRequest<'_> {
+fn request(messages: &[MessageText]) -> ChatRequest<'_> {
     let tool = ToolDefinition::new(&probe_tool()).expect("the probe's tool name is valid");
     ChatRequest {
         system: None,
@@ -132,7 +134,7 @@ fn request(messages: &[Value]) -> ChatRequest<'_> {
 }
 
 /// Check 1: the first turn streams to its end; its turn when it did.
-async fn streaming(client: &Client, messages: &[Value]) -> (Check, Option<Turn>) {
+async fn streaming(client: &Client, messages: &[MessageText]) -> (Check, Option<Turn>) {
     let first = stream(client, &request(messages)).await;
     match first.turn {
         Ok(turn) => (
@@ -185,7 +187,7 @@ fn tool_call(turn: &Turn) -> Check {
 }
 
 /// Check 3: given the tool's result, the model answers in text.
-async fn follow_up(client: &Client, messages: Vec<Value>) -> Check {
+async fn follow_up(client: &Client, messages: Vec<MessageText>) -> Check {
     let second = stream(client, &request(&messages)).await;
     match second.turn {
         Err(e) => Check {

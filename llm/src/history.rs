@@ -2,10 +2,62 @@
 //! message, the assistant message of a turn (content, `tool_calls` with valid JSON-object
 //! arguments, echoed provider extras) or of plain text, and one `tool` message per call.
 //! Storing them, and what the tools answered, is the caller's job.
+//!
+//! A request sends its history as [`MessageText`]s: each message written as JSON text once,
+//! when it joins the history, and copied into every later request's body from there.
 
-use serde_json::{json, Map, Value};
+use serde::{Serialize, Serializer};
+use serde_json::{json, value::RawValue, Map, Value};
 
 use crate::turn::{ToolCall, Turn};
+
+/// One message of a request's history as the compact JSON text sent for it, written once
+/// ([`MessageText::new`]). Each model turn sends the whole history again: a turn copies this
+/// text instead of serialising the message's `Value` tree anew, so a long conversation costs
+/// its bytes per turn, not their serialisation.
+#[derive(Debug, Clone)]
+pub struct MessageText {
+    text: Box<RawValue>,
+    role: Box<str>,
+}
+
+impl MessageText {
+    /// `message` written as compact JSON (serde_json's key order, as `to_string` writes it).
+    pub fn new(message: &Value) -> MessageText {
+        // A `Value` always serialises: its keys are strings and its numbers finite.
+        let text = serde_json::value::to_raw_value(message).expect("a JSON value serialises");
+        let role = message["role"].as_str().unwrap_or_default().into();
+        MessageText { text, role }
+    }
+
+    /// The message's JSON text.
+    pub fn as_str(&self) -> &str {
+        self.text.get()
+    }
+
+    /// The message's `role` (`""` when it has none).
+    pub fn role(&self) -> &str {
+        &self.role
+    }
+}
+
+impl From<&Value> for MessageText {
+    fn from(message: &Value) -> MessageText {
+        MessageText::new(message)
+    }
+}
+
+impl PartialEq for MessageText {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Serialize for MessageText {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.text.serialize(serializer)
+    }
+}
 
 /// How an assistant message without text carries its `content`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -43,7 +95,8 @@ pub fn assistant_message(turn: &Turn, empty: EmptyContent) -> Value {
 
 fn tool_call_json(call: &ToolCall) -> Value {
     let arguments = match &call.arguments {
-        Ok(args) => Value::Object(args.clone()).to_string(),
+        // Written from the map itself: the same text as the object's, without copying it.
+        Ok(args) => serde_json::to_string(args).expect("a JSON object serialises"),
         Err(_) => String::from("{}"),
     };
     let mut out = json!({
@@ -187,6 +240,21 @@ mod tests {
         assert_eq!(
             user_message("hi").to_string(),
             r#"{"content":"hi","role":"user"}"#
+        );
+    }
+
+    #[test]
+    fn a_message_text_is_the_message_as_to_string_writes_it() {
+        let message = json!({"role": "tool", "tool_call_id": "c", "content": "a\n\"b\" \u{e9}"});
+        let text = MessageText::new(&message);
+        assert_eq!(text.as_str(), message.to_string());
+        assert_eq!(text.role(), "tool");
+        assert_eq!(MessageText::new(&json!({"content": "x"})).role(), "");
+        // Sent as the message itself, through any serialiser.
+        assert_eq!(serde_json::to_value(&text).unwrap(), message);
+        assert_eq!(
+            serde_json::to_string(&[&text, &text]).unwrap(),
+            format!("[{message},{message}]")
         );
     }
 

@@ -18,7 +18,8 @@
 //! - `wire` — tolerant serde types for chunks and provider error objects.
 //! - `assemble` — chunks → text deltas and whole tool calls → [`Turn`] (provider quirks).
 //! - `turn` — [`Turn`], [`ToolCall`], [`FinishReason`], [`Usage`], [`TurnEvent`].
-//! - `history` — the assistant and `tool` messages to append to the history.
+//! - `history` — the assistant and `tool` messages to append to the history, and
+//!   [`MessageText`]: a history's message written as JSON once.
 //! - `json_type` — [`json_type_name`], a JSON value's type for messages ("an array").
 //! - `retry` — retryable statuses, `Retry-After`, backoff.
 //! - `redact` — [`display_url`], and the provider's secrets kept out of its error messages.
@@ -30,11 +31,11 @@
 //!
 //! ```no_run
 //! use futures_util::StreamExt;
-//! use rojos_llm::{ChatRequest, Client, Provider, ToolChoice, TurnEvent};
+//! use rojos_llm::{user_message, ChatRequest, Client, MessageText, Provider, ToolChoice, TurnEvent};
 //!
 //! # async fn run() -> Result<(), rojos_llm::LlmError> {
 //! let client = Client::new(Provider::new("http://127.0.0.1:11434/v1", "qwen2.5:7b"))?;
-//! let mut history = vec![serde_json::json!({"role": "user", "content": "hi"})];
+//! let mut history = vec![MessageText::new(&user_message("hi"))];
 //! let request = ChatRequest { system: None, messages: &history, tools: vec![], tool_choice: Some(ToolChoice::Auto) };
 //! let mut turn = client.stream_turn(&request); // dropping it cancels the turn
 //! while let Some(event) = turn.next().await {
@@ -43,13 +44,13 @@
 //!         TurnEvent::ToolCallStarted { name, .. } => eprintln!("calling {name}…"),
 //!         TurnEvent::ToolCallProgress { .. } => {} // argument bytes so far: live status only
 //!         TurnEvent::Finished(turn) => {
-//!             history.push(client.assistant_message(&turn));
+//!             history.push(MessageText::new(&client.assistant_message(&turn)));
 //!             for call in &turn.tool_calls {
 //!                 let result = match &call.arguments {
 //!                     Ok(_args) => "…run the tool…".to_string(),
 //!                     Err(why) => format!("error: {why}"),
 //!                 };
-//!                 history.push(rojos_llm::tool_message(&call.id, result));
+//!                 history.push(MessageText::new(&rojos_llm::tool_message(&call.id, result)));
 //!             }
 //!         }
 //!     }
@@ -82,7 +83,7 @@ pub use error::{BoxError, LlmError, SizeLimit};
 pub use fault::{Fault, Reach};
 pub use history::{
     assistant_message, assistant_text_message, system_message, tool_message, user_message,
-    EmptyContent,
+    EmptyContent, MessageText,
 };
 pub use json_type::json_type_name;
 pub use kind::ProviderKind;

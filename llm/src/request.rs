@@ -2,9 +2,10 @@
 //! sanitising (names checked, parameter schemas cut to the subset every provider accepts)
 //! and the endpoint URL. Messages pass through untouched: history is the caller's.
 //!
-//! The body is written straight from the caller's messages and the tools' shared
-//! definitions: nothing is copied into a JSON tree first (a turn's history is the largest
-//! thing a run handles, and each model turn sends all of it).
+//! The body is written straight from the caller's messages, each already JSON text
+//! ([`MessageText`]), and the tools' shared definitions, each JSON text too: nothing is
+//! serialised again per request (a turn's history is the largest thing a run handles, and
+//! each model turn sends all of it).
 
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ use crate::redact::display_url;
 use serde_json::{json, value::RawValue, Map, Value};
 
 use crate::error::LlmError;
+use crate::history::MessageText;
 use crate::provider::Provider;
 
 /// One model turn's input, borrowed from the caller.
@@ -23,7 +25,7 @@ pub struct ChatRequest<'a> {
     /// Sent first, as a `system` message, when set.
     pub system: Option<&'a str>,
     /// OpenAI-format messages (`system`, `user`, `assistant` with `tool_calls`, `tool`).
-    pub messages: &'a [Value],
+    pub messages: &'a [MessageText],
     /// The OpenAI `tools` array.
     pub tools: Vec<ToolDefinition>,
     /// `tool_choice`; omitted when `None` or when there are no tools.
@@ -41,7 +43,7 @@ pub struct SharedChatRequest {
     /// Sent first, as a `system` message, when set.
     pub system: Option<Arc<str>>,
     /// OpenAI-format messages, shared with the caller.
-    pub messages: Arc<Vec<Value>>,
+    pub messages: Arc<Vec<MessageText>>,
     /// The OpenAI `tools` array.
     pub tools: Vec<ToolDefinition>,
     /// `tool_choice`; omitted when `None` or when there are no tools.
@@ -334,12 +336,24 @@ impl Serialize for Messages<'_> {
         let mut seq = serializer
             .serialize_seq(Some(req.messages.len() + usize::from(req.system.is_some())))?;
         if let Some(prompt) = req.system {
-            seq.serialize_element(&crate::history::system_message(prompt))?;
+            seq.serialize_element(&SystemMessage(prompt))?;
         }
         for message in req.messages {
             seq.serialize_element(message)?;
         }
         seq.end()
+    }
+}
+
+/// The system message of `prompt` ([`crate::system_message`]), written without building it.
+struct SystemMessage<'a>(&'a str);
+
+impl Serialize for SystemMessage<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("content", self.0)?;
+        map.serialize_entry("role", "system")?;
+        map.end()
     }
 }
 
@@ -446,7 +460,7 @@ mod tests {
         p.extra_body.insert("temperature".into(), json!(0.2));
         p.extra_body.insert("stream".into(), json!(false));
         p.extra_body.insert("tool_choice".into(), json!("required"));
-        let messages = [json!({"role": "user", "content": "hi"})];
+        let messages = [MessageText::new(&json!({"role": "user", "content": "hi"}))];
         let req = ChatRequest {
             system: None,
             messages: &messages,
@@ -475,6 +489,9 @@ mod tests {
         );
         // Each key once: the turn's own fields replace `extra_body`'s.
         let text = String::from_utf8(text).unwrap();
+        // The system message is written as `system_message` would be, in its key order.
+        let system = crate::system_message("be brief").to_string();
+        assert!(text.contains(&format!("\"messages\":[{system},")), "{text}");
         assert_eq!(text.matches("\"tool_choice\"").count(), 1, "{text}");
         assert_eq!(text.matches("\"stream\"").count(), 1, "{text}");
     }

@@ -4,7 +4,11 @@
 //! `docs/plugins.md` ("Repeated calls"). Only the comparison uses this form: the plugin
 //! always gets the arguments exactly as the model wrote them.
 
-use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::plugins::ToolArgs;
 
 /// Whether a top-level argument named `key` holds a path: `path`, `*_path`, `from`, `to`.
 pub(super) fn is_path_key(key: &str) -> bool {
@@ -13,16 +17,28 @@ pub(super) fn is_path_key(key: &str) -> bool {
 
 /// The arguments as one comparable text: path arguments (string values under a path key)
 /// normalised, the rest untouched; serde_json's maps are sorted, so key order does not count.
-pub(super) fn canonical_args(args: &Map<String, Value>) -> String {
-    let mut canonical = args.clone();
-    for (key, value) in &mut canonical {
-        if let Value::String(path) = value {
-            if is_path_key(key) {
-                *path = normalise_path(path);
+/// Arguments whose paths are normal already are their own text ([`ToolArgs::text`]).
+pub(super) fn canonical_args(args: &ToolArgs) -> Cow<'_, str> {
+    let is_normal = |(key, value): (&String, &Value)| {
+        !is_path_key(key)
+            || value
+                .as_str()
+                .is_none_or(|path| normalise_path(path) == path)
+    };
+    match args.value() {
+        Value::Object(fields) if !fields.iter().all(is_normal) => {
+            let mut canonical = fields.clone();
+            for (key, value) in &mut canonical {
+                if let Value::String(path) = value {
+                    if is_path_key(key) {
+                        *path = normalise_path(path);
+                    }
+                }
             }
+            Cow::Owned(Value::Object(canonical).to_string())
         }
+        _ => Cow::Borrowed(args.text()),
     }
-    Value::Object(canonical).to_string()
 }
 
 /// `path` with empty and `.` parts and trailing `/` removed, without touching the file
@@ -90,8 +106,8 @@ mod tests {
             "pathology": "./p",
             "max_results": 3
         });
-        let canonical: Value =
-            serde_json::from_str(&canonical_args(written.as_object().unwrap())).unwrap();
+        let written = ToolArgs::try_from(written).unwrap();
+        let canonical: Value = serde_json::from_str(&canonical_args(&written)).unwrap();
         assert_eq!(
             canonical,
             json!({
@@ -109,10 +125,17 @@ mod tests {
 
     #[test]
     fn a_path_key_holding_a_non_string_is_compared_as_written() {
-        let args = json!({"path": ["./a"]});
-        assert_eq!(
-            canonical_args(args.as_object().unwrap()),
-            r#"{"path":["./a"]}"#
-        );
+        let args = ToolArgs::try_from(json!({"path": ["./a"]})).unwrap();
+        assert_eq!(canonical_args(&args), r#"{"path":["./a"]}"#);
+    }
+
+    #[test]
+    fn arguments_with_normal_paths_are_compared_as_their_own_text() {
+        let args = ToolArgs::try_from(json!({"path": "docs/a.txt", "text": "./x"})).unwrap();
+        let canonical = canonical_args(&args);
+        assert!(matches!(canonical, Cow::Borrowed(_)), "{canonical:?}");
+        assert_eq!(canonical, args.text());
+        let args = ToolArgs::try_from(json!({"path": "./docs/a.txt"})).unwrap();
+        assert_eq!(canonical_args(&args), r#"{"path":"docs/a.txt"}"#);
     }
 }

@@ -216,7 +216,8 @@ fn admit<'r>(
         let message = unavailable(registry, enabled, &call.name, loaded.is_some());
         return Err(NotRun::because(FailureKind::Refused, message));
     };
-    let key = format!("{}\n{}", call.name, canonical_args(args));
+    let args = ToolArgs::new(args.clone());
+    let key = format!("{}\n{}", call.name, canonical_args(&args));
     if let Some(earlier) = ledger.seen.get(&key) {
         return Err(NotRun {
             failure: ToolFailure::new(
@@ -229,11 +230,7 @@ fn admit<'r>(
         });
     }
     ledger.budget.check_bytes_left().map_err(budget_refusal)?;
-    Ok(Admitted {
-        tool,
-        args: ToolArgs::new(args.clone()),
-        key,
-    })
+    Ok(Admitted { tool, args, key })
 }
 
 /// The paths `call` changes, as its tool declares (`changes_paths`, `creates_paths`).

@@ -10,8 +10,7 @@ use std::{future::Future, sync::Arc, time::Instant};
 
 use cap_std::fs::Dir;
 use futures_util::StreamExt;
-use rojos_llm::{user_message, LlmError, TurnEvent, TurnStream};
-use serde_json::Value;
+use rojos_llm::{user_message, LlmError, MessageText, TurnEvent, TurnStream};
 
 use super::{history, Agent};
 use crate::{config::RojoConfig, registry::Registry, storage::ProjectId};
@@ -23,7 +22,7 @@ pub struct FirstTurn {
     /// The registry snapshot the request offered tools from: the turn's calls run on it.
     pub(super) registry: Arc<Registry>,
     /// The history the request was made of (the user message), shared with the stream.
-    pub(super) history: Arc<Vec<Value>>,
+    pub(super) history: Arc<Vec<MessageText>>,
     /// The turn's stream.
     pub(super) stream: TurnStream,
     /// Its first item, when it came before the conversation was created.
@@ -54,7 +53,7 @@ impl Agent {
     ) -> Option<FirstTurn> {
         let root = self.storage.existing_project_root(project).ok()??;
         let registry = self.registry.snapshot();
-        let history = Arc::new(vec![user_message(message)]);
+        let history = Arc::new(vec![MessageText::new(&user_message(message))]);
         let last = rojo.max_steps.get() == 1;
         let request = history::request(rojo, &history, registry.offered(&rojo.tools), last);
         Some(FirstTurn {

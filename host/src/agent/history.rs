@@ -1,21 +1,23 @@
 //! The conversation as the provider sees it: the request for one model turn (system prompt,
-//! the history without its notes, shared with the turn's stream, tools, `tool_choice`), the
-//! rule that keeps a stored history acceptable to every provider, and the note a closing
-//! message carries for the panel (`rojos`), which no provider is ever sent.
+//! the history without its notes, shared with the turn's stream, tools, `tool_choice`), each
+//! message written as JSON once for the store and every later request alike, the rule that
+//! keeps a stored history acceptable to every provider, and the note a closing message
+//! carries for the panel (`rojos`), which no provider is ever sent.
 
 use std::sync::Arc;
 
-use rojos_llm::{SharedChatRequest, ToolChoice, ToolDefinition};
+use rojos_conversations::{Step, StoreError};
+use rojos_llm::{MessageText, SharedChatRequest, ToolChoice, ToolDefinition};
 use serde_json::Value;
 
 use crate::config::RojoConfig;
 
-/// The request for one model turn, sharing `history` (taken [`without_notes`]): the turn's
+/// The request for one model turn, sharing `history` ([`as_sent`], [`written`]): the turn's
 /// stream writes its body from it. The last allowed turn is made with `tool_choice: "none"`
 /// so the model answers instead of being cut off.
 pub(super) fn request(
     rojo: &RojoConfig,
-    history: &Arc<Vec<Value>>,
+    history: &Arc<Vec<MessageText>>,
     tools: Vec<ToolDefinition>,
     last: bool,
 ) -> SharedChatRequest {
@@ -62,22 +64,45 @@ pub(super) fn with_note(mut message: Value, ending: &Ending, placeholder: bool) 
     message
 }
 
-/// Stored messages as the provider gets them: without their notes. The run keeps its history
-/// this way (removed in place as messages join it), so a model turn sends it as it is
-/// instead of copying it.
-pub(super) fn without_notes(mut history: Vec<Value>) -> Vec<Value> {
-    for message in &mut history {
-        if let Some(object) = message.as_object_mut() {
-            object.remove(NOTE_KEY);
+/// Stored messages as the provider gets them: without their notes, each written as JSON
+/// text once, which every model turn of the run then copies.
+pub(super) fn as_sent(history: Vec<Value>) -> Vec<MessageText> {
+    history
+        .into_iter()
+        .map(|mut message| {
+            if let Some(object) = message.as_object_mut() {
+                object.remove(NOTE_KEY);
+            }
+            MessageText::new(&message)
+        })
+        .collect()
+}
+
+/// One step's messages, each written as JSON once: the step the store writes (notes
+/// included) and the texts the history sends (the same text, except for a message with a
+/// note: that one is written again without it).
+///
+/// # Errors
+/// [`StoreError::InvalidMessage`] for a message that is not an OpenAI message.
+pub(super) fn written(messages: &[Value]) -> Result<(Step, Vec<MessageText>), StoreError> {
+    let mut rows = Vec::with_capacity(messages.len());
+    let mut sent = Vec::with_capacity(messages.len());
+    for message in messages {
+        let text = MessageText::new(message);
+        rows.push(text.as_str().to_owned());
+        if message.get(NOTE_KEY).is_none() {
+            sent.push(text);
+        } else {
+            sent.extend(as_sent(vec![message.clone()]));
         }
     }
-    history
+    Ok((Step::written(messages, rows)?, sent))
 }
 
 /// Whether the history ends on a message a provider would not accept as the end of a stored
 /// conversation followed by a new user message (`user` or `tool`).
-pub(super) fn needs_closing(history: &[Value]) -> bool {
-    history.last().is_some_and(|m| m["role"] != "assistant")
+pub(super) fn needs_closing(history: &[MessageText]) -> bool {
+    history.last().is_some_and(|m| m.role() != "assistant")
 }
 
 #[cfg(test)]
@@ -85,16 +110,45 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn texts(messages: &[Value]) -> Vec<MessageText> {
+        messages.iter().map(MessageText::new).collect()
+    }
+
     #[test]
     fn histories_ending_on_user_or_tool_need_closing() {
-        assert!(needs_closing(&[json!({"role": "user", "content": "hi"})]));
-        assert!(needs_closing(&[
+        assert!(needs_closing(&texts(&[
+            json!({"role": "user", "content": "hi"})
+        ])));
+        assert!(needs_closing(&texts(&[
             json!({"role": "tool", "tool_call_id": "a", "content": "x"})
-        ]));
-        assert!(!needs_closing(&[
+        ])));
+        assert!(!needs_closing(&texts(&[
             json!({"role": "assistant", "content": "hi"})
-        ]));
+        ])));
         assert!(!needs_closing(&[]));
+    }
+
+    #[test]
+    fn a_step_is_written_once_for_the_store_and_the_history() {
+        let closing = with_note(
+            json!({"role": "assistant", "content": "part"}),
+            &Ending::Stopped,
+            false,
+        );
+        let messages = [json!({"role": "user", "content": "hi \"you\""}), closing];
+        let (step, sent) = written(&messages).unwrap();
+        // The store gets each message whole, its note included…
+        assert_eq!(step, Step::new(&messages).unwrap());
+        // …the history the same text, but never a note.
+        assert_eq!(
+            sent,
+            texts(&[
+                json!({"role": "user", "content": "hi \"you\""}),
+                json!({"role": "assistant", "content": "part"}),
+            ])
+        );
+        assert_eq!(sent[0].as_str(), messages[0].to_string());
+        assert!(written(&[json!("not a message")]).is_err());
     }
 
     #[test]
@@ -118,13 +172,13 @@ mod tests {
             false,
         );
         assert_eq!(stopped["rojos"], json!({"stopped": true}));
-        let history = Arc::new(without_notes(vec![closing, stopped]));
+        let history = Arc::new(as_sent(vec![closing, stopped]));
         assert_eq!(
             *request(&rojo, &history, vec![], false).messages,
-            [
+            texts(&[
                 json!({"role": "assistant", "content": "(no answer: x)"}),
                 json!({"role": "assistant", "content": "part"}),
-            ]
+            ])
         );
     }
 
@@ -137,7 +191,7 @@ mod tests {
             max_steps: std::num::NonZeroU32::new(3).expect("3 is not zero"),
             approve: crate::config::ApprovalRule::Nothing,
         };
-        let history = Arc::new(vec![json!({"role": "user", "content": "hi"})]);
+        let history = Arc::new(texts(&[json!({"role": "user", "content": "hi"})]));
         let r = request(&rojo, &history, vec![], true);
         assert_eq!(r.tool_choice, Some(ToolChoice::None));
         assert_eq!(r.system.as_deref(), Some("be brief"));

@@ -10,7 +10,8 @@ use std::{sync::Arc, time::Instant};
 use futures_util::StreamExt;
 use rojos_conversations::{Step, StoreError};
 use rojos_llm::{
-    assistant_text_message, tool_message, user_message, ToolCall, Turn, TurnEvent, TurnStream,
+    assistant_text_message, tool_message, user_message, MessageText, ToolCall, Turn, TurnEvent,
+    TurnStream,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -51,13 +52,14 @@ pub(super) async fn run(
             // The server's shutdown, or the run's lease lost.
             shutdown: request.lease.stop().clone(),
         };
+        // The run's history is the request's, taken and written as JSON once: nothing else
+        // reads it.
+        let history = Arc::new(history::as_sent(std::mem::take(&mut request.history)));
         let checkpoint = agent.checkpoints.run(
             request.project.clone(),
             request.conversation.clone(),
-            user_message_index(&request),
+            user_message_index(&request, &history),
         );
-        // The run's history is the request's, taken rather than copied: nothing else reads it.
-        let history = Arc::new(history::without_notes(std::mem::take(&mut request.history)));
         let mut run = Run {
             agent: &agent,
             history,
@@ -94,12 +96,13 @@ pub(super) async fn run(
 
 /// Where the run's user message lands in the stored history (after the closing message an
 /// interrupted run needs, see [`Run::steps`]): the run's position for its undo checkpoint.
-fn user_message_index(request: &RunRequest) -> u64 {
+/// `history` is the request's, as sent.
+fn user_message_index(request: &RunRequest, history: &[MessageText]) -> u64 {
     let kept = match request.placement {
         Placement::ReplaceFrom(from) => from,
-        Placement::Append | Placement::Created => request.history.len() as u64,
+        Placement::Append | Placement::Created => history.len() as u64,
     };
-    kept + u64::from(history::needs_closing(&request.history))
+    kept + u64::from(history::needs_closing(history))
 }
 
 /// The client side of a run: events out, and whether anyone still listens.
@@ -195,7 +198,7 @@ struct Run<'a> {
     out: &'a Out,
     /// The history as the provider gets it, shared with a model turn's stream while the turn
     /// runs; it grows only between turns ([`Run::extend_history`]).
-    history: Arc<Vec<Value>>,
+    history: Arc<Vec<MessageText>>,
     /// The stored size of the conversation, notes included ([`Step::bytes`]).
     history_bytes: usize,
     /// Earlier calls and what is left of the run's budgets.
@@ -226,22 +229,26 @@ impl Run<'_> {
             // close). A first turn sent already was made of that same history: it is taken.
             Placement::Created => match &first_turn {
                 Some(turn) => {
-                    debug_assert_eq!(*turn.history, first, "the first turn's history");
+                    debug_assert_eq!(
+                        *turn.history,
+                        history::as_sent(first.clone()),
+                        "the first turn's history"
+                    );
                     self.history = Arc::clone(&turn.history);
                 }
-                None => self.extend_history(first),
+                None => self.extend_history(history::as_sent(first)),
             },
             // The dropped messages and this step go together: if storing fails, nothing is
             // dropped (`ConversationStore::replace_from`).
             Placement::ReplaceFrom(from) => {
-                let step = Step::new(&first)?;
+                let (step, sent) = history::written(&first)?;
                 let bytes = step.bytes();
                 self.agent
                     .store
                     .replace_from(&self.request.conversation, from, step)
                     .await?;
                 self.history_bytes += bytes;
-                self.extend_history(first);
+                self.extend_history(sent);
             }
         }
         let rojo = &self.request.rojo;
@@ -615,17 +622,18 @@ impl Run<'_> {
     /// approval's, a closing message's) and counts their stored size.
     ///
     /// The step returned is what the store writes: the messages with their notes, as text.
-    /// Built here, once, so the messages themselves move into the history uncopied.
+    /// Each message is written as JSON once, here, for the store and the history alike
+    /// ([`history::written`]).
     fn remember(&mut self, messages: Vec<Value>) -> Result<Step, StoreError> {
-        let step = Step::new(&messages)?;
+        let (step, sent) = history::written(&messages)?;
         self.history_bytes += step.bytes();
-        self.extend_history(history::without_notes(messages));
+        self.extend_history(sent);
         Ok(step)
     }
 
     /// Adds messages to the history. Between model turns, when no turn's stream shares it, so
     /// nothing is copied (`Arc::make_mut` would copy a history still shared).
-    fn extend_history(&mut self, messages: Vec<Value>) {
+    fn extend_history(&mut self, messages: Vec<MessageText>) {
         debug_assert_eq!(
             Arc::strong_count(&self.history),
             1,

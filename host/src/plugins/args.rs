@@ -1,6 +1,7 @@
 //! A call's arguments on their way to the plugin: the JSON object `rojos_llm` parsed from the
-//! model's text, kept as the one `Value` the schema check reads, and serialised once into the
-//! text the plugin is handed across the C ABI.
+//! model's text, kept as the one `Value` the schema check reads, and serialised once, when
+//! made, into the text the plugin is handed across the C ABI (which the repeated-call check
+//! compares too).
 
 use serde_json::{Map, Value};
 
@@ -8,23 +9,28 @@ use super::loader::Library;
 
 /// The model's arguments for one call: always a JSON object.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolArgs(Value);
+pub struct ToolArgs {
+    value: Value,
+    text: String,
+}
 
 impl ToolArgs {
-    /// The arguments `fields`.
+    /// The arguments `fields`, written as JSON text here, once.
     pub fn new(fields: Map<String, Value>) -> ToolArgs {
-        ToolArgs(Value::Object(fields))
+        let value = Value::Object(fields);
+        let text = value.to_string();
+        ToolArgs { value, text }
     }
 
     /// The arguments as the JSON object they are (for a schema check or an MCP server).
     pub fn value(&self) -> &Value {
-        &self.0
+        &self.value
     }
 
     /// The text the plugin is given: the object's compact JSON, as serde_json writes it
     /// (keys sorted).
-    pub fn text(&self) -> String {
-        self.0.to_string()
+    pub fn text(&self) -> &str {
+        &self.text
     }
 }
 
@@ -59,7 +65,7 @@ pub(super) struct ArgsMismatch {
 /// where it is (`/path: why`). Empty when the arguments fit. Plugin and MCP tools alike.
 pub(crate) fn schema_problems(validator: &jsonschema::Validator, args: &ToolArgs) -> Vec<String> {
     validator
-        .iter_errors(&args.0)
+        .iter_errors(&args.value)
         .take(5)
         .map(|e| {
             let at = e.instance_path().to_string();

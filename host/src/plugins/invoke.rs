@@ -94,7 +94,7 @@ pub async fn invoke_around(
     let library = Arc::clone(&tool.library);
     let root = Arc::clone(&request.root);
     // The only serialisation of the arguments: the C ABI takes JSON text.
-    let args = args.text();
+    let args = args.text().to_owned();
     let call = tokio::task::spawn_blocking(move || {
         let _held = (permit, root);
         if let Some(around) = around.as_mut() {

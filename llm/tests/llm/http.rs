@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use rojos_llm::{
-    ChatRequest, Client, Fault, LlmError, Provider, Reach, SharedChatRequest, SizeLimit,
-    ToolChoice, ToolDefinition, TurnEvent,
+    ChatRequest, Client, Fault, LlmError, MessageText, Provider, Reach, SharedChatRequest,
+    SizeLimit, ToolChoice, ToolDefinition, TurnEvent,
 };
 use serde_json::{json, Value};
 
@@ -22,8 +22,11 @@ fn provider(up: &ScriptedUpstream) -> Provider {
     p
 }
 
-static MESSAGES: std::sync::LazyLock<Vec<Value>> =
-    std::sync::LazyLock::new(|| vec![json!({"role": "user", "content": "make docs/intro"})]);
+static MESSAGES: std::sync::LazyLock<Vec<MessageText>> = std::sync::LazyLock::new(|| {
+    vec![MessageText::new(
+        &json!({"role": "user", "content": "make docs/intro"}),
+    )]
+});
 
 fn request() -> ChatRequest<'static> {
     let tool = ToolDefinition::new(&json!({"type": "function", "function": {
