@@ -282,9 +282,25 @@ pub fn chat_completions_url(base_url: &str) -> Result<Url, LlmError> {
 
 /// The request body for one streamed turn, as JSON text: the provider's `extra_body`, then
 /// the fields every turn sets (which replace `extra_body`'s own of the same name).
+///
+/// Written into a buffer sized for the texts it copies (the messages, the tools, the system
+/// prompt) and a little more, so it is not grown and copied again as it fills.
 pub(crate) fn body_text(provider: &Provider, req: &ChatRequest<'_>) -> serde_json::Result<Vec<u8>> {
-    serde_json::to_vec(&Body { provider, req })
+    let copied = req.messages.iter().map(|m| m.as_str().len()).sum::<usize>()
+        + req
+            .tools
+            .iter()
+            .map(|t| t.0.text.get().len())
+            .sum::<usize>()
+        + req.system.map_or(0, str::len);
+    let mut body = Vec::with_capacity(copied + BODY_SLACK);
+    serde_json::to_writer(&mut body, &Body { provider, req })?;
+    Ok(body)
 }
+
+/// Room in a request body beyond the texts it copies: the separators, the model, the other
+/// fields and `extra_body` (a few hundred bytes in the common case).
+const BODY_SLACK: usize = 1024;
 
 struct Body<'a> {
     provider: &'a Provider,
@@ -494,6 +510,26 @@ mod tests {
         assert!(text.contains(&format!("\"messages\":[{system},")), "{text}");
         assert_eq!(text.matches("\"tool_choice\"").count(), 1, "{text}");
         assert_eq!(text.matches("\"stream\"").count(), 1, "{text}");
+    }
+
+    #[test]
+    fn a_body_is_written_without_growing_its_buffer() {
+        let messages: Vec<MessageText> = (0..20)
+            .map(|i| MessageText::new(&json!({"role": "user", "content": "é\"x\n".repeat(i * 50)})))
+            .collect();
+        let tool = ToolDefinition::new(&json!({"name": "t", "description": "d".repeat(3000)}));
+        let req = ChatRequest {
+            system: Some("be brief"),
+            messages: &messages,
+            tools: vec![tool.unwrap()],
+            tool_choice: Some(ToolChoice::Auto),
+        };
+        let body = body_text(&Provider::new("http://h/v1", "m1"), &req).unwrap();
+        let copied: usize = messages.iter().map(|m| m.as_str().len()).sum::<usize>()
+            + req.tools[0].0.text.get().len()
+            + "be brief".len();
+        assert!(body.len() > copied, "{} bytes", body.len());
+        assert_eq!(body.capacity(), copied + BODY_SLACK, "grown while written");
     }
 
     #[test]
