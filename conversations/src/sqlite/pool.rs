@@ -5,7 +5,8 @@
 //! most [`MAX_BATCH`]) and runs them in one transaction, each inside a savepoint of its own:
 //! a write that fails is rolled back alone, and every caller gets its answer only after the
 //! transaction committed. That savepoint is what makes each write atomic (the store's
-//! queries open none of their own). Under load, one thread hand-off and one commit then
+//! queries open none of their own); a write alone in its transaction needs none, as the
+//! transaction is rolled back if it fails. Under load, one thread hand-off and one commit then
 //! serve many writes instead of one each (a `spawn_blocking` hop and a commit per write were
 //! what kept the tokio workers waiting, `bench/PROFILE.md`); alone, a write costs what it did.
 //!
@@ -126,9 +127,10 @@ trait WriteJob: Send {
     /// Runs the work on `conn` (once); whether it succeeded, so its changes are kept.
     fn run(&mut self, conn: &mut Connection) -> bool;
 
-    /// Answers the caller: the work's result if its batch committed (`Ok`), else the
-    /// batch's failure. A job whose batch failed before it ran gets that failure.
-    fn answer(self: Box<Self>, committed: Result<(), &rusqlite::Error>);
+    /// Answers the caller: the work's own error if it failed; else its result if the batch
+    /// committed (`batch` is `Ok`), or the batch's failure. A job whose batch failed before
+    /// it ran gets that failure.
+    fn answer(self: Box<Self>, batch: Result<(), &rusqlite::Error>);
 }
 
 struct Job<T, F> {
@@ -160,9 +162,9 @@ where
         ok
     }
 
-    fn answer(self: Box<Self>, committed: Result<(), &rusqlite::Error>) {
+    fn answer(self: Box<Self>, batch: Result<(), &rusqlite::Error>) {
         let action = self.action;
-        let result = match (committed, self.result) {
+        let result = match (batch, self.result) {
             (Ok(()), Some(result)) | (Err(_), Some(result @ Err(_))) => result,
             (Err(e), _) => Err(StoreError::backend(action, e.to_string())),
             (Ok(()), None) => Err(StoreError::backend(action, "the write was not run")),
@@ -186,8 +188,8 @@ fn run_writer(mut conn: Connection, inbox: &mpsc::Receiver<Box<dyn WriteJob>>) {
     }
 }
 
-/// Runs `batch` in one transaction, each job in its own savepoint, and answers every job
-/// after the commit.
+/// Runs `batch` in one transaction, each job in its own savepoint unless it is alone, and
+/// answers every job after the commit.
 fn run_batch(conn: &mut Connection, mut batch: Vec<Box<dyn WriteJob>>) {
     if let Err(e) = control(conn, "BEGIN IMMEDIATE") {
         for job in batch {
@@ -195,18 +197,21 @@ fn run_batch(conn: &mut Connection, mut batch: Vec<Box<dyn WriteJob>>) {
         }
         return;
     }
-    for job in &mut batch {
-        if control(conn, "SAVEPOINT batched_write").is_err() {
-            continue; // not run: answered with "not run" after the commit
+    if let [job] = batch.as_mut_slice() {
+        // Alone, a write needs no savepoint (which costs a copy of every page it changes):
+        // if it fails, the whole transaction is rolled back, and it gets its own error.
+        if !job.run(conn) {
+            if let Err(e) = control(conn, "ROLLBACK") {
+                tracing::warn!(error = %e, "cannot roll back a failed write");
+            }
+            for job in batch {
+                job.answer(Ok(()));
+            }
+            return;
         }
-        let ok = job.run(conn);
-        let undone = if ok {
-            Ok(())
-        } else {
-            control(conn, "ROLLBACK TO batched_write")
-        };
-        if let Err(e) = undone.and_then(|()| control(conn, "RELEASE batched_write")) {
-            tracing::warn!(error = %e, "cannot end a batched write's savepoint");
+    } else {
+        for job in &mut batch {
+            run_in_savepoint(conn, job.as_mut());
         }
     }
     match control(conn, "COMMIT") {
@@ -224,9 +229,25 @@ fn run_batch(conn: &mut Connection, mut batch: Vec<Box<dyn WriteJob>>) {
     }
 }
 
+/// Runs `job` inside a savepoint of its own, rolled back if the job fails, so the batch's
+/// other writes are kept.
+fn run_in_savepoint(conn: &mut Connection, job: &mut dyn WriteJob) {
+    if control(conn, "SAVEPOINT batched_write").is_err() {
+        return; // not run: answered with "not run" after the commit
+    }
+    let undone = if job.run(conn) {
+        Ok(())
+    } else {
+        control(conn, "ROLLBACK TO batched_write")
+    };
+    if let Err(e) = undone.and_then(|()| control(conn, "RELEASE batched_write")) {
+        tracing::warn!(error = %e, "cannot end a batched write's savepoint");
+    }
+}
+
 /// Runs one of the batch's own statements (the transaction and the savepoints), prepared
 /// once and kept in the connection's statement cache, where `execute_batch` parsed it again
-/// on every use: two per write and two per batch.
+/// on every use: two per batch, and two per write in a batch of several.
 fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([])?;
     Ok(())
@@ -322,6 +343,38 @@ mod tests {
         assert_eq!(seen_before[1..], [false, false, false, false]);
         // Every answer came after its commit.
         assert!((0..=5).all(|x| committed(&observer, x)));
+    }
+
+    #[tokio::test]
+    async fn a_write_alone_runs_without_a_savepoint_and_fails_whole() {
+        let (_dir, pool, observer) = pool();
+        let savepoint_open = |conn: &Connection| conn.execute_batch("RELEASE batched_write");
+        let alone = pool.write("alone", move |conn| {
+            let in_transaction = !conn.is_autocommit();
+            insert(conn, 1).map(|()| (in_transaction, savepoint_open(conn).is_ok()))
+        });
+        assert_eq!(alone.await.unwrap(), (true, false));
+        assert!(committed(&observer, 1));
+        let failed = pool.write("failed", |conn| {
+            insert(conn, 2)?;
+            Err::<(), _>(StoreError::backend(
+                "fail on purpose",
+                "the job's own failure",
+            ))
+        });
+        // Its own error, not one of the transaction's.
+        let failure = failed.await.unwrap_err().to_string();
+        assert!(failure.contains("fail on purpose"), "{failure}");
+        let panicked = pool.write("panicked", |conn| -> Result<(), StoreError> {
+            insert(conn, 3)?;
+            panic!("a deliberate panic in a write alone")
+        });
+        let panic = panicked.await.unwrap_err().to_string();
+        assert!(panic.contains("panicked"), "{panic}");
+        // Both were rolled back with their transactions, and the writer is not left in one.
+        pool.write("after", |conn| insert(conn, 4)).await.unwrap();
+        let rows: Vec<bool> = (1..=4).map(|x| committed(&observer, x)).collect();
+        assert_eq!(rows, [true, false, false, true]);
     }
 
     #[tokio::test]
