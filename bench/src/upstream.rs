@@ -285,7 +285,9 @@ impl Upstream {
                 post(first_use_completions),
             )
             .with_state(Arc::clone(&shared));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        // A provider's server does not drop S3's burst of new connections: neither does this
+        // one (the host's backlog, not tokio's default of 128).
+        let listener = rojos::listen(([127, 0, 0, 1], 0).into())?;
         let root = format!("http://{}", listener.local_addr()?);
         let base_url = format!("{root}/v1");
         // Providers' servers send each SSE event at once; so does this one.

@@ -61,9 +61,16 @@ pub mod watcher;
 
 use std::future::Future;
 
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 
 use crate::state::AppState;
+
+/// Connections the kernel completes and holds for the server until it accepts them. Rust's
+/// and tokio's `bind` ask for 128: a burst of new clients larger than that (`rojos-bench`
+/// S3's 1,000 starting together) had its connection attempts dropped, each then waiting for
+/// TCP's retries (1, 3, 7, 15 s) or failing. The kernel caps it at `net.core.somaxconn`
+/// (4,096 by default since Linux 5.4; docs/deploy.md).
+pub const LISTEN_BACKLOG: u32 = 4096;
 
 /// How long shutdown waits for running chats to store their history.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
@@ -103,6 +110,24 @@ pub async fn serve(
         tracing::warn!("some chats were still running at shutdown");
     }
     Ok(())
+}
+
+/// A listening TCP socket on `address` that holds up to [`LISTEN_BACKLOG`] connections not
+/// yet accepted; the address can be bound again at once after a restart (`SO_REUSEADDR`, as
+/// `TcpListener::bind` sets it). Must be called within the tokio runtime.
+///
+/// # Errors
+///
+/// The socket cannot be made, bound or listened on.
+pub fn listen(address: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if address.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 /// Lifts the soft limit on open files to the hard one. Every open chat holds two sockets

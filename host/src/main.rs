@@ -40,8 +40,7 @@ fn serve(state: AppState) -> anyhow::Result<()> {
     }
     let runtime = rojos::runtime::runtime()?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(state.config.bind)
-            .await
+        let listener = rojos::listen(state.config.bind)
             .with_context(|| format!("cannot listen on {}", state.config.bind))?;
         let address = listener.local_addr()?;
         println!("rojos listening on http://{address}/");

@@ -8,6 +8,7 @@
 
 mod approvals;
 mod auth;
+mod backlog;
 mod binary;
 mod budgets;
 mod chat;
