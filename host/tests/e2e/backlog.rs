@@ -3,6 +3,7 @@
 //! them, not dropped: the real binary listens with `rojos::LISTEN_BACKLOG`. With tokio's
 //! `bind` (a backlog of 128), the 130th client's connection attempt was dropped and waited for
 //! TCP's retries (1 s, then 3, 7, 15 s), as `rojos-bench` S3's 1,000 clients did.
+//! An address another socket listens on is refused, the error naming it.
 
 use std::{
     io::{Read, Write},
@@ -12,7 +13,10 @@ use std::{
 
 use rustix::process::{kill_process, Pid, Signal};
 
-use crate::support::{binary::RunningBinary, host::HostConfig};
+use crate::support::{
+    binary::{rojos, run, RunningBinary},
+    host::HostConfig,
+};
 
 /// Clients connecting at once: well over tokio's default backlog, under the test's open files.
 const CLIENTS: usize = 600;
@@ -78,4 +82,22 @@ fn a_burst_of_clients_while_the_server_is_not_accepting_is_held_and_served() {
             n + 1
         );
     }
+}
+
+#[test]
+fn an_address_already_listened_on_is_refused_with_its_name() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a listener");
+    let address = taken.local_addr().expect("its address");
+    let dir = HostConfig::builtins().in_temp_folder();
+    let config = dir.path().join("rojos.toml");
+    let text = std::fs::read_to_string(&config).expect("the config");
+    assert!(text.contains("bind = \"127.0.0.1:0\""), "{text}");
+    let text = text.replace("bind = \"127.0.0.1:0\"", &format!("bind = \"{address}\""));
+    std::fs::write(&config, text).expect("the config");
+    let ran = run(rojos(&["--config", &config.to_string_lossy()]));
+    assert_eq!(ran.code, Some(2), "{ran}");
+    assert!(
+        ran.stderr.contains(&format!("cannot listen on {address}")),
+        "{ran}"
+    );
 }
