@@ -18,6 +18,10 @@ pub(crate) struct Sample {
     pub(crate) latency: Duration,
     /// From sending the request to the first complete event line.
     pub(crate) first_event: Duration,
+    /// The longest wait between two pieces of the body once the first came: a stream the
+    /// host left waiting (the scripted upstream's own longest is a turn's time to first
+    /// token, between a tool's result and the next turn's text).
+    pub(crate) longest_pause: Duration,
     /// `DONE.conversationId`.
     pub(crate) conversation: String,
 }
@@ -33,11 +37,17 @@ pub(crate) async fn conversation(
     let mut response = start_chat(http, url, token, project, MESSAGE).await?;
     let mut body = Vec::new();
     let mut first_event = None;
+    let (mut last_piece, mut longest_pause) = (None::<Instant>, Duration::ZERO);
     while let Some(chunk) = response
         .chunk()
         .await
         .map_err(|e| format!("body failed after {} bytes: {e}", body.len()))?
     {
+        let now = Instant::now();
+        if let Some(last) = last_piece {
+            longest_pause = longest_pause.max(now - last);
+        }
+        last_piece = Some(now);
         body.extend_from_slice(&chunk);
         if first_event.is_none() && body.contains(&b'\n') {
             first_event = Some(started.elapsed());
@@ -48,6 +58,7 @@ pub(crate) async fn conversation(
     Ok(Sample {
         latency,
         first_event: first_event.unwrap_or(latency),
+        longest_pause,
         conversation,
     })
 }
@@ -312,6 +323,58 @@ mod tests {
         let mut short = events();
         short.remove(5);
         assert!(check_stream(&body(&short)).is_err());
+    }
+
+    /// Serves `POST /chat` on loopback: the seed's events, one write each, waiting `pause`
+    /// before the second tool call's result; the server's URL.
+    async fn pausing_server(pause: Duration) -> String {
+        use axum::{body::Body, routing::post, Router};
+        use futures_util::StreamExt as _;
+        let chat = move || async move {
+            let lines = events()
+                .into_iter()
+                .enumerate()
+                .map(move |(i, event)| async move {
+                    if i == 3 {
+                        tokio::time::sleep(pause).await;
+                    }
+                    Ok::<_, std::io::Error>(format!("{event}\n"))
+                });
+            let stream = futures_util::stream::iter(lines).then(|line| line);
+            (
+                [("content-type", "application/x-ndjson")],
+                Body::from_stream(stream),
+            )
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let url = format!("http://{}", listener.local_addr().expect("its address"));
+        let app = Router::new().route("/chat", post(chat));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        url
+    }
+
+    #[tokio::test]
+    async fn a_conversation_reports_the_longest_pause_in_its_stream() {
+        let http = reqwest::Client::new();
+        let paused = pausing_server(Duration::from_millis(400)).await;
+        let sample = conversation(&http, &paused, "token", "p")
+            .await
+            .expect("valid");
+        assert!(
+            sample.longest_pause >= Duration::from_millis(400)
+                && sample.longest_pause <= sample.latency,
+            "{sample:?}"
+        );
+        let steady = pausing_server(Duration::ZERO).await;
+        let sample = conversation(&http, &steady, "token", "p")
+            .await
+            .expect("valid");
+        assert!(
+            sample.longest_pause < Duration::from_millis(400),
+            "{sample:?}"
+        );
     }
 
     #[test]

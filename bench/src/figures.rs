@@ -84,6 +84,11 @@ pub(crate) fn of_outcome(o: &Outcome) -> Vec<Figure> {
             "ms",
         ),
         figure(
+            name("longest pause p99"),
+            millis(percentile(&sorted(|s| s.longest_pause), 99.0)),
+            "ms",
+        ),
+        figure(
             name("CPU per conversation"),
             micros(o.host_cpu.total()) / n,
             "µs",

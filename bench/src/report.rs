@@ -151,11 +151,18 @@ fn describe(outcome: &Outcome) -> String {
     format!("{} on {}: {clients}, {pace}", s.name, s.store.name())
 }
 
+/// A pause in a stream this long is counted: several times the scripted upstream's longest
+/// (a turn's 200 ms to first token in S3).
+const LONG_PAUSE: Duration = Duration::from_secs(1);
+
 /// One scenario's figures: Rojos's own, no other system's.
 pub(crate) fn scenario(outcome: &Outcome, scripted: Duration) {
     let n = outcome.samples.len();
     let latency = percentiles(outcome.samples.iter().map(|s| s.latency).collect());
     let first = percentiles(outcome.samples.iter().map(|s| s.first_event).collect());
+    let pauses: Vec<Duration> = outcome.samples.iter().map(|s| s.longest_pause).collect();
+    let paused_long = pauses.iter().filter(|p| **p > LONG_PAUSE).count();
+    let pause = percentiles(pauses);
     println!(
         "{} ({:.1} s of new conversations)",
         describe(outcome),
@@ -185,6 +192,13 @@ pub(crate) fn scenario(outcome: &Outcome, scripted: Duration) {
         ms(first.p50),
         ms(first.p95),
         ms(first.p99)
+    );
+    println!(
+        "  longest pause   p50 {}  p99 {}  max {}  in a conversation's stream once it began; {paused_long} conversations paused over {}",
+        ms(pause.p50),
+        ms(pause.p99),
+        ms(pause.max),
+        ms(LONG_PAUSE)
     );
     println!(
         "  upstream alone  {} per conversation measured directly ({} scripted delays); host overhead at p50 {}",
@@ -665,6 +679,7 @@ mod tests {
         let sample = crate::client::Sample {
             latency: Duration::from_millis(100),
             first_event: Duration::from_millis(1),
+            longest_pause: Duration::from_millis(1),
             conversation: "c".to_owned(),
         };
         Outcome {
