@@ -8,12 +8,11 @@
 //! stream and a sample of the files written, and prints Rojos's own figures (conversations/s,
 //! latency percentiles, time to first event, the longest pause in each stream, errors, the
 //! host's CPU per conversation user and system apart, idle and peak RSS) for S1–S3; S4, one
-//! long conversation whose per-turn CPU is
-//! checked for linear growth in the bytes sent upstream (`long_conversation`); the idle memory
-//! with each built-in plugin (`idle`); then the abuse scenario (a tool-call flood, a huge SSE line,
-//! partial request heads: `abuse`), the plugin boundary cost, one tool call through each path
-//! (plugin, MCP stdio, MCP over HTTP: `mcp_paths`, `--only mcp`, `--no-mcp`) and the drop-in
-//! deploy time.
+//! long conversation whose per-turn CPU is checked for linear growth in the bytes sent
+//! upstream (`long_conversation`); the idle memory with each built-in plugin (`idle`); then
+//! the abuse scenario (a tool-call flood, a huge SSE line, partial request heads: `abuse`), the
+//! plugin boundary cost, one tool call through each path (plugin, MCP stdio, MCP over HTTP:
+//! `mcp_paths`, `--only mcp`, `--no-mcp`) and the drop-in deploy time.
 //! `--store postgres` runs S1–S3 on a throwaway PostgreSQL cluster instead of SQLite, and
 //! `--store both` on each, compared side by side (`store`).
 //! `--baseline OLD/rojos` runs the selected scenarios against that binary and this build

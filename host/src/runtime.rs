@@ -13,7 +13,7 @@
 //! other turn. Looking there on every task (the eighth round's setting) starved the worker's
 //! own queue whenever the shared queue did not empty (a full queue hands tasks over to it
 //! too): under S3 on a saturated machine, 4–8 % of the conversations paused for over a
-//! second, up to 14 s, until the load ended (bench/PROFILE.md, eleventh round).
+//! second, up to 15 s, until the load ended (bench/PROFILE.md, eleventh round).
 
 use std::io;
 
@@ -215,7 +215,7 @@ mod tests {
         );
         // Looking at the shared queue first on every task (the eighth round's setting), the
         // worker's own queue waits until the shared queue is empty: under a load that keeps
-        // it filled, for as long as the load lasts (S3: streams paused for 10-16 s).
+        // it filled, for as long as the load lasts (S3: streams paused for up to 15 s).
         let every_time = shared_tasks_run_before_a_queued_one({
             let mut every_time = Builder::new_multi_thread();
             every_time.enable_all().global_queue_interval(1);
