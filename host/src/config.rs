@@ -7,7 +7,7 @@
 use std::{
     collections::{BTreeMap, BTreeSet},
     net::SocketAddr,
-    num::NonZeroU32,
+    num::{NonZeroU32, NonZeroUsize},
     path::{Path, PathBuf},
     sync::Arc,
     time::Duration,
@@ -115,6 +115,8 @@ pub struct Config {
     /// How long a call waits for the user's approval before it is denied (`[limits]
     /// approval_timeout_secs`).
     pub approval_timeout: Duration,
+    /// The runtime's worker threads (`[server] worker_threads`); `None`: one per core.
+    pub worker_threads: Option<NonZeroUsize>,
 }
 
 /// What applies live from `rojos.toml` (re-read on every edit): the rojos and their
@@ -361,6 +363,7 @@ impl ConfigFile {
             1,
         )?;
         let http = parse_http(server)?;
+        let worker_threads = parse_worker_threads(server.worker_threads)?;
         let budgets = parse_budgets(limits_raw, max_result_bytes)?;
         let max_conversation_page_bytes = at_least(
             "limits.max_conversation_page_bytes",
@@ -413,6 +416,7 @@ impl ConfigFile {
             rate_limit_per_minute,
             mcp_servers,
             approval_timeout,
+            worker_threads,
         };
         Ok(ConfigFile {
             config,
@@ -467,6 +471,23 @@ fn at_least<T: PartialOrd + Copy + std::fmt::Display>(
         return Err(invalid(key, format!("must be at least {min}")));
     }
     Ok(value)
+}
+
+/// The most worker threads `[server] worker_threads` may ask for: far more than any machine's
+/// cores, so a typo (an extra digit or three) is refused, not a thousand idle threads started.
+const MAX_WORKER_THREADS: usize = 1024;
+
+fn parse_worker_threads(value: Option<usize>) -> Result<Option<NonZeroUsize>, ConfigError> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    match NonZeroUsize::new(value) {
+        Some(n) if value <= MAX_WORKER_THREADS => Ok(Some(n)),
+        _ => Err(invalid(
+            "server.worker_threads",
+            format!("must be between 1 and {MAX_WORKER_THREADS}"),
+        )),
+    }
 }
 
 fn parse_bind(text: Option<&str>) -> Result<SocketAddr, ConfigError> {
@@ -979,6 +1000,21 @@ tools = ["list_files"]
         );
         let e = error("[auth]\nrate_limit_per_minute = -1\n");
         assert!(e.contains("rate_limit_per_minute"), "{e}");
+    }
+
+    #[test]
+    fn worker_threads_default_to_one_per_core_and_take_a_count_from_one_to_1024() {
+        assert_eq!(parse("").unwrap().worker_threads, None);
+        let one = parse("[server]\nworker_threads = 1\n").unwrap();
+        assert_eq!(one.worker_threads, NonZeroUsize::new(1));
+        let most = parse("[server]\nworker_threads = 1024\n").unwrap();
+        assert_eq!(most.worker_threads, NonZeroUsize::new(1024));
+        for refused in ["0", "1025"] {
+            let e = error(&format!("[server]\nworker_threads = {refused}\n"));
+            assert_eq!(e, "server.worker_threads: must be between 1 and 1024");
+        }
+        let e = error("[server]\nworker_threads = -1\n");
+        assert!(e.contains("worker_threads"), "{e}");
     }
 
     #[test]

@@ -38,7 +38,7 @@ fn serve(state: AppState) -> anyhow::Result<()> {
     if let Err(e) = rojos::raise_open_files_limit() {
         tracing::warn!(error = %e, "cannot raise the open files limit");
     }
-    let runtime = rojos::runtime::runtime()?;
+    let runtime = rojos::runtime::runtime(state.config.worker_threads)?;
     runtime.block_on(async move {
         let listener = rojos::listen(state.config.bind)
             .with_context(|| format!("cannot listen on {}", state.config.bind))?;
@@ -58,7 +58,7 @@ fn serve(state: AppState) -> anyhow::Result<()> {
 /// `rojos mcp`: the MCP server on stdin and stdout until the client closes stdin. Nothing else
 /// is printed on stdout, which carries the protocol; the log goes to stderr.
 fn serve_mcp(state: AppState, target: rojos::mcp::McpTarget) -> anyhow::Result<()> {
-    let runtime = rojos::runtime::runtime()?;
+    let runtime = rojos::runtime::runtime(state.config.worker_threads)?;
     runtime.block_on(rojos::mcp::serve_stdio(
         std::sync::Arc::clone(&state.agent),
         std::sync::Arc::clone(&state.live),

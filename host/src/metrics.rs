@@ -78,6 +78,7 @@ pub struct Metrics {
     provider_errors: Family<KindLabels, Counter>,
     streams_open: Gauge,
     plugins_loaded: Gauge,
+    runtime_workers: Gauge,
     requests_limited: Family<LimitLabels, Counter>,
     tool_calls_refused: Family<ReasonLabels, Counter>,
     connections_open: Gauge,
@@ -111,6 +112,7 @@ impl Metrics {
             provider_errors: Family::default(),
             streams_open: Gauge::default(),
             plugins_loaded: Gauge::default(),
+            runtime_workers: Gauge::default(),
             requests_limited: Family::default(),
             tool_calls_refused: Family::default(),
             connections_open: Gauge::default(),
@@ -164,6 +166,11 @@ impl Metrics {
             "plugins_loaded",
             "Tool plugins in the current registry",
             metrics.plugins_loaded.clone(),
+        );
+        registry.register(
+            "runtime_workers",
+            "Worker threads of the server's runtime (`[server] worker_threads`, else one per core)",
+            metrics.runtime_workers.clone(),
         );
         registry.register(
             "requests_limited",
@@ -289,6 +296,11 @@ impl Metrics {
     pub fn render(&self, plugins_loaded: usize) -> String {
         self.plugins_loaded
             .set(i64::try_from(plugins_loaded).unwrap_or(i64::MAX));
+        // Rendered from a request, on the server's runtime; 0 from anywhere else.
+        let workers = tokio::runtime::Handle::try_current()
+            .map_or(0, |runtime| runtime.metrics().num_workers());
+        self.runtime_workers
+            .set(i64::try_from(workers).unwrap_or(i64::MAX));
         // The log writer keeps its own count; the counter catches up with it (atomically:
         // two scrapes at once must not both add the difference).
         self.log_lines_dropped.inner().fetch_max(
@@ -389,5 +401,23 @@ mod tests {
             .render(5)
             .lines()
             .any(|l| l == "rojos_streams_open 0"));
+    }
+
+    #[test]
+    fn the_runtime_workers_are_those_of_the_runtime_it_is_rendered_on() {
+        let metrics = Metrics::new();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(3)
+            .build()
+            .expect("runtime");
+        let text = runtime.block_on(async { metrics.render(0) });
+        assert!(
+            text.lines().any(|l| l == "rojos_runtime_workers 3"),
+            "{text}"
+        );
+        assert!(metrics
+            .render(0)
+            .lines()
+            .any(|l| l == "rojos_runtime_workers 0"));
     }
 }

@@ -14,21 +14,32 @@
 //! own queue whenever the shared queue did not empty (a full queue hands tasks over to it
 //! too): under S3 on a saturated machine, 4–8 % of the conversations paused for over a
 //! second, up to 15 s, until the load ended (bench/PROFILE.md, eleventh round).
+//!
+//! The number of workers is one per core unless `[server] worker_threads` says otherwise
+//! (docs/configuration.md). Each worker that is idle is woken when another queues a task it
+//! could take, and goes back to sleep when there is none: with one chat at a time on two
+//! cores, a single worker cost 22 % less CPU per conversation, and with 32 chats at once it
+//! served 14 % fewer of them (bench/PROFILE.md, twelfth round).
 
-use std::io;
+use std::{io, num::NonZeroUsize};
 
 use tokio::runtime::{Builder, Runtime};
 
 /// How many tasks a worker runs between looks at the shared queue: every other one.
 const SHARED_QUEUE_INTERVAL: u32 = 2;
 
-/// The runtime `rojos serve` and `rojos mcp` run on.
+/// The runtime `rojos serve` and `rojos mcp` run on, with `worker_threads` workers (`None`:
+/// one per core).
 ///
 /// # Errors
 ///
 /// The runtime's threads or its I/O driver cannot be made.
-pub fn runtime() -> io::Result<Runtime> {
-    builder().build()
+pub fn runtime(worker_threads: Option<NonZeroUsize>) -> io::Result<Runtime> {
+    let mut builder = builder();
+    if let Some(workers) = worker_threads {
+        builder.worker_threads(workers.get());
+    }
+    builder.build()
 }
 
 /// The runtime's settings, before [`Builder::build`].
@@ -48,6 +59,20 @@ mod tests {
     };
 
     use super::*;
+
+    #[test]
+    fn the_runtime_has_the_configured_number_of_workers() {
+        for workers in [1, 3] {
+            let runtime = runtime(NonZeroUsize::new(workers)).expect("runtime");
+            assert_eq!(runtime.metrics().num_workers(), workers);
+        }
+        // Unset, tokio's own default: one per core (or `TOKIO_WORKER_THREADS`).
+        let tokios = Builder::new_multi_thread().build().expect("runtime");
+        assert_eq!(
+            runtime(None).expect("runtime").metrics().num_workers(),
+            tokios.metrics().num_workers()
+        );
+    }
 
     /// Tokens going round the ring: the tasks queued on its worker at any time.
     const TOKENS: usize = 64;

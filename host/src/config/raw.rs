@@ -82,6 +82,7 @@ pub(super) struct RawServer {
     pub(super) header_read_timeout_secs: Option<f64>,
     pub(super) idle_timeout_secs: Option<f64>,
     pub(super) stream_write_timeout_secs: Option<f64>,
+    pub(super) worker_threads: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -37,6 +37,7 @@ mod postgres;
 mod provider_errors;
 mod provider_status;
 mod providers;
+mod runtime;
 mod secrets;
 mod several_hosts;
 mod stale_writes;
