@@ -18,8 +18,8 @@
 //! The number of workers is one per core unless `[server] worker_threads` says otherwise
 //! (docs/configuration.md). Each worker that is idle is woken when another queues a task it
 //! could take, and goes back to sleep when there is none: with one chat at a time on two
-//! cores, a single worker cost 22 % less CPU per conversation, and with 32 chats at once it
-//! served 14 % fewer of them (bench/PROFILE.md, twelfth round).
+//! cores, a single worker cost 15–22 % less CPU per conversation, and with 32 chats at once it
+//! served 7–14 % fewer of them (bench/PROFILE.md, twelfth round).
 
 use std::{io, num::NonZeroUsize};
 

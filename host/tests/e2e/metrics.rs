@@ -12,7 +12,7 @@ use crate::support::{
 };
 
 /// The value of the series `series` (name and labels exactly as rendered).
-fn value(text: &str, series: &str) -> Option<f64> {
+pub(crate) fn value(text: &str, series: &str) -> Option<f64> {
     text.lines()
         .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
         .and_then(|v| v.trim().parse().ok())
