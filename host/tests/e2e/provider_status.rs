@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::support::{
     binary::RunningBinary,
-    host::{client, HostConfig, TestHost, TOKEN},
+    host::{client, get_at, HostConfig, TestHost, TOKEN},
     ndjson::Stream,
     upstream::{Models, ScriptedUpstream, Turn},
 };
@@ -27,15 +27,7 @@ fn unreachable_url() -> String {
 
 /// `GET /rojos` as JSON, and the entry of rojo `name`.
 async fn rojo_info(url: &str, name: &str) -> Value {
-    let rojos: Value = client()
-        .get(format!("{url}/rojos"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .expect("GET /rojos")
-        .json()
-        .await
-        .expect("JSON");
+    let rojos: Value = get_at(url, "/rojos").await.json().await.expect("JSON");
     rojos
         .as_array()
         .and_then(|all| all.iter().find(|r| r["name"] == name))

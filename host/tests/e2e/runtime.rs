@@ -5,24 +5,11 @@
 use crate::metrics::value;
 use crate::support::{
     binary::RunningBinary,
-    host::{chat_at, client, HostConfig, TOKEN},
+    host::{chat_at, get_at, HostConfig},
     ndjson::Stream,
     seed,
     upstream::ScriptedUpstream,
 };
-
-/// The running server's `/metrics` text.
-async fn metrics_text(url: &str) -> String {
-    client()
-        .get(format!("{url}/metrics"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .expect("the server answers")
-        .text()
-        .await
-        .expect("a body")
-}
 
 #[tokio::test]
 async fn the_binary_runs_the_configured_number_of_workers() {
@@ -38,7 +25,7 @@ async fn the_binary_runs_the_configured_number_of_workers() {
         let rojos = RunningBinary::start(dir.path(), "warn", &[]);
         let url = rojos.url();
 
-        let text = metrics_text(&url).await;
+        let text = get_at(&url, "/metrics").await.text().await.expect("a body");
         assert_eq!(
             value(&text, "rojos_runtime_workers"),
             Some(workers as f64),

@@ -3,7 +3,7 @@
 //! may show a configured token, also when a live edit puts a typo on the token's line.
 
 use crate::support::binary::RunningBinary;
-use crate::support::host::{client, HostConfig, DEMO_TOKEN, TOKEN};
+use crate::support::host::{client, get_at, HostConfig, DEMO_TOKEN, TOKEN};
 use crate::support::upstream::{ScriptedUpstream, Turn};
 
 /// The provider's API key (from the environment) and a key in its `base_url`'s query.
@@ -106,12 +106,5 @@ async fn the_log_shows_no_token_or_provider_key_even_after_a_typo_on_the_token_l
 
 /// The status of an authenticated `GET /tools` on the server at `url`.
 async fn tools_status(url: &str) -> u16 {
-    client()
-        .get(format!("{url}/tools?rojo=default"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .status()
-        .as_u16()
+    get_at(url, "/tools?rojo=default").await.status().as_u16()
 }

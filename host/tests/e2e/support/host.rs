@@ -245,12 +245,7 @@ impl TestHost {
 
     /// `GET path` with the all-projects token.
     pub async fn get(&self, path: &str) -> reqwest::Response {
-        client()
-            .get(format!("{}{path}", self.url))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .expect("request reaches the host")
+        get_at(&self.url, path).await
     }
 
     /// Every stored message of `conversation`, read back over the API page by page
@@ -272,15 +267,21 @@ pub async fn chat_at(url: &str, body: &serde_json::Value) -> reqwest::Response {
         .expect("the chat request is answered")
 }
 
-/// `GET url/path` with the all-projects token from the server at `url` (a test host or a
-/// running binary): its JSON body, after asserting `200`.
-pub async fn get_json_at(url: &str, path: &str) -> serde_json::Value {
-    let response = client()
+/// `GET url/path` with the all-projects token, from the server at `url` (a test host, a
+/// running binary or a proxy in front of them).
+pub async fn get_at(url: &str, path: &str) -> reqwest::Response {
+    client()
         .get(format!("{url}{path}"))
         .bearer_auth(TOKEN)
         .send()
         .await
-        .expect("the server answers");
+        .expect("the server answers")
+}
+
+/// `GET url/path` with the all-projects token from the server at `url` (a test host or a
+/// running binary): its JSON body, after asserting `200`.
+pub async fn get_json_at(url: &str, path: &str) -> serde_json::Value {
+    let response = get_at(url, path).await;
     assert_eq!(response.status(), 200, "GET {path}");
     response.json().await.expect("a JSON body")
 }
