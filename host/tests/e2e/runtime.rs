@@ -1,6 +1,6 @@
 //! The real binary's runtime: it runs the number of workers `[server] worker_threads` asks
-//! for, as `/metrics` reports them, and a conversation with tool calls completes on a single
-//! worker.
+//! for, as `/metrics` reports them, and a conversation with tool calls completes with each
+//! count, a single worker included.
 
 use crate::metrics::value;
 use crate::support::{
