@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::upstream::{ANSWER, FILE, FOLDER, MESSAGE, PAGE};
+use crate::upstream::{self, FILE, FOLDER, MESSAGE, PAGE};
 
 /// A conversation that streamed as it should.
 #[derive(Debug, Clone)]
@@ -255,7 +255,7 @@ pub(crate) fn check_stream(body: &[u8]) -> Result<String, String> {
             _ => return Err(format!("expected CHAT, got {chat}")),
         }
     }
-    if answer != ANSWER {
+    if answer != upstream::answer().text {
         return Err(format!("answer text {answer:?}"));
     }
     if done["type"] != "DONE" || done["stopReason"] != "completed" {
@@ -271,6 +271,7 @@ pub(crate) fn check_stream(body: &[u8]) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::upstream::ANSWER;
 
     fn events() -> Vec<Value> {
         vec![

@@ -18,6 +18,8 @@
 //! `--baseline OLD/rojos` runs the selected scenarios against that binary and this build
 //! interleaved and prints each figure's median per binary and the after/before ratio
 //! (`compare`); `--thread-states` samples where the host's threads wait (`threads`).
+//! `--answer-chunks N` streams S1–S3's final answer as N token-sized chunks, the shape of a
+//! provider's real answer, where the host's work per streamed chunk dominates.
 //! Figures, never pass/fail: the goals are printed beside them. No other system's figures:
 //! cross-system ratios come from the side-by-side harness only.
 
@@ -73,6 +75,11 @@ struct Options {
     /// Concurrent clients in S3.
     #[arg(long, default_value_t = 1000)]
     s3_clients: usize,
+    /// Stream S1–S3's final answer as this many token-sized content deltas (4 characters each)
+    /// instead of the seed's 6 deltas of 12: the shape of a provider's real answer, where the
+    /// host's work per streamed chunk dominates. Each chunk is paced like the others in S3.
+    #[arg(long)]
+    answer_chunks: Option<usize>,
     /// User messages in S4's one long conversation.
     #[arg(long, default_value_t = long_conversation::TURNS)]
     s4_turns: usize,
@@ -153,6 +160,10 @@ async fn run(options: Options) -> anyhow::Result<()> {
     };
     report::machine(&launch.binary);
 
+    if let Some(chunks) = options.answer_chunks {
+        anyhow::ensure!(chunks > 0, "--answer-chunks takes 1 or more");
+        upstream::choose_answer(upstream::Answer::in_tokens(chunks));
+    }
     let upstream = Upstream::start().await?;
     if let Some(baseline) = &options.baseline {
         let before = Launch::of_binary(baseline, &build)?;

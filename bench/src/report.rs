@@ -148,7 +148,14 @@ fn describe(outcome: &Outcome) -> String {
     } else {
         format!("{} clients", s.clients)
     };
-    format!("{} on {}: {clients}, {pace}", s.name, s.store.name())
+    let answer = crate::upstream::chosen_answer().map_or_else(String::new, |answer| {
+        format!(", the answer in {} token-sized chunks", answer.chunks())
+    });
+    format!(
+        "{} on {}: {clients}, {pace}{answer}",
+        s.name,
+        s.store.name()
+    )
 }
 
 /// A pause in a stream this long is counted: several times the scripted upstream's longest

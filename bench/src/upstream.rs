@@ -1,15 +1,15 @@
-//! The scripted OpenAI-compatible upstream: `POST /v1/chat/completions` on loopback, answering
-//! the docs/intro conversation in the Chat Completions SSE wire format (the same bytes as the
-//! end-to-end tests' `ScriptedUpstream`). Stateless: the turn is chosen by counting the `tool`
-//! messages in the request, so any number of conversations can run at once. The pace (time to
-//! first byte, time between chunks) can be changed between scenarios; each chunk is due at a
-//! fixed time from the request's arrival, as a provider's tokens are (a chunk this process
-//! sends late does not push the later ones back), and how late each turn's last chunk was is
-//! recorded ([`Upstream::lateness`]): the part of a scenario's latency that is this machine
-//! starving the upstream, not the host. Under
-//! `/abuse/{misbehaviour}/v1` it misbehaves instead, for the abuse scenario: a turn of
-//! [`FLOOD_CALLS`] tool calls, or one SSE `data:` line of [`HUGE_LINE_BYTES`]. Under
-//! `/long/v1` it plays S4's long conversation (`long`), under `/first-use/v1` one call of
+//! The scripted OpenAI-compatible upstream: `POST /v1/chat/completions` on loopback, answering the
+//! docs/intro conversation in the Chat Completions SSE wire format (the same bytes as the
+//! end-to-end tests' `ScriptedUpstream`), its final answer in the seed's 6 content deltas or, with
+//! `--answer-chunks`, in token-sized ones ([`Answer`]). Stateless: the turn is chosen by counting
+//! the `tool` messages in the request, so any number of conversations can run at once. The pace
+//! (time to first byte, time between chunks) can be changed between scenarios; each chunk is due at
+//! a fixed time from the request's arrival, as a provider's tokens are (a chunk this process sends
+//! late does not push the later ones back), and how late each turn's last chunk was is recorded
+//! ([`Upstream::lateness`]): the part of a scenario's latency that is this machine starving the
+//! upstream, not the host. Under `/abuse/{misbehaviour}/v1` it misbehaves instead, for the abuse
+//! scenario: a turn of [`FLOOD_CALLS`] tool calls, or one SSE `data:` line of [`HUGE_LINE_BYTES`].
+//! Under `/long/v1` it plays S4's long conversation (`long`), under `/first-use/v1` one call of
 //! every offered tool (`first_use`, for the idle memory).
 
 mod first_use;
@@ -18,7 +18,7 @@ mod long;
 use std::{
     sync::{
         atomic::{AtomicU64, Ordering},
-        Arc, Mutex, PoisonError,
+        Arc, LazyLock, Mutex, OnceLock, PoisonError,
     },
     time::Duration,
 };
@@ -49,6 +49,64 @@ pub(crate) const FILE: &str = "docs/intro/index.page";
 pub(crate) const PAGE: &str = "# Introduction\n\nWelcome to the documentation. This section gives a short overview of the project and where to start.";
 /// The final text answer.
 pub(crate) const ANSWER: &str = "Done! I created `docs/intro` and wrote `docs/intro/index.page`.";
+/// Characters per content delta of an answer set by `--answer-chunks`: about one token, as a
+/// provider streams them.
+const TOKEN_PIECE: usize = 4;
+
+/// The answer chosen by `--answer-chunks` ([`choose_answer`]).
+static CHOSEN_ANSWER: OnceLock<Answer> = OnceLock::new();
+/// The answer when none was chosen.
+static SEED_ANSWER: LazyLock<Answer> = LazyLock::new(Answer::seed);
+
+/// The final answer's text and how it is cut into content deltas.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Answer {
+    /// The whole text.
+    pub(crate) text: String,
+    /// Characters per content delta.
+    pub(crate) piece: usize,
+}
+
+impl Answer {
+    /// [`ANSWER`] in [`TEXT_PIECE`]s: the published scenarios' answer.
+    fn seed() -> Answer {
+        Answer {
+            text: ANSWER.to_owned(),
+            piece: TEXT_PIECE,
+        }
+    }
+
+    /// [`ANSWER`]'s words repeated to `chunks` token-sized content deltas ([`TOKEN_PIECE`]).
+    pub(crate) fn in_tokens(chunks: usize) -> Answer {
+        let length = chunks * TOKEN_PIECE;
+        let text: String = format!("{ANSWER} ").chars().cycle().take(length).collect();
+        Answer {
+            text,
+            piece: TOKEN_PIECE,
+        }
+    }
+
+    /// How many content deltas it streams as.
+    pub(crate) fn chunks(&self) -> usize {
+        self.text.chars().count().div_ceil(self.piece)
+    }
+}
+
+/// Sets the final answer of S1–S3's conversation for this process (`--answer-chunks`); the
+/// first call wins. Unset, it is [`ANSWER`].
+pub(crate) fn choose_answer(answer: Answer) {
+    let _ = CHOSEN_ANSWER.set(answer);
+}
+
+/// The answer `--answer-chunks` chose, if it did.
+pub(crate) fn chosen_answer() -> Option<&'static Answer> {
+    CHOSEN_ANSWER.get()
+}
+
+/// The final answer the upstream streams and the clients check.
+pub(crate) fn answer() -> &'static Answer {
+    chosen_answer().unwrap_or(&SEED_ANSWER)
+}
 
 /// Argument text per tool-call delta, and answer text per content delta.
 const ARGS_PIECE: usize = 20;
@@ -115,7 +173,7 @@ pub(crate) struct Script {
 }
 
 impl Script {
-    fn seed() -> Script {
+    fn seed(answer: &Answer) -> Script {
         let page_args = json!({"path": FILE, "text": PAGE}).to_string();
         Script {
             turns: [
@@ -125,7 +183,7 @@ impl Script {
                     &json!({"path": FOLDER}).to_string(),
                 ),
                 tool_call("call_write", "write_text_content", &page_args),
-                text(ANSWER),
+                text_in_pieces(&answer.text, answer.piece),
             ],
         }
     }
@@ -262,7 +320,7 @@ impl Upstream {
     /// Starts serving on an ephemeral loopback port.
     pub(crate) async fn start() -> anyhow::Result<Upstream> {
         let shared = Arc::new(Shared {
-            script: Script::seed(),
+            script: Script::seed(answer()),
             first_us: AtomicU64::new(0),
             between_us: AtomicU64::new(0),
             requests: AtomicU64::new(0),
@@ -516,12 +574,47 @@ mod tests {
             first: Duration::from_millis(200),
             between: Duration::from_millis(20),
         };
-        let own = Script::seed().own_time(pace);
+        let own = Script::seed(&Answer::seed()).own_time(pace);
         assert!(
             own > Duration::from_millis(900) && own < Duration::from_millis(1200),
             "{own:?}"
         );
-        assert_eq!(Script::seed().own_time(Pace::FAST), Duration::ZERO);
+        assert_eq!(
+            Script::seed(&Answer::seed()).own_time(Pace::FAST),
+            Duration::ZERO
+        );
+    }
+
+    /// `--answer-chunks 200`: the answer turn streams 200 content deltas of one token each,
+    /// which together are the answer the clients expect, and each is paced.
+    #[test]
+    fn an_answer_in_tokens_streams_one_delta_per_token() {
+        let answer = Answer::in_tokens(200);
+        assert_eq!(answer.chunks(), 200);
+        assert_eq!(answer.text.chars().count(), 200 * TOKEN_PIECE);
+        assert!(answer.text.starts_with(ANSWER));
+        let script = Script::seed(&answer);
+        // The role delta, 200 content deltas, the stop delta and `[DONE]`.
+        assert_eq!(script.turns[2].len(), 203);
+        let streamed: String = script.turns[2]
+            .iter()
+            .filter_map(|event| {
+                let data = std::str::from_utf8(event).ok()?.strip_prefix("data: ")?;
+                let chunk: Value = serde_json::from_str(data.trim()).ok()?;
+                chunk["choices"][0]["delta"]["content"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .collect();
+        assert_eq!(streamed, answer.text);
+        let pace = Pace {
+            first: Duration::ZERO,
+            between: Duration::from_millis(20),
+        };
+        let seed = Script::seed(&Answer::seed());
+        let longer = script.own_time(pace) - seed.own_time(pace);
+        let more = 203 - seed.turns[2].len();
+        assert_eq!(longer, pace.between * u32::try_from(more).unwrap());
     }
 
     /// Each chunk is due at a fixed time from the request's arrival: a bench that could not
@@ -535,7 +628,7 @@ mod tests {
             first: between,
             between,
         });
-        let chunks = Script::seed().turns[0].len();
+        let chunks = Script::seed(&Answer::seed()).turns[0].len();
         let scripted = between * u32::try_from(chunks).unwrap();
         let started = std::time::Instant::now();
         let response = reqwest::Client::new()
