@@ -1,16 +1,17 @@
-//! The scripted OpenAI-compatible upstream: `POST /v1/chat/completions` on loopback, answering the
-//! docs/intro conversation in the Chat Completions SSE wire format (the same bytes as the
-//! end-to-end tests' `ScriptedUpstream`), its final answer in the seed's 6 content deltas or, with
-//! `--answer-chunks`, in token-sized ones ([`Answer`]). Stateless: the turn is chosen by counting
-//! the `tool` messages in the request, so any number of conversations can run at once. The pace
-//! (time to first byte, time between chunks) can be changed between scenarios; each chunk is due at
-//! a fixed time from the request's arrival, as a provider's tokens are (a chunk this process sends
-//! late does not push the later ones back), and how late each turn's last chunk was is recorded
-//! ([`Upstream::lateness`]): the part of a scenario's latency that is this machine starving the
-//! upstream, not the host. Under `/abuse/{misbehaviour}/v1` it misbehaves instead, for the abuse
-//! scenario: a turn of [`FLOOD_CALLS`] tool calls, or one SSE `data:` line of [`HUGE_LINE_BYTES`].
-//! Under `/long/v1` it plays S4's long conversation (`long`), under `/first-use/v1` one call of
-//! every offered tool (`first_use`, for the idle memory).
+//! The scripted OpenAI-compatible upstream: `POST /v1/chat/completions` on loopback, answering
+//! the docs/intro conversation in the Chat Completions SSE wire format (the same bytes as the
+//! end-to-end tests' `ScriptedUpstream`), its final answer in the seed's 6 content deltas or,
+//! with `--answer-chunks`, in token-sized ones ([`Answer`]). Stateless: the turn is chosen by
+//! counting the `tool` messages in the request, so any number of conversations can run at once.
+//! The pace (time to first byte, time between chunks) can be changed between scenarios; each
+//! chunk is due at a fixed time from the request's arrival, as a provider's tokens are (a chunk
+//! this process sends late does not push the later ones back), and how late each turn's last
+//! chunk was is recorded ([`Upstream::lateness`]): the part of a scenario's latency that is
+//! this machine starving the upstream, not the host. Under `/abuse/{misbehaviour}/v1` it
+//! misbehaves instead, for the abuse scenario: a turn of [`FLOOD_CALLS`] tool calls, or one SSE
+//! `data:` line of [`HUGE_LINE_BYTES`]. Under `/long/v1` it plays S4's long conversation
+//! (`long`), under `/first-use/v1` one call of every offered tool (`first_use`, for the idle
+//! memory).
 
 mod first_use;
 mod long;
