@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::{
     client::{self, Sample},
     host::{CpuTimes, HostProcess, TOKEN},
+    runtime::{self, RuntimeUse},
     store::{Backend, Store},
     threads::{self, ThreadStates},
     upstream::{self, Pace, Upstream, FILE, PAGE},
@@ -63,6 +64,8 @@ pub(crate) struct Outcome {
     pub(crate) healthz: Healthz,
     /// Where the host's threads were, when sampled.
     pub(crate) threads: Option<ThreadStates>,
+    /// The host's own account of its runtime and CPU (`runtime`), when it gives one.
+    pub(crate) runtime: Option<RuntimeUse>,
 }
 
 impl Outcome {
@@ -101,6 +104,7 @@ pub(crate) async fn run(
         .pool_max_idle_per_host(scenario.clients)
         .build()
         .expect("a plain HTTP client builds");
+    let scraped = runtime::scrape(&http, &host.url).await;
     let started = Instant::now();
     let deadline = started + scenario.duration;
     let tasks: Vec<_> = (0..scenario.clients)
@@ -140,6 +144,9 @@ pub(crate) async fn run(
     let upstream_late = upstream.lateness();
     let threads = sampler.map(threads::Sampler::finish);
     let host_cpu = host.cpu_times().unwrap_or_default().since(host_cpu0);
+    let runtime = scraped
+        .zip(runtime::scrape(&http, &host.url).await)
+        .map(|(before, after)| after.since(before));
     let store_cpu = store_cpu0
         .zip(store.server_cpu())
         .map(|(before, after)| after.saturating_sub(before));
@@ -172,6 +179,7 @@ pub(crate) async fn run(
         upstream_late,
         healthz,
         threads,
+        runtime,
     }
 }
 

@@ -7,7 +7,8 @@
 //! clients through the docs/intro conversation (3 model turns, 2 tool calls), checks every
 //! stream and a sample of the files written, and prints Rojos's own figures (conversations/s,
 //! latency percentiles, time to first event, the longest pause in each stream, errors, the
-//! host's CPU per conversation user and system apart, idle and peak RSS) for S1–S3; S4, one
+//! host's CPU per conversation user and system apart, its runtime's busy time and parks from
+//! its own `/metrics` (`runtime`), idle and peak RSS) for S1–S3; S4, one
 //! long conversation whose per-turn CPU is checked for linear growth in the bytes sent
 //! upstream (`long_conversation`); the idle memory with each built-in plugin (`idle`); then
 //! the abuse scenario (a tool-call flood, a huge SSE line, partial request heads: `abuse`), the
@@ -37,6 +38,7 @@ mod load;
 mod long_conversation;
 mod mcp_paths;
 mod report;
+mod runtime;
 mod stats;
 mod store;
 mod threads;

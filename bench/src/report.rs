@@ -234,6 +234,14 @@ pub(crate) fn scenario(outcome: &Outcome, scripted: Duration) {
             cpu.total().as_secs_f64() / outcome.elapsed.as_secs_f64(),
             outcome.bench_cpu.as_secs_f64()
         );
+        if let Some(runtime) = outcome.runtime {
+            println!(
+                "  runtime         workers busy {:.2} cores; {:.1} parks per conversation (a worker put to sleep with nothing to run); the host reports {:.0} µs of CPU per conversation",
+                runtime.busy.as_secs_f64() / outcome.elapsed.as_secs_f64(),
+                runtime.parks as f64 / n as f64,
+                per(runtime.reported_cpu)
+            );
+        }
         if let Some(store) = outcome.store_cpu {
             println!(
                 "  store CPU       PostgreSQL server {:.2} s = {:.0} µs per conversation ({:.2} cores)",
@@ -713,6 +721,7 @@ mod tests {
             upstream_late: Vec::new(),
             healthz: (Vec::new(), 0),
             threads: None,
+            runtime: None,
         }
     }
 

@@ -2,7 +2,11 @@
 //! keep their own counts), updated by the agent loop and the HTTP layer, rendered by
 //! `GET /metrics` in the Prometheus text format (0.0.4). Label values are bounded: stop
 //! reasons, error kinds and the names of loaded tools only (a name the model made up is
-//! counted as `unknown`).
+//! counted as `unknown`). Read at each scrape: the process's standard figures (`process`)
+//! and the runtime's (`runtime`).
+
+mod process;
+mod runtime;
 
 use std::time::Duration;
 
@@ -78,7 +82,6 @@ pub struct Metrics {
     provider_errors: Family<KindLabels, Counter>,
     streams_open: Gauge,
     plugins_loaded: Gauge,
-    runtime_workers: Gauge,
     requests_limited: Family<LimitLabels, Counter>,
     tool_calls_refused: Family<ReasonLabels, Counter>,
     connections_open: Gauge,
@@ -101,8 +104,7 @@ impl Default for Metrics {
 impl Metrics {
     /// A fresh registry with every metric at zero.
     pub fn new() -> Metrics {
-        let mut registry = Registry::with_prefix("rojos");
-        let metrics = Metrics {
+        let mut metrics = Metrics {
             chats_started: Counter::default(),
             chats_finished: Family::default(),
             model_turns: Counter::default(),
@@ -112,7 +114,6 @@ impl Metrics {
             provider_errors: Family::default(),
             streams_open: Gauge::default(),
             plugins_loaded: Gauge::default(),
-            runtime_workers: Gauge::default(),
             requests_limited: Family::default(),
             tool_calls_refused: Family::default(),
             connections_open: Gauge::default(),
@@ -120,6 +121,13 @@ impl Metrics {
             log_lines_dropped: Counter::default(),
             registry: Registry::default(),
         };
+        // The standard process metrics keep their standard names; the server's own are
+        // `rojos_*`.
+        metrics
+            .registry
+            .register_collector(Box::new(process::ProcessCollector));
+        let registry = metrics.registry.sub_registry_with_prefix("rojos");
+        registry.register_collector(Box::new(runtime::RuntimeCollector));
         registry.register(
             "chats_started",
             "Chats started (POST /chat accepted)",
@@ -168,11 +176,6 @@ impl Metrics {
             metrics.plugins_loaded.clone(),
         );
         registry.register(
-            "runtime_workers",
-            "Worker threads of the server's runtime (`[server] worker_threads`, else one per core)",
-            metrics.runtime_workers.clone(),
-        );
-        registry.register(
             "requests_limited",
             "Chats refused with 429, by limit (concurrency or rate)",
             metrics.requests_limited.clone(),
@@ -198,10 +201,7 @@ impl Metrics {
             "Log lines dropped because stderr was not read fast enough (logging.rs)",
             metrics.log_lines_dropped.clone(),
         );
-        Metrics {
-            registry,
-            ..metrics
-        }
+        metrics
     }
 
     /// A chat run started.
@@ -296,11 +296,6 @@ impl Metrics {
     pub fn render(&self, plugins_loaded: usize) -> String {
         self.plugins_loaded
             .set(i64::try_from(plugins_loaded).unwrap_or(i64::MAX));
-        // Rendered from a request, on the server's runtime; 0 from anywhere else.
-        let workers = tokio::runtime::Handle::try_current()
-            .map_or(0, |runtime| runtime.metrics().num_workers());
-        self.runtime_workers
-            .set(i64::try_from(workers).unwrap_or(i64::MAX));
         // The log writer keeps its own count; the counter catches up with it (atomically:
         // two scrapes at once must not both add the difference).
         self.log_lines_dropped.inner().fetch_max(
@@ -403,6 +398,13 @@ mod tests {
             .any(|l| l == "rojos_streams_open 0"));
     }
 
+    /// The value of the unlabelled series `name` in `text`.
+    fn value(text: &str, name: &str) -> Option<f64> {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|v| v.parse().ok())
+    }
+
     #[test]
     fn the_runtime_workers_are_those_of_the_runtime_it_is_rendered_on() {
         let metrics = Metrics::new();
@@ -415,9 +417,126 @@ mod tests {
             text.lines().any(|l| l == "rojos_runtime_workers 3"),
             "{text}"
         );
-        assert!(metrics
-            .render(0)
-            .lines()
-            .any(|l| l == "rojos_runtime_workers 0"));
+        let off_runtime = metrics.render(0);
+        assert!(off_runtime.lines().any(|l| l == "rojos_runtime_workers 0"));
+        assert_eq!(
+            value(&off_runtime, "rojos_runtime_busy_seconds_total"),
+            None
+        );
+    }
+
+    #[test]
+    fn the_runtime_reports_its_workers_busy_time_parks_and_tasks() {
+        let metrics = Metrics::new();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build()
+            .expect("runtime");
+        let before = runtime.block_on(async { metrics.render(0) });
+        // A task that keeps a worker busy for 100 ms, then ten that each sleep, so a worker
+        // parks between their wakes; one more left waiting, alive.
+        runtime.block_on(async {
+            tokio::spawn(async {
+                let start = std::time::Instant::now();
+                while start.elapsed() < Duration::from_millis(100) {
+                    std::hint::spin_loop();
+                }
+            })
+            .await
+            .expect("spinning task");
+            for _ in 0..10 {
+                tokio::spawn(tokio::time::sleep(Duration::from_millis(2)))
+                    .await
+                    .expect("sleeping task");
+            }
+        });
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let waiting = runtime.spawn(stopped);
+        let after = runtime.block_on(async { metrics.render(0) });
+        let busy = |text: &str| value(text, "rojos_runtime_busy_seconds_total").expect(text);
+        let parks = |text: &str| value(text, "rojos_runtime_worker_parks_total").expect(text);
+        assert!(
+            busy(&after) - busy(&before) >= 0.1,
+            "the spinning task's 100 ms are busy time: {before}\n{after}"
+        );
+        assert!(
+            parks(&after) - parks(&before) >= 10.0,
+            "a worker parks while each task sleeps: {before}\n{after}"
+        );
+        assert!(value(&after, "rojos_runtime_alive_tasks").expect(&after) >= 1.0);
+        assert!(value(&after, "rojos_runtime_global_queue_depth").is_some());
+        drop(stop);
+        runtime.block_on(waiting).expect("waiting task").ok();
+    }
+
+    #[test]
+    fn the_process_metrics_are_this_process_s_own() {
+        let status = |field: &str| -> f64 {
+            let status = std::fs::read_to_string("/proc/self/status").expect("status");
+            let line = status
+                .lines()
+                .find_map(|l| l.strip_prefix(field))
+                .expect(field);
+            line.split_whitespace()
+                .next()
+                .expect(field)
+                .parse()
+                .expect(field)
+        };
+        let rss_before = status("VmRSS:") * 1024.0;
+        let cpu_before = cpu_seconds();
+        let text = Metrics::new().render(0);
+        let cpu_after = cpu_seconds();
+        let rss_after = status("VmRSS:") * 1024.0;
+
+        // The kernel counts CPU time in ticks; the metric reads the same count.
+        let cpu = value(&text, "process_cpu_seconds_total").expect(&text);
+        assert!(
+            cpu_before - 0.011 <= cpu && cpu <= cpu_after + 0.011,
+            "{cpu_before} <= {cpu} <= {cpu_after}"
+        );
+        // Resident, not virtual, memory: within what the test's other threads may allocate
+        // meanwhile of the kernel's figure read around it, and far below the virtual size.
+        let rss = value(&text, "process_resident_memory_bytes").expect(&text);
+        let (low, high) = (rss_before.min(rss_after), rss_before.max(rss_after));
+        let slack = 16.0 * 1024.0 * 1024.0;
+        assert!(
+            low - slack <= rss && rss <= high + slack,
+            "{rss} within 16 MiB of {low}..{high}"
+        );
+        let virtual_size = value(&text, "process_virtual_memory_bytes").expect(&text);
+        assert!(rss < virtual_size, "{rss} < {virtual_size}");
+        let open = value(&text, "process_open_fds").expect(&text);
+        assert!(open >= 3.0, "stdin, stdout and stderr at least: {open}");
+        let max = value(&text, "process_max_fds").expect(&text);
+        let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+            .current
+            .map_or(0.0, |n| n as f64);
+        assert_eq!(max, limit);
+        let threads = value(&text, "process_threads").expect(&text);
+        assert!(threads >= 1.0, "{threads}");
+        let started = value(&text, "process_start_time_seconds").expect(&text);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after the epoch")
+            .as_secs_f64();
+        assert!(
+            started <= now + 1.0 && started >= now - 24.0 * 3600.0,
+            "this test process started within a day: {started} against {now}"
+        );
+        // The standard names, without the server's prefix.
+        assert!(!text.contains("rojos_process_"), "{text}");
+    }
+
+    /// This process's user and system time from `/proc/self/stat`, in seconds.
+    fn cpu_seconds() -> f64 {
+        let stat = std::fs::read_to_string("/proc/self/stat").expect("stat");
+        // The fields after the command's name, which is in parentheses and may hold spaces.
+        let after_name = &stat[stat.rfind(')').expect("a name") + 2..];
+        let fields: Vec<&str> = after_name.split_whitespace().collect();
+        let ticks: f64 =
+            fields[11].parse::<f64>().expect("utime") + fields[12].parse::<f64>().expect("stime");
+        ticks / rustix::param::clock_ticks_per_second() as f64
     }
 }
