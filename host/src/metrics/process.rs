@@ -7,10 +7,12 @@
 
 use prometheus_client::{
     collector::Collector,
-    encoding::{DescriptorEncoder, EncodeMetric},
+    encoding::DescriptorEncoder,
     metrics::{counter::ConstCounter, gauge::ConstGauge},
     registry::Unit,
 };
+
+use super::encode_const;
 
 /// Reads the process's figures on each scrape; a figure the system does not give is left out.
 #[derive(Debug)]
@@ -20,13 +22,13 @@ impl Collector for ProcessCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
         let now = metrics_process::collector::collect();
         if let Some(seconds) = now.cpu_seconds_total {
-            let cpu = ConstCounter::new(seconds);
-            cpu.encode(encoder.encode_descriptor(
+            encode_const(
+                &mut encoder,
                 "process_cpu",
                 "Total user and system CPU time spent in seconds",
                 Some(&Unit::Seconds),
-                cpu.metric_type(),
-            )?)?;
+                &ConstCounter::new(seconds),
+            )?;
         }
         let gauges = [
             (
@@ -73,14 +75,15 @@ impl Collector for ProcessCollector {
             ),
         ];
         for (name, help, unit, value) in gauges {
-            let Some(value) = value else { continue };
-            let gauge = ConstGauge::new(value);
-            gauge.encode(encoder.encode_descriptor(
-                name,
-                help,
-                unit.as_ref(),
-                gauge.metric_type(),
-            )?)?;
+            if let Some(value) = value {
+                encode_const(
+                    &mut encoder,
+                    name,
+                    help,
+                    unit.as_ref(),
+                    &ConstGauge::new(value),
+                )?;
+            }
         }
         Ok(())
     }

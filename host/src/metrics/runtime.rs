@@ -6,10 +6,12 @@
 
 use prometheus_client::{
     collector::Collector,
-    encoding::{DescriptorEncoder, EncodeMetric},
+    encoding::DescriptorEncoder,
     metrics::{counter::ConstCounter, gauge::ConstGauge},
     registry::Unit,
 };
+
+use super::encode_const;
 
 /// Reads the current runtime's figures on each scrape; rendered off a runtime, only
 /// `runtime_workers 0`.
@@ -22,34 +24,34 @@ impl Collector for RuntimeCollector {
             .ok()
             .map(|h| h.metrics());
         let workers = runtime.as_ref().map_or(0, |r| r.num_workers());
-        let gauge = ConstGauge::new(workers);
-        gauge.encode(encoder.encode_descriptor(
+        encode_const(
+            &mut encoder,
             "runtime_workers",
             "Worker threads of the server's runtime (`[server] worker_threads`, else one per core)",
             None,
-            gauge.metric_type(),
-        )?)?;
+            &ConstGauge::new(workers),
+        )?;
         let Some(runtime) = runtime else {
             return Ok(());
         };
         let busy: f64 = (0..workers)
             .map(|w| runtime.worker_total_busy_duration(w).as_secs_f64())
             .sum();
-        let busy = ConstCounter::new(busy);
-        busy.encode(encoder.encode_descriptor(
+        encode_const(
+            &mut encoder,
             "runtime_busy",
             "Time the runtime's workers spent running tasks, summed over the workers",
             Some(&Unit::Seconds),
-            busy.metric_type(),
-        )?)?;
+            &ConstCounter::new(busy),
+        )?;
         let parks: u64 = (0..workers).map(|w| runtime.worker_park_count(w)).sum();
-        let parks = ConstCounter::new(parks);
-        parks.encode(encoder.encode_descriptor(
+        encode_const(
+            &mut encoder,
             "runtime_worker_parks",
             "Times a worker went to sleep with no task to run (each followed by a wake)",
             None,
-            parks.metric_type(),
-        )?)?;
+            &ConstCounter::new(parks),
+        )?;
         for (name, help, value) in [
             (
                 "runtime_alive_tasks",
@@ -62,8 +64,7 @@ impl Collector for RuntimeCollector {
                 runtime.global_queue_depth(),
             ),
         ] {
-            let gauge = ConstGauge::new(value);
-            gauge.encode(encoder.encode_descriptor(name, help, None, gauge.metric_type())?)?;
+            encode_const(&mut encoder, name, help, None, &ConstGauge::new(value))?;
         }
         Ok(())
     }
