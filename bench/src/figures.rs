@@ -1,6 +1,7 @@
 //! Rojos's own figures, named, so a run can be summarised and two host binaries compared
 //! figure by figure (`compare`): per load scenario its throughput, latency percentiles, first
-//! event, CPU per conversation (user and system apart) and peak memory; the host's idle memory;
+//! event, CPU per conversation (user and system apart), peak memory and, from the host's own
+//! `/metrics`, its workers' busy cores and parks per conversation; the host's idle memory;
 //! S4's CPU per turn (all, and the last ten) and per KiB sent (the half-slope ratio is left
 //! to S4's own verdict line: a median of ratios of noisy slopes says little); the idle memory
 //! with no plugin and with all seven.
@@ -98,6 +99,21 @@ pub(crate) fn of_outcome(o: &Outcome) -> Vec<Figure> {
         figure(name("peak RSS"), mebibytes(o.peak_rss), "MiB"),
         figure(name("errors"), o.errors as f64, ""),
     ]);
+    // From the host's own `/metrics` (`runtime`); an older host has none.
+    if let Some(runtime) = o.runtime {
+        figures.extend([
+            figure(
+                name("workers busy"),
+                runtime.busy.as_secs_f64() / o.elapsed.as_secs_f64(),
+                "cores",
+            ),
+            figure(
+                name("worker parks per conversation"),
+                runtime.parks as f64 / n,
+                "",
+            ),
+        ]);
+    }
     figures
 }
 
@@ -164,4 +180,31 @@ pub(crate) fn of_idle(idle: &[IdleRss]) -> Vec<Figure> {
             ]
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{runtime::RuntimeUse, store::Backend};
+
+    #[test]
+    fn the_runtime_figures_come_from_the_host_s_own_account_when_it_gives_one() {
+        let value = |figures: &[Figure], name: &str| {
+            figures.iter().find(|f| f.name == name).map(|f| f.value)
+        };
+        let mut outcome = Outcome::of_s2(Backend::Sqlite, 1_000, 5_000);
+        assert_eq!(value(&of_outcome(&outcome), "S2 workers busy"), None);
+        outcome.runtime = Some(RuntimeUse {
+            busy: Duration::from_secs(15),
+            parks: 250,
+            reported_cpu: Duration::from_secs(5),
+        });
+        let figures = of_outcome(&outcome);
+        // 15 s of busy workers in the scenario's 10 s; 250 parks over 1,000 conversations.
+        assert_eq!(value(&figures, "S2 workers busy"), Some(1.5));
+        assert_eq!(
+            value(&figures, "S2 worker parks per conversation"),
+            Some(0.25)
+        );
+    }
 }

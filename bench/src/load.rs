@@ -69,6 +69,43 @@ pub(crate) struct Outcome {
 }
 
 impl Outcome {
+    /// For tests: an S2 outcome of `conversations` in 10 s using `cpu_ms` of host CPU.
+    #[cfg(test)]
+    pub(crate) fn of_s2(store: Backend, conversations: usize, cpu_ms: u64) -> Outcome {
+        let sample = crate::client::Sample {
+            latency: Duration::from_millis(100),
+            first_event: Duration::from_millis(1),
+            longest_pause: Duration::from_millis(1),
+            conversation: "c".to_owned(),
+        };
+        Outcome {
+            scenario: Scenario {
+                name: "S2",
+                store,
+                clients: 32,
+                duration: Duration::from_secs(10),
+                pace: crate::upstream::Pace::FAST,
+                sample_threads: false,
+            },
+            samples: vec![sample; conversations],
+            errors: 0,
+            error_texts: Vec::new(),
+            elapsed: Duration::from_secs(10),
+            peak_rss: 0,
+            host_cpu: crate::host::CpuTimes {
+                user: Duration::from_millis(cpu_ms),
+                system: Duration::ZERO,
+            },
+            store_cpu: None,
+            bench_cpu: Duration::ZERO,
+            upstream_alone: Duration::ZERO,
+            upstream_late: Vec::new(),
+            healthz: (Vec::new(), 0),
+            threads: None,
+            runtime: None,
+        }
+    }
+
     /// Conversations completed per second.
     pub(crate) fn throughput(&self) -> f64 {
         self.samples.len() as f64 / self.elapsed.as_secs_f64()
