@@ -34,6 +34,7 @@ mod model_turns;
 mod outage;
 mod plugins;
 mod postgres;
+mod prometheus_rules;
 mod provider_errors;
 mod provider_status;
 mod providers;
