@@ -123,6 +123,8 @@ pub(crate) async fn run(
     let rounds = if scenario.pace == Pace::FAST { 200 } else { 2 };
     let upstream_alone = upstream_alone(upstream, rounds).await;
     upstream.lateness();
+    // Before the CPU is first read, so the scrape's own work is not counted in the scenario.
+    let scraped = runtime::scrape(&reqwest::Client::new(), &host.url).await;
     let host_cpu0 = host.cpu_times().unwrap_or_default();
     let store_cpu0 = store.server_cpu();
     let bench_cpu0 = crate::host::cpu_of("/proc/self/stat").unwrap_or_default();
@@ -141,7 +143,6 @@ pub(crate) async fn run(
         .pool_max_idle_per_host(scenario.clients)
         .build()
         .expect("a plain HTTP client builds");
-    let scraped = runtime::scrape(&http, &host.url).await;
     let started = Instant::now();
     let deadline = started + scenario.duration;
     let tasks: Vec<_> = (0..scenario.clients)

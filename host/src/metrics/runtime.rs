@@ -1,8 +1,9 @@
 //! The server's tokio runtime, read at each scrape from the runtime the scrape runs on: its
 //! workers, how long they were busy, how often they went to sleep for lack of work, and its
-//! tasks. Busy time over CPU time tells the runtime's share of the host's CPU from the blocking
-//! threads' (tool calls, the store); parks per chat tell whether a host idles between chats,
-//! where `[server] worker_threads = 1` saves CPU (docs/configuration.md, "Worker threads").
+//! tasks. Busy time is wall-clock time with a task to run (it counts time a busy machine kept a
+//! worker off a core): near the number of workers, the runtime is saturated and tasks queue.
+//! Parks per chat tell whether a host idles between chats, where `[server] worker_threads = 1`
+//! saves CPU (docs/configuration.md, "Worker threads").
 
 use prometheus_client::{
     collector::Collector,
