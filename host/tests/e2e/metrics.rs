@@ -150,17 +150,42 @@ fn entries(pid: u32, dir: &str) -> f64 {
         .count() as f64
 }
 
-#[tokio::test]
-async fn the_binary_reports_its_own_cpu_memory_descriptors_threads_and_runtime() {
+/// The real binary with the built-in tools, after one seeded conversation (so every per-reason
+/// counter the conversation touches has a series); with its upstream and its folder, which
+/// must live as long as it.
+pub(crate) struct AfterOneChat {
+    pub(crate) upstream: ScriptedUpstream,
+    pub(crate) rojos: RunningBinary,
+    pub(crate) url: String,
+    _dir: tempfile::TempDir,
+}
+
+pub(crate) async fn binary_after_one_chat() -> AfterOneChat {
     let upstream = ScriptedUpstream::start(seed::turns()).await;
     let dir = tempfile::tempdir().expect("temp dir");
     let config = HostConfig::builtins().upstream(&upstream);
     std::fs::write(dir.path().join("rojos.toml"), config.render()).expect("write config");
     let rojos = RunningBinary::start(dir.path(), "warn", &[]);
     let url = rojos.url();
-    let pid = rojos.id();
     let stream = Stream::read(chat_at(&url, &seed::body("demo")).await).await;
     assert_eq!(stream.done().1, "completed");
+    AfterOneChat {
+        upstream,
+        rojos,
+        url,
+        _dir: dir,
+    }
+}
+
+#[tokio::test]
+async fn the_binary_reports_its_own_cpu_memory_descriptors_threads_and_runtime() {
+    let AfterOneChat {
+        upstream,
+        rojos,
+        url,
+        _dir,
+    } = binary_after_one_chat().await;
+    let pid = rojos.id();
 
     let (cpu_before, fds_before, threads_before) =
         (cpu_seconds(pid), entries(pid, "fd"), entries(pid, "task"));

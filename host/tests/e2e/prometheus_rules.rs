@@ -7,13 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{
-    binary::RunningBinary,
-    host::{chat_at, get_at, HostConfig},
-    ndjson::Stream,
-    seed,
-    upstream::ScriptedUpstream,
-};
+use crate::metrics::binary_after_one_chat;
+use crate::support::host::get_at;
 
 /// The folder of the rules and their tests.
 fn rules_dir() -> PathBuf {
@@ -70,16 +65,13 @@ async fn every_series_the_prometheus_rules_read_is_in_the_binary_s_metrics() {
         "the rules read the process's and the runtime's series: {names:?}"
     );
 
-    let upstream = ScriptedUpstream::start(seed::turns()).await;
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config = HostConfig::builtins().upstream(&upstream);
-    std::fs::write(dir.path().join("rojos.toml"), config.render()).expect("write config");
-    let rojos = RunningBinary::start(dir.path(), "warn", &[]);
-    let url = rojos.url();
-    // A finished chat, so the per-stop-reason counter has a series.
-    let stream = Stream::read(chat_at(&url, &seed::body("demo")).await).await;
-    assert_eq!(stream.done().1, "completed");
-    let text = get_at(&url, "/metrics").await.text().await.expect("a body");
+    // After a finished chat, so the per-stop-reason counter has a series.
+    let host = binary_after_one_chat().await;
+    let text = get_at(&host.url, "/metrics")
+        .await
+        .text()
+        .await
+        .expect("a body");
     for name in &names {
         assert!(
             text.lines()
@@ -88,5 +80,5 @@ async fn every_series_the_prometheus_rules_read_is_in_the_binary_s_metrics() {
             "the rules read {name}, which the host's /metrics does not give:\n{text}"
         );
     }
-    upstream.assert_consumed();
+    host.upstream.assert_consumed();
 }
