@@ -1,7 +1,8 @@
 //! Rojos's own figures, named, so a run can be summarised and two host binaries compared
 //! figure by figure (`compare`): per load scenario its throughput, latency percentiles, first
 //! event, CPU per conversation (user and system apart), peak memory and, from the host's own
-//! `/metrics`, its workers' busy cores and parks per conversation; the host's idle memory;
+//! `/metrics`, its workers' busy cores, parks per conversation and queued tasks; the host's
+//! idle memory;
 //! S4's CPU per turn (all, and the last ten) and per KiB sent (the half-slope ratio is left
 //! to S4's own verdict line: a median of ratios of noisy slopes says little); the idle memory
 //! with no plugin and with all seven.
@@ -100,6 +101,12 @@ pub(crate) fn of_outcome(o: &Outcome) -> Vec<Figure> {
         figure(name("errors"), o.errors as f64, ""),
     ]);
     // From the host's own `/metrics` (`runtime`); an older host has none.
+    if let Some((p50, max)) = crate::report::queued(&o.queued) {
+        figures.extend([
+            figure(name("runtime queue p50"), p50, "tasks"),
+            figure(name("runtime queue max"), max, "tasks"),
+        ]);
+    }
     if let Some(runtime) = o.runtime {
         figures.extend([
             figure(
@@ -194,6 +201,8 @@ mod tests {
         };
         let mut outcome = Outcome::of_s2(Backend::Sqlite, 1_000, 5_000);
         assert_eq!(value(&of_outcome(&outcome), "S2 workers busy"), None);
+        assert_eq!(value(&of_outcome(&outcome), "S2 runtime queue max"), None);
+        outcome.queued = vec![3.0, 900.0, 40.0, 0.0, 7.0];
         outcome.runtime = Some(RuntimeUse {
             busy: Duration::from_secs(15),
             parks: 250,
@@ -206,5 +215,7 @@ mod tests {
             value(&figures, "S2 worker parks per conversation"),
             Some(0.25)
         );
+        assert_eq!(value(&figures, "S2 runtime queue p50"), Some(7.0));
+        assert_eq!(value(&figures, "S2 runtime queue max"), Some(900.0));
     }
 }

@@ -66,6 +66,8 @@ pub(crate) struct Outcome {
     pub(crate) threads: Option<ThreadStates>,
     /// The host's own account of its runtime and CPU (`runtime`), when it gives one.
     pub(crate) runtime: Option<RuntimeUse>,
+    /// The tasks waiting in its runtime's shared queue, read during the scenario (`watch`).
+    pub(crate) queued: Vec<f64>,
 }
 
 impl Outcome {
@@ -103,6 +105,7 @@ impl Outcome {
             healthz: (Vec::new(), 0),
             threads: None,
             runtime: None,
+            queued: Vec::new(),
         }
     }
 
@@ -191,7 +194,11 @@ pub(crate) async fn run(
     let bench_cpu = crate::host::cpu_of("/proc/self/stat")
         .unwrap_or_default()
         .saturating_sub(bench_cpu0);
-    let Watched { peak_rss, healthz } = watch.finish(host).await;
+    let Watched {
+        peak_rss,
+        healthz,
+        queued,
+    } = watch.finish(host).await;
 
     let problems = check_files(host, &scenario).await;
     let problems = problems
@@ -218,6 +225,7 @@ pub(crate) async fn run(
         healthz,
         threads,
         runtime,
+        queued,
     }
 }
 

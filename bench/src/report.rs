@@ -242,6 +242,13 @@ pub(crate) fn scenario(outcome: &Outcome, scripted: Duration) {
                 per(runtime.reported_cpu)
             );
         }
+        if let Some((p50, max)) = queued(&outcome.queued) {
+            println!(
+                "  runtime queue   p50 {p50:.0}  max {max:.0} tasks waiting for a worker ({} readings, one every {} s)",
+                outcome.queued.len(),
+                crate::watch::QUEUE_READ_EVERY.as_secs_f64()
+            );
+        }
         if let Some(store) = outcome.store_cpu {
             println!(
                 "  store CPU       PostgreSQL server {:.2} s = {:.0} µs per conversation ({:.2} cores)",
@@ -264,6 +271,12 @@ pub(crate) fn scenario(outcome: &Outcome, scripted: Duration) {
     if let Some(states) = &outcome.threads {
         thread_states(states);
     }
+}
+
+/// The median and the largest of the runtime queue's readings, if there were any.
+pub(crate) fn queued(readings: &[f64]) -> Option<(f64, f64)> {
+    let max = readings.iter().copied().reduce(f64::max)?;
+    Some((crate::stats::median(readings)?, max))
 }
 
 /// The heading of an attack, before it runs.

@@ -2,7 +2,8 @@
 //! its runtime's workers were busy, how often they went to sleep with nothing to run, and the
 //! CPU time it reports for itself (`process_cpu_seconds_total`, which a fleet watches in
 //! production: the bench prints it beside its own reading of `/proc`, so the two can be
-//! compared). A host without these metrics (an older `--baseline`) gives none.
+//! compared); and, sampled while the scenario runs (`watch`), the tasks waiting in its
+//! runtime's shared queue. A host without these metrics (an older `--baseline`) gives none.
 
 use std::time::Duration;
 
@@ -29,26 +30,40 @@ pub(crate) struct RuntimeUse {
 
 /// Reads the host's `/metrics` at `url`; `None` when it cannot, or lacks the figures.
 pub(crate) async fn scrape(http: &reqwest::Client, url: &str) -> Option<Scrape> {
+    parse(&metrics_text(http, url).await?)
+}
+
+/// Reads how many tasks wait in the host's runtime's shared queue now; `None` when it cannot.
+pub(crate) async fn queued_tasks(http: &reqwest::Client, url: &str) -> Option<f64> {
+    value(
+        &metrics_text(http, url).await?,
+        "rojos_runtime_global_queue_depth",
+    )
+}
+
+async fn metrics_text(http: &reqwest::Client, url: &str) -> Option<String> {
     let response = http
         .get(format!("{url}/metrics"))
         .bearer_auth(TOKEN)
         .send()
         .await
         .ok()?;
-    parse(&response.text().await.ok()?)
+    response.text().await.ok()
+}
+
+/// The value of the unlabelled series `name` in a `/metrics` text.
+fn value(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse::<f64>().ok())
 }
 
 /// The figures in a `/metrics` text.
 fn parse(text: &str) -> Option<Scrape> {
-    let value = |name: &str| {
-        text.lines()
-            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
-            .and_then(|v| v.trim().parse::<f64>().ok())
-    };
     Some(Scrape {
-        busy_seconds: value("rojos_runtime_busy_seconds_total")?,
-        parks: value("rojos_runtime_worker_parks_total")?,
-        cpu_seconds: value("process_cpu_seconds_total")?,
+        busy_seconds: value(text, "rojos_runtime_busy_seconds_total")?,
+        parks: value(text, "rojos_runtime_worker_parks_total")?,
+        cpu_seconds: value(text, "process_cpu_seconds_total")?,
     })
 }
 

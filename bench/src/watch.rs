@@ -1,7 +1,7 @@
 //! Watching the host while a scenario runs: its resident memory sampled every 10 ms (and its
-//! `VmHWM` reset at the start and read at the end), and `GET /healthz` probed from a task of
+//! `VmHWM` reset at the start and read at the end), `GET /healthz` probed from a task of
 //! its own, each probe bounded by a timeout so a host that stops answering is reported, not
-//! waited for.
+//! waited for, and its runtime's queued tasks read from its `/metrics` every half second.
 
 use std::{
     sync::{
@@ -35,7 +35,14 @@ pub(crate) struct Watched {
     pub(crate) peak_rss: u64,
     /// The `/healthz` probes.
     pub(crate) healthz: Healthz,
+    /// The tasks waiting in the host's runtime's shared queue, read every
+    /// [`QUEUE_READ_EVERY`] (none from a host without the metric).
+    pub(crate) queued: Vec<f64>,
 }
+
+/// How often the runtime's queue is read: often enough to see a saturated host's queue, at a
+/// scrape's cost (0.2 ms of the host's CPU) twice a second.
+pub(crate) const QUEUE_READ_EVERY: Duration = Duration::from_millis(500);
 
 /// A running watch; [`Watch::finish`] stops it.
 #[derive(Debug)]
@@ -45,6 +52,7 @@ pub(crate) struct Watch {
     peak_reset: bool,
     sampler: tokio::task::JoinHandle<()>,
     prober: tokio::task::JoinHandle<Healthz>,
+    queue_reader: tokio::task::JoinHandle<Vec<f64>>,
 }
 
 impl Watch {
@@ -55,12 +63,14 @@ impl Watch {
         let sampled_peak = Arc::new(AtomicU64::new(0));
         let sampler = spawn_rss_sampler(host, Arc::clone(&stop), Arc::clone(&sampled_peak));
         let prober = spawn_healthz_prober(&host.url, probing, Arc::clone(&stop));
+        let queue_reader = spawn_queue_reader(&host.url, Arc::clone(&stop));
         Watch {
             stop,
             sampled_peak,
             peak_reset,
             sampler,
             prober,
+            queue_reader,
         }
     }
 
@@ -70,6 +80,7 @@ impl Watch {
         self.stop.store(true, Ordering::Relaxed);
         let _ = self.sampler.await;
         let healthz = self.prober.await.unwrap_or_default();
+        let queued = self.queue_reader.await.unwrap_or_default();
         let hwm = if self.peak_reset {
             host.memory().map(|m| m.peak).unwrap_or(0)
         } else {
@@ -78,6 +89,7 @@ impl Watch {
         Watched {
             peak_rss: hwm.max(self.sampled_peak.load(Ordering::Relaxed)),
             healthz,
+            queued,
         }
     }
 }
@@ -134,5 +146,21 @@ fn spawn_healthz_prober(
             tokio::time::sleep(probing.every).await;
         }
         (times, failed)
+    })
+}
+
+/// Reads the host's runtime queue every [`QUEUE_READ_EVERY`] until `stop`.
+fn spawn_queue_reader(url: &str, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<Vec<f64>> {
+    let url = url.to_owned();
+    tokio::spawn(async move {
+        let Ok(http) = reqwest::Client::builder().timeout(PROBE_TIMEOUT).build() else {
+            return Vec::new();
+        };
+        let mut queued = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            queued.extend(crate::runtime::queued_tasks(&http, &url).await);
+            tokio::time::sleep(QUEUE_READ_EVERY).await;
+        }
+        queued
     })
 }
