@@ -7,8 +7,8 @@
 //! clients through the docs/intro conversation (3 model turns, 2 tool calls), checks every
 //! stream and a sample of the files written, and prints Rojos's own figures (conversations/s,
 //! latency percentiles, time to first event, the longest pause in each stream, errors, the
-//! host's CPU per conversation user and system apart, its runtime's busy time and parks from
-//! its own `/metrics` (`runtime`), idle and peak RSS) for S1–S3; S4, one
+//! host's CPU per conversation user and system apart, its runtime's busy time, parks and
+//! queued tasks from its own `/metrics` (`runtime`), idle and peak RSS) for S1–S3; S4, one
 //! long conversation whose per-turn CPU is checked for linear growth in the bytes sent
 //! upstream (`long_conversation`); the idle memory with each built-in plugin (`idle`); then
 //! the abuse scenario (a tool-call flood, a huge SSE line, partial request heads: `abuse`), the
