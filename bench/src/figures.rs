@@ -101,24 +101,16 @@ pub(crate) fn of_outcome(o: &Outcome) -> Vec<Figure> {
         figure(name("errors"), o.errors as f64, ""),
     ]);
     // From the host's own `/metrics` (`runtime`); an older host has none.
-    if let Some((p50, max)) = crate::report::queued(&o.queued) {
+    if let Some((p50, max)) = o.queue() {
         figures.extend([
             figure(name("runtime queue p50"), p50, "tasks"),
             figure(name("runtime queue max"), max, "tasks"),
         ]);
     }
-    if let Some(runtime) = o.runtime {
+    if let Some((busy, parks)) = o.busy_cores_and_parks() {
         figures.extend([
-            figure(
-                name("workers busy"),
-                runtime.busy.as_secs_f64() / o.elapsed.as_secs_f64(),
-                "cores",
-            ),
-            figure(
-                name("worker parks per conversation"),
-                runtime.parks as f64 / n,
-                "",
-            ),
+            figure(name("workers busy"), busy, "cores"),
+            figure(name("worker parks per conversation"), parks, ""),
         ]);
     }
     figures

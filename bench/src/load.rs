@@ -113,6 +113,22 @@ impl Outcome {
     pub(crate) fn throughput(&self) -> f64 {
         self.samples.len() as f64 / self.elapsed.as_secs_f64()
     }
+
+    /// The cores the host's workers were busy on average, and their parks per conversation,
+    /// when the host gave its account (`runtime`).
+    pub(crate) fn busy_cores_and_parks(&self) -> Option<(f64, f64)> {
+        let runtime = self.runtime?;
+        Some((
+            runtime.busy.as_secs_f64() / self.elapsed.as_secs_f64(),
+            runtime.parks as f64 / self.samples.len() as f64,
+        ))
+    }
+
+    /// The median and the largest of the runtime queue's readings, if there were any.
+    pub(crate) fn queue(&self) -> Option<(f64, f64)> {
+        let max = self.queued.iter().copied().reduce(f64::max)?;
+        Some((crate::stats::median(&self.queued)?, max))
+    }
 }
 
 /// Runs `scenario` against `host`, which uses `store`.

@@ -234,15 +234,15 @@ pub(crate) fn scenario(outcome: &Outcome, scripted: Duration) {
             cpu.total().as_secs_f64() / outcome.elapsed.as_secs_f64(),
             outcome.bench_cpu.as_secs_f64()
         );
-        if let Some(runtime) = outcome.runtime {
+        if let (Some(runtime), Some((busy, parks))) =
+            (outcome.runtime, outcome.busy_cores_and_parks())
+        {
             println!(
-                "  runtime         workers busy {:.2} cores; {:.1} parks per conversation (a worker put to sleep with nothing to run); the host reports {:.0} µs of CPU per conversation",
-                runtime.busy.as_secs_f64() / outcome.elapsed.as_secs_f64(),
-                runtime.parks as f64 / n as f64,
+                "  runtime         workers busy {busy:.2} cores; {parks:.1} parks per conversation (a worker put to sleep with nothing to run); the host reports {:.0} µs of CPU per conversation",
                 per(runtime.reported_cpu)
             );
         }
-        if let Some((p50, max)) = queued(&outcome.queued) {
+        if let Some((p50, max)) = outcome.queue() {
             println!(
                 "  runtime queue   p50 {p50:.0}  max {max:.0} tasks waiting for a worker ({} readings, one every {} s)",
                 outcome.queued.len(),
@@ -271,12 +271,6 @@ pub(crate) fn scenario(outcome: &Outcome, scripted: Duration) {
     if let Some(states) = &outcome.threads {
         thread_states(states);
     }
-}
-
-/// The median and the largest of the runtime queue's readings, if there were any.
-pub(crate) fn queued(readings: &[f64]) -> Option<(f64, f64)> {
-    let max = readings.iter().copied().reduce(f64::max)?;
-    Some((crate::stats::median(readings)?, max))
 }
 
 /// The heading of an attack, before it runs.
