@@ -12,6 +12,7 @@ use std::{
 };
 
 use anyhow::{bail, Context};
+use rustix::process::Signal;
 use tokio::{
     io::{AsyncBufReadExt, BufReader},
     process::{Child, Command},
@@ -51,6 +52,8 @@ pub(crate) struct Launch {
     pub(crate) plugin_dir: PathBuf,
     /// The libraries of `[plugins].load`, by crate lib name.
     pub(crate) load: Vec<&'static str>,
+    /// The words of `$ROJOS_BENCH_WRAP` (a profiler the host runs under), when set.
+    pub(crate) wrap: Option<String>,
 }
 
 impl Launch {
@@ -60,6 +63,7 @@ impl Launch {
             binary: build.join("rojos"),
             plugin_dir: build.to_owned(),
             load: BUILTINS.to_vec(),
+            wrap: wrapped_by(),
         }
     }
 
@@ -77,6 +81,7 @@ impl Launch {
             binary: binary.to_owned(),
             plugin_dir: if own_plugins { beside } else { build }.to_owned(),
             load: BUILTINS.to_vec(),
+            wrap: wrapped_by(),
         })
     }
 
@@ -150,11 +155,14 @@ pub(crate) struct Memory {
     pub(crate) anon: u64,
 }
 
-/// A running host process; killed when dropped.
+/// A running host process; killed, with whatever its wrapper started, when dropped unstopped.
 #[derive(Debug)]
 pub(crate) struct HostProcess {
     child: Child,
+    /// The host's, or its wrapper's.
     pid: u32,
+    /// Whether [`HostProcess::stop`] has ended it.
+    stopped: bool,
     /// `http://127.0.0.1:PORT`.
     pub(crate) url: String,
     dir: tempfile::TempDir,
@@ -196,7 +204,7 @@ impl HostProcess {
         }
         std::fs::create_dir(dir.path().join(LOG_FOLDER))?;
         let log = std::fs::File::create(log_path(dir.path()))?;
-        let mut command = wrapped(&launch.binary);
+        let mut command = wrapped(launch);
         let mut child = command
             .arg("--config")
             .arg(&config)
@@ -225,6 +233,7 @@ impl HostProcess {
         Ok(HostProcess {
             child,
             pid,
+            stopped: false,
             url,
             dir,
         })
@@ -283,18 +292,23 @@ impl HostProcess {
     }
 
     /// Stops the host as an operator would (SIGTERM: open streams end, history is stored),
-    /// waiting up to a minute (a profiler wrapping it writes its report then).
+    /// waiting up to a minute for it or its wrapper (a profiler writes its report then) and
+    /// ten seconds more for what the wrapper started; what is left then is killed. The
+    /// wrapper's processes are signalled too: `strace`, sent SIGTERM, ends and leaves the
+    /// host it runs as a child running.
     pub(crate) async fn stop(mut self) {
-        let pid = rustix::process::Pid::from_raw(i32::try_from(self.pid).unwrap_or(0));
-        if let Some(pid) = pid {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-        }
-        if tokio::time::timeout(Duration::from_secs(60), self.child.wait())
-            .await
-            .is_err()
-        {
-            let _ = self.child.start_kill();
-        }
+        let family = family_of(self.pid);
+        signal(&family, Signal::TERM);
+        let _ = tokio::time::timeout(Duration::from_secs(60), self.child.wait()).await;
+        let ended = async {
+            while family.iter().any(|&pid| running(pid)) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(10), ended).await;
+        let left: Vec<u32> = family.into_iter().filter(|&pid| running(pid)).collect();
+        signal(&left, Signal::KILL);
+        self.stopped = true;
     }
 
     /// The last lines of the host's log, for error messages.
@@ -303,19 +317,68 @@ impl HostProcess {
     }
 }
 
-/// The host's command, run under `$ROJOS_BENCH_WRAP` when set (a profiler, e.g.
+impl Drop for HostProcess {
+    fn drop(&mut self) {
+        if !self.stopped {
+            signal(&family_of(self.pid), Signal::KILL);
+        }
+    }
+}
+
+/// Process `pid` and its descendants, from one reading of `/proc`.
+fn family_of(pid: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let child: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = stat_of(&format!("/proc/{child}/stat")).ok()?;
+            Some((child, stat.parent))
+        })
+        .collect();
+    let mut family = vec![pid];
+    let mut next = 0;
+    while let Some(&parent) = family.get(next) {
+        family.extend(
+            parents
+                .iter()
+                .filter(|&&(_, p)| p == parent)
+                .map(|&(c, _)| c),
+        );
+        next += 1;
+    }
+    family
+}
+
+/// Sends `signal` to each of `pids`.
+fn signal(pids: &[u32], signal: Signal) {
+    for pid in pids {
+        if let Some(pid) = rustix::process::Pid::from_raw(i32::try_from(*pid).unwrap_or(0)) {
+            let _ = rustix::process::kill_process(pid, signal);
+        }
+    }
+}
+
+/// Whether process `pid` is running: one that has ended is not, reaped or not (a process
+/// whose parent has ended may never be reaped).
+fn running(pid: u32) -> bool {
+    stat_of(&format!("/proc/{pid}/stat")).is_ok_and(|stat| stat.state != 'Z')
+}
+
+/// The host's command, run under the launch's wrapper when it has one (a profiler, e.g.
 /// `valgrind --tool=massif`): its words come first, then the host binary. Memory and CPU are
 /// then the wrapper's process, which runs the host.
-fn wrapped(binary: &Path) -> Command {
-    let wrap = wrapped_by().unwrap_or_default();
+fn wrapped(launch: &Launch) -> Command {
+    let wrap = launch.wrap.as_deref().unwrap_or_default();
     let mut words = wrap.split_whitespace();
     match words.next() {
         Some(program) => {
             let mut command = Command::new(program);
-            command.args(words).arg(binary);
+            command.args(words).arg(&launch.binary);
             command
         }
-        None => Command::new(binary),
+        None => Command::new(&launch.binary),
     }
 }
 
@@ -358,6 +421,8 @@ impl CpuTimes {
 /// What the bench reads from a `/proc/<pid>/stat` file.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Stat {
+    /// The state: `R` running, `S` asleep, `Z` ended but not reaped, ... (proc(5)).
+    pub(crate) state: char,
     /// The parent's process id.
     pub(crate) parent: u32,
     /// CPU time used (user + system).
@@ -392,6 +457,10 @@ pub(crate) fn stat_of(path: &str) -> anyhow::Result<Stat> {
         system: time(number(12)?),
     };
     Ok(Stat {
+        state: fields
+            .first()
+            .and_then(|state| state.chars().next())
+            .context("unexpected /proc stat format")?,
         parent: u32::try_from(number(1)?)?,
         cpu: times.total(),
         times,
@@ -464,7 +533,78 @@ tools = "*"
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
+
+    /// A stand-in host that writes its pid beside its config, says it listens, and sleeps;
+    /// launched under a stand-in for `strace`, which runs its command as a child and, sent
+    /// SIGTERM, ends without passing it on.
+    async fn a_host_under_a_wrapper_that_leaves_it_running() -> (HostProcess, u32) {
+        let scripts = tempfile::tempdir().expect("a temp folder");
+        let script = |name: &str, text: &str| {
+            let path = scripts.path().join(name);
+            std::fs::write(&path, text).expect("written");
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+                .expect("made executable");
+            path
+        };
+        let host = script(
+            "host.sh",
+            "#!/bin/sh\necho $$ > \"$(dirname \"$2\")/host.pid\"\n\
+             echo 'rojos listening on http://127.0.0.1:9/'\nexec sleep 600\n",
+        );
+        let wrapper = script(
+            "wrapper.sh",
+            "#!/bin/sh\n\"$@\" &\ntrap 'exit 0' TERM\nwait\n",
+        );
+        let launch = Launch {
+            binary: host,
+            plugin_dir: scripts.path().to_owned(),
+            load: Vec::new(),
+            wrap: Some(wrapper.display().to_string()),
+        };
+        let process = HostProcess::launch(
+            &launch,
+            "http://127.0.0.1:9",
+            Flavour::Plain,
+            &StoreSetup::default(),
+        )
+        .await
+        .expect("the stand-in host starts");
+        let pid = std::fs::read_to_string(process.dir().join("host.pid"))
+            .expect("the stand-in host wrote its pid")
+            .trim()
+            .parse()
+            .expect("a pid");
+        assert!(running(pid), "the stand-in host runs");
+        (process, pid)
+    }
+
+    /// Whether process `pid` has ended within five seconds.
+    async fn ends(pid: u32) -> bool {
+        for _ in 0..250 {
+            if !running(pid) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn stopping_a_host_stops_it_when_its_wrapper_would_leave_it_running() {
+        let (process, pid) = a_host_under_a_wrapper_that_leaves_it_running().await;
+        process.stop().await;
+        assert!(!running(pid), "the host outlived its stop");
+    }
+
+    #[tokio::test]
+    async fn a_host_dropped_unstopped_is_killed_with_its_wrapper() {
+        let (process, pid) = a_host_under_a_wrapper_that_leaves_it_running().await;
+        drop(process);
+        assert!(ends(pid).await, "the host outlived its handle");
+    }
 
     #[test]
     fn a_binary_named_by_a_relative_path_is_launched_by_its_absolute_one() {
