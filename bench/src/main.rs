@@ -21,6 +21,8 @@
 //! (`compare`); `--thread-states` samples where the host's threads wait (`threads`).
 //! `--answer-chunks N` streams S1–S3's final answer as N token-sized chunks, the shape of a
 //! provider's real answer, where the host's work per streamed chunk dominates.
+//! It names the file system under the hosts' folders first, and warns where it skews the
+//! figures (`scratch`).
 //! Figures, never pass/fail: the goals are printed beside them. No other system's figures:
 //! cross-system ratios come from the side-by-side harness only.
 
@@ -39,6 +41,7 @@ mod long_conversation;
 mod mcp_paths;
 mod report;
 mod runtime;
+mod scratch;
 mod stats;
 mod store;
 mod threads;

@@ -112,6 +112,12 @@ pub(crate) fn machine(binary: &std::path::Path) {
         "host: {} as a separate process; clients and the scripted upstream share the machine (this process)",
         binary.display()
     );
+    let folders = std::env::temp_dir();
+    println!(
+        "hosts' folders: {} ({})",
+        folders.display(),
+        crate::scratch::describe(&folders)
+    );
 }
 
 /// Today's UTC date, `YYYY-MM-DD`.
@@ -564,7 +570,7 @@ fn goal(o: &Outcome) {
         "S2" => {
             let per = cpu_per_conversation(o).unwrap_or(Duration::MAX);
             println!(
-                "goal S2 on {store}: host CPU per conversation ≤ {} (a third of 2026-12-01's, on the 2-core machine): {} — {}",
+                "goal S2 on {store}: host CPU per conversation ≤ {} (a third of 2026-12-01's, on that day's 2-core machine; on another day, --baseline against fcd1bc6, where issue 17 began, ≤ 0.33): {} — {}",
                 micros(Some(S2_CPU_PER_CONVERSATION)),
                 micros(cpu_per_conversation(o)),
                 host_verdict(per <= S2_CPU_PER_CONVERSATION)
