@@ -327,28 +327,37 @@ impl Drop for HostProcess {
 
 /// Process `pid` and its descendants, from one reading of `/proc`.
 fn family_of(pid: u32) -> Vec<u32> {
-    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| {
-            let child: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let stat = stat_of(&format!("/proc/{child}/stat")).ok()?;
-            Some((child, stat.parent))
-        })
-        .collect();
+    let processes = processes().unwrap_or_default();
     let mut family = vec![pid];
     let mut next = 0;
     while let Some(&parent) = family.get(next) {
         family.extend(
-            parents
+            processes
                 .iter()
-                .filter(|&&(_, p)| p == parent)
-                .map(|&(c, _)| c),
+                .filter(|(_, stat)| stat.parent == parent)
+                .map(|&(child, _)| child),
         );
         next += 1;
     }
     family
+}
+
+/// Every process's id and [`Stat`] now (one that ends while `/proc` is read is left out).
+pub(crate) fn processes() -> anyhow::Result<Vec<(u32, Stat)>> {
+    let mut processes = Vec::new();
+    for entry in std::fs::read_dir("/proc")? {
+        let Some(pid) = entry?
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if let Ok(stat) = stat_of(&format!("/proc/{pid}/stat")) {
+            processes.push((pid, stat));
+        }
+    }
+    Ok(processes)
 }
 
 /// Sends `signal` to each of `pids`.

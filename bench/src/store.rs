@@ -10,7 +10,7 @@ use std::{path::Path, time::Duration};
 use anyhow::Context;
 use rojos_conversations::test_cluster::{ClusterOptions, PgCluster};
 
-use crate::host::stat_of;
+use crate::host::{processes, stat_of};
 
 /// The environment variable the generated `[store]` names for the PostgreSQL password.
 pub(crate) const PASSWORD_VAR: &str = "ROJOS_BENCH_PG_PASSWORD";
@@ -125,19 +125,9 @@ fn server_cpu_of(data: &Path) -> anyhow::Result<Duration> {
         .parse()?;
     let own = stat_of(&format!("/proc/{postmaster}/stat"))?;
     let mut total = own.cpu + own.reaped_children_cpu;
-    for entry in std::fs::read_dir("/proc")? {
-        let Some(pid) = entry?
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        // A process may end between listing and reading: skip it.
-        if let Ok(stat) = stat_of(&format!("/proc/{pid}/stat")) {
-            if stat.parent == postmaster {
-                total += stat.cpu;
-            }
+    for (_, stat) in processes()? {
+        if stat.parent == postmaster {
+            total += stat.cpu;
         }
     }
     Ok(total)
