@@ -293,12 +293,15 @@ impl HostProcess {
 
     /// Stops the host as an operator would (SIGTERM: open streams end, history is stored),
     /// waiting up to a minute for it or its wrapper (a profiler writes its report then) and
-    /// ten seconds more for what the wrapper started; what is left then is killed. The
-    /// wrapper's processes are signalled too: `strace`, sent SIGTERM, ends and leaves the
-    /// host it runs as a child running.
+    /// ten seconds more for what they started; what is left then is killed. A wrapper's
+    /// children are sent SIGTERM too: `strace`, sent it, ends and leaves the host it runs as
+    /// a child running. The host's own children (MCP servers) are the host's to stop.
     pub(crate) async fn stop(mut self) {
-        let family = family_of(self.pid);
-        signal(&family, Signal::TERM);
+        let processes = processes().unwrap_or_default();
+        let family = family_of(self.pid, &processes);
+        let mut first = vec![self.pid];
+        first.extend(children_of(self.pid, &processes));
+        signal(&first, Signal::TERM);
         let _ = tokio::time::timeout(Duration::from_secs(60), self.child.wait()).await;
         let ended = async {
             while family.iter().any(|&pid| running(pid)) {
@@ -320,26 +323,31 @@ impl HostProcess {
 impl Drop for HostProcess {
     fn drop(&mut self) {
         if !self.stopped {
-            signal(&family_of(self.pid), Signal::KILL);
+            signal(
+                &family_of(self.pid, &processes().unwrap_or_default()),
+                Signal::KILL,
+            );
         }
     }
 }
 
-/// Process `pid` and its descendants, from one reading of `/proc`.
-fn family_of(pid: u32) -> Vec<u32> {
-    let processes = processes().unwrap_or_default();
+/// Process `pid` and its descendants among `processes`.
+fn family_of(pid: u32, processes: &[(u32, Stat)]) -> Vec<u32> {
     let mut family = vec![pid];
     let mut next = 0;
     while let Some(&parent) = family.get(next) {
-        family.extend(
-            processes
-                .iter()
-                .filter(|(_, stat)| stat.parent == parent)
-                .map(|&(child, _)| child),
-        );
+        family.extend(children_of(parent, processes));
         next += 1;
     }
     family
+}
+
+/// The children of process `parent` among `processes`.
+fn children_of(parent: u32, processes: &[(u32, Stat)]) -> impl Iterator<Item = u32> + '_ {
+    processes
+        .iter()
+        .filter(move |(_, stat)| stat.parent == parent)
+        .map(|&(child, _)| child)
 }
 
 /// Every process's id and [`Stat`] now (one that ends while `/proc` is read is left out).
