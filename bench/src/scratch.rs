@@ -10,6 +10,19 @@ use std::path::Path;
 const EXT4_MAGIC: i64 = 0xEF53;
 const TMPFS_MAGIC: i64 = 0x0102_1994;
 
+/// Other file systems a bench may run on, by `statfs` magic number: each keeps a journal or
+/// writes copies, so nothing is said of them but their name.
+const OTHER_FILE_SYSTEMS: [(i64, &str); 5] = [
+    (0x5846_5342, "xfs"),
+    (0x9123_683E, "btrfs"),
+    (0x2FC1_2FC1, "zfs"),
+    (0x6969, "nfs"),
+    (
+        0x794C_7630,
+        "overlayfs (its writes go to the file system under it)",
+    ),
+];
+
 /// What the bench says of the file system under `dir`: its kind, and what to do when the
 /// figures measured on it would mislead.
 pub(crate) fn describe(dir: &Path) -> String {
@@ -30,7 +43,13 @@ pub(crate) fn describe(dir: &Path) -> String {
         TMPFS_MAGIC => "tmpfs: no durable write reaches a disk, so the hosts' fsyncs cost \
             nothing a deployment's would; set TMPDIR to a folder on a disk"
             .to_owned(),
-        other => format!("a file system of statfs type {other:#x}"),
+        other => OTHER_FILE_SYSTEMS
+            .iter()
+            .find(|&&(magic, _)| magic == other)
+            .map_or_else(
+                || format!("a file system of statfs type {other:#x}"),
+                |(_, name)| (*name).to_owned(),
+            ),
     }
 }
 
