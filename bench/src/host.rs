@@ -161,6 +161,8 @@ pub(crate) struct HostProcess {
     child: Child,
     /// The host's, or its wrapper's.
     pid: u32,
+    /// Whether it runs under a wrapper (`$ROJOS_BENCH_WRAP`).
+    wrapped: bool,
     /// Whether [`HostProcess::stop`] has ended it.
     stopped: bool,
     /// `http://127.0.0.1:PORT`.
@@ -233,6 +235,7 @@ impl HostProcess {
         Ok(HostProcess {
             child,
             pid,
+            wrapped: launch.wrap.is_some(),
             stopped: false,
             url,
             dir,
@@ -300,7 +303,9 @@ impl HostProcess {
         let processes = processes().unwrap_or_default();
         let family = family_of(self.pid, &processes);
         let mut first = vec![self.pid];
-        first.extend(children_of(self.pid, &processes));
+        if self.wrapped {
+            first.extend(children_of(self.pid, &processes));
+        }
         signal(&first, Signal::TERM);
         let _ = tokio::time::timeout(Duration::from_secs(60), self.child.wait()).await;
         let ended = async {
@@ -554,10 +559,10 @@ mod tests {
 
     use super::*;
 
-    /// A stand-in host that writes its pid beside its config, says it listens, and sleeps;
-    /// launched under a stand-in for `strace`, which runs its command as a child and, sent
-    /// SIGTERM, ends without passing it on.
-    async fn a_host_under_a_wrapper_that_leaves_it_running() -> (HostProcess, u32) {
+    /// A stand-in host, the shell script `host`, started as the bench starts one (under the
+    /// shell script `wrapper` when given). The scripts get the host's arguments, `--config
+    /// <folder>/rojos.toml`, so they can leave files in its folder.
+    async fn a_stand_in_host(host: &str, wrapper: Option<&str>) -> HostProcess {
         let scripts = tempfile::tempdir().expect("a temp folder");
         let script = |name: &str, text: &str| {
             let path = scripts.path().join(name);
@@ -566,35 +571,44 @@ mod tests {
                 .expect("made executable");
             path
         };
-        let host = script(
-            "host.sh",
-            "#!/bin/sh\necho $$ > \"$(dirname \"$2\")/host.pid\"\n\
-             echo 'rojos listening on http://127.0.0.1:9/'\nexec sleep 600\n",
-        );
-        let wrapper = script(
-            "wrapper.sh",
-            "#!/bin/sh\n\"$@\" &\ntrap 'exit 0' TERM\nwait\n",
-        );
         let launch = Launch {
-            binary: host,
+            binary: script("host.sh", host),
             plugin_dir: scripts.path().to_owned(),
             load: Vec::new(),
-            wrap: Some(wrapper.display().to_string()),
+            wrap: wrapper.map(|text| script("wrapper.sh", text).display().to_string()),
         };
-        let process = HostProcess::launch(
+        HostProcess::launch(
             &launch,
             "http://127.0.0.1:9",
             Flavour::Plain,
             &StoreSetup::default(),
         )
         .await
-        .expect("the stand-in host starts");
-        let pid = std::fs::read_to_string(process.dir().join("host.pid"))
-            .expect("the stand-in host wrote its pid")
+        .expect("the stand-in host starts")
+    }
+
+    /// The pid a stand-in wrote to `name` in its folder.
+    fn pid_in(process: &HostProcess, name: &str) -> u32 {
+        let pid = std::fs::read_to_string(process.dir().join(name))
+            .expect("the stand-in wrote a pid")
             .trim()
             .parse()
             .expect("a pid");
-        assert!(running(pid), "the stand-in host runs");
+        assert!(running(pid), "{name} runs");
+        pid
+    }
+
+    /// A stand-in host that writes its pid, says it listens, and sleeps; under a stand-in for
+    /// `strace`, which runs its command as a child and, sent SIGTERM, ends without passing it
+    /// on.
+    async fn a_host_under_a_wrapper_that_leaves_it_running() -> (HostProcess, u32) {
+        let process = a_stand_in_host(
+            "#!/bin/sh\necho $$ > \"$(dirname \"$2\")/host.pid\"\n\
+             echo 'rojos listening on http://127.0.0.1:9/'\nexec sleep 600\n",
+            Some("#!/bin/sh\n\"$@\" &\ntrap 'exit 0' TERM\nwait\n"),
+        )
+        .await;
+        let pid = pid_in(&process, "host.pid");
         (process, pid)
     }
 
@@ -614,6 +628,35 @@ mod tests {
         let (process, pid) = a_host_under_a_wrapper_that_leaves_it_running().await;
         process.stop().await;
         assert!(!running(pid), "the host outlived its stop");
+    }
+
+    #[tokio::test]
+    async fn the_host_s_own_children_are_the_host_s_to_stop() {
+        // Like a host with an MCP server: the child notes a SIGTERM at once (in a folder of
+        // the test's: the host's goes with its stop); the host, sent one, kills the child
+        // outright a little later and ends.
+        let notes = tempfile::tempdir().expect("a temp folder");
+        let term = notes.path().join("child.term");
+        let process = a_stand_in_host(
+            &format!(
+                "#!/bin/sh\ndir=\"$(dirname \"$2\")\"\n\
+                 sh -c 'trap \"echo > {term}; exit 0\" TERM; while :; do sleep 1 & wait $!; done' &\n\
+                 child=$!\necho $child > \"$dir/child.pid\"\n\
+                 trap 'sleep 0.3; kill -KILL $child; exit 0' TERM\n\
+                 echo 'rojos listening on http://127.0.0.1:9/'\n\
+                 while :; do sleep 0.02; done\n",
+                term = term.display()
+            ),
+            None,
+        )
+        .await;
+        let child = pid_in(&process, "child.pid");
+        process.stop().await;
+        assert!(!running(child), "the host's child outlived its stop");
+        assert!(
+            !term.exists(),
+            "the bench sent SIGTERM to the host's child itself"
+        );
     }
 
     #[tokio::test]
