@@ -78,9 +78,7 @@ async fn healthz(host: &TestHost) -> reqwest::StatusCode {
 /// The value of the metric line starting with `name` (`0` when absent).
 async fn metric(host: &TestHost, name: &str) -> u64 {
     let text = host.get("/metrics").await.text().await.unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or(0)
+    crate::metrics::value(&text, name).map_or(0, |v| v as u64)
 }
 
 fn closed_for(reason: &str) -> String {
