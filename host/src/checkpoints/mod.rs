@@ -38,7 +38,7 @@ pub use before::{Before, BeforeError};
 
 use crate::{
     plugins::AroundCall,
-    storage::{ProjectId, Storage},
+    storage::{Handle, ProjectId, Storage},
 };
 use fingerprint::fingerprint;
 use stored::{open_or_create, Log, Manifest};
@@ -327,6 +327,12 @@ impl Checkpoints {
 
     /// `<storage>/<projectId>/checkpoints/`, created when `create`; `None` when missing.
     fn project_dir(&self, project: &ProjectId, create: bool) -> io::Result<Option<Dir>> {
+        if let Some(folder) = self
+            .storage
+            .open_existing(project, CHECKPOINTS, Handle::Readable)
+        {
+            return Ok(Some(folder));
+        }
         let storage = self.storage.dir();
         let project_dir = if create {
             open_or_create(storage, project.as_str())?

@@ -531,10 +531,15 @@ impl StoredNode {
     }
 }
 
-/// Syncs a folder, so the names in it survive a crash (through a handle opened for reading:
-/// cap-std's own folder handles are `O_PATH`, which cannot be synced).
+/// Syncs a folder, so the names in it survive a crash: through its own handle when that was
+/// opened for reading (`Handle::Readable`), else through one opened for it (cap-std's own
+/// folder handles are `O_PATH`, which cannot be synced: `EBADF`).
 pub(super) fn sync_dir(dir: &Dir) -> io::Result<()> {
     use cap_std::fs::OpenOptionsExt;
+    match rustix::fs::fsync(dir) {
+        Err(rustix::io::Errno::BADF) => {}
+        synced => return synced.map_err(io::Error::from),
+    }
     let mut options = OpenOptions::new();
     options
         .read(true)
@@ -572,6 +577,20 @@ mod tests {
         Manifest::read(dir, "conv.0000000000001-0.log")
             .expect("read")
             .expect("a log")
+    }
+
+    #[test]
+    fn a_folder_syncs_through_a_readable_handle_and_through_an_o_path_one() {
+        use rustix::fs::{openat, Mode, OFlags, CWD};
+        let temp = tempfile::tempdir().expect("temp");
+        let open = |flags: OFlags| {
+            let fd = openat(CWD, temp.path(), flags | OFlags::DIRECTORY, Mode::empty());
+            Dir::from_std_file(std::fs::File::from(fd.expect("open")))
+        };
+        let path_only = open(OFlags::PATH);
+        assert_eq!(rustix::fs::fsync(&path_only), Err(rustix::io::Errno::BADF));
+        sync_dir(&path_only).expect("an O_PATH handle's folder is opened to sync it");
+        sync_dir(&open(OFlags::RDONLY)).expect("a readable handle syncs itself");
     }
 
     #[test]

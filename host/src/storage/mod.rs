@@ -49,8 +49,29 @@ impl Storage {
     ///
     /// I/O errors, or a symlink where a folder should be.
     pub fn project_root(&self, id: &ProjectId) -> io::Result<Dir> {
+        if let Some(root) = self.open_existing(id, "root", Handle::Path) {
+            return Ok(root);
+        }
         let project = open_or_create_dir(&self.dir, id.as_str())?;
         open_or_create_dir(&project, "root")
+    }
+
+    /// Opens the existing folder `<id>/<name>` in one resolution, refusing any symbolic link
+    /// on the way: one system call where opening each folder in turn takes two and a close,
+    /// on every chat (bench/PROFILE.md, sixteenth round). `None` when that fails for any
+    /// reason (a missing folder, a link, a kernel without `openat2`): the caller then takes
+    /// the way that opens each folder in turn, which creates what is missing and names the
+    /// refusal. `name` must be one plain name, as the project id is.
+    pub(crate) fn open_existing(&self, id: &ProjectId, name: &str, handle: Handle) -> Option<Dir> {
+        use rustix::fs::{openat2, Mode, OFlags, ResolveFlags};
+        let mut flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        if handle == Handle::Path {
+            flags |= OFlags::PATH;
+        }
+        let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        let path = format!("{}/{name}", id.as_str());
+        let fd = openat2(&self.dir, path.as_str(), flags, Mode::empty(), how).ok()?;
+        Some(Dir::from_std_file(std::fs::File::from(fd)))
     }
 
     /// Opens `<projectId>/root/` if it exists, creating nothing (`None` when either folder
@@ -61,6 +82,9 @@ impl Storage {
     ///
     /// I/O errors other than a missing folder, or a symlink where a folder should be.
     pub fn existing_project_root(&self, id: &ProjectId) -> io::Result<Option<Dir>> {
+        if let Some(root) = self.open_existing(id, "root", Handle::Path) {
+            return Ok(Some(root));
+        }
         let missing = |e: &io::Error| e.kind() == io::ErrorKind::NotFound;
         let project = match self.dir.open_dir_nofollow(id.as_str()) {
             Err(e) if missing(&e) => return Ok(None),
@@ -77,6 +101,15 @@ impl Storage {
     pub fn project_root_path(&self, id: &ProjectId) -> PathBuf {
         self.path.join(id.as_str()).join("root")
     }
+}
+
+/// What a folder handle of [`Storage::open_existing`] can do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Handle {
+    /// Name things beneath it only (`O_PATH`, as cap-std opens folders).
+    Path,
+    /// Also list and sync it.
+    Readable,
 }
 
 /// Opens the folder `name` of `parent` without following a symlink, creating it if missing
@@ -128,6 +161,51 @@ mod tests {
             assert!(storage.project_root(&id).is_err(), "{id}");
             assert!(storage.existing_project_root(&id).is_err(), "{id}");
         }
+    }
+
+    #[test]
+    fn an_existing_folder_opens_in_one_resolution_and_a_link_or_a_gap_does_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().join("storage");
+        let storage = Storage::open(&base).unwrap();
+        let id = |name: &str| ProjectId::parse(name).unwrap();
+        storage.project_root(&id("p1")).unwrap();
+        std::fs::create_dir(base.join("p1/checkpoints")).unwrap();
+        std::os::unix::fs::symlink("p1", base.join("p2")).unwrap();
+        std::fs::create_dir(base.join("p3")).unwrap();
+        std::os::unix::fs::symlink("../p1/root", base.join("p3/root")).unwrap();
+        std::fs::create_dir(base.join("p4")).unwrap();
+
+        let root = storage.open_existing(&id("p1"), "root", Handle::Path);
+        root.expect("a real folder opens")
+            .write("a.txt", "a")
+            .unwrap();
+        assert!(base.join("p1/root/a.txt").exists());
+        for (project, why) in [
+            ("p2", "the project is a link"),
+            ("p3", "root is a link"),
+            ("p4", "root is missing"),
+            ("p5", "the project is missing"),
+        ] {
+            assert!(
+                storage
+                    .open_existing(&id(project), "root", Handle::Path)
+                    .is_none(),
+                "{why}"
+            );
+        }
+        assert!(!base.join("p4/root").exists(), "nothing is created");
+
+        // A readable handle can be listed and synced; an `O_PATH` one cannot be synced.
+        let readable = storage
+            .open_existing(&id("p1"), "checkpoints", Handle::Readable)
+            .unwrap();
+        rustix::fs::fsync(&readable).expect("a readable folder syncs");
+        assert_eq!(readable.entries().unwrap().count(), 0);
+        let path_only = storage
+            .open_existing(&id("p1"), "checkpoints", Handle::Path)
+            .unwrap();
+        assert_eq!(rustix::fs::fsync(&path_only), Err(rustix::io::Errno::BADF));
     }
 
     #[test]
