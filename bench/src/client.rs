@@ -1,4 +1,4 @@
-//! One client's conversation: `POST /chat` with the seed message, the NDJSON body read as it
+//! One client's conversation: `POST /chat` with the reference message, the NDJSON body read as it
 //! arrives (time to first event, total latency) and checked event by event against what the
 //! docs/intro conversation must stream: both tool calls and their `ok` results, the answer's
 //! text, `DONE` with `stopReason: completed` last. Any other chat can be followed to its end
@@ -26,7 +26,7 @@ pub(crate) struct Sample {
     pub(crate) conversation: String,
 }
 
-/// Runs the seed conversation in `project`.
+/// Runs the reference conversation in `project`.
 pub(crate) async fn conversation(
     http: &reqwest::Client,
     url: &str,
@@ -326,7 +326,7 @@ mod tests {
         assert!(check_stream(&body(&short)).is_err());
     }
 
-    /// Serves `POST /chat` on loopback: the seed's events, one write each, waiting `pause`
+    /// Serves `POST /chat` on loopback: the reference conversation's events, one write each, waiting `pause`
     /// before the second tool call's result; the server's URL.
     async fn pausing_server(pause: Duration) -> String {
         use axum::{body::Body, routing::post, Router};

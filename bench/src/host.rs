@@ -23,7 +23,7 @@ use crate::store::StoreSetup;
 /// The bearer token of the generated config.
 pub(crate) const TOKEN: &str = "bench-token-0123456789";
 
-/// The five built-in tool libraries the seed conversation's host loads, by crate lib name.
+/// The five built-in tool libraries the reference conversation's host loads, by crate lib name.
 pub(crate) const BUILTINS: [&str; 5] = [
     "rojos_tool_read_path_meta",
     "rojos_tool_get_text_content",
@@ -32,7 +32,7 @@ pub(crate) const BUILTINS: [&str; 5] = [
     "rojos_tool_create_directory",
 ];
 
-/// Every built-in tool library: [`BUILTINS`] and the two the seed conversation does not use.
+/// Every built-in tool library: [`BUILTINS`] and the two the reference conversation does not use.
 pub(crate) const ALL_BUILTINS: [&str; 7] = [
     "rojos_tool_read_path_meta",
     "rojos_tool_get_text_content",

@@ -1,4 +1,4 @@
-//! One load scenario: `clients` concurrent clients, each running the seed conversation back
+//! One load scenario: `clients` concurrent clients, each running the reference conversation back
 //! to back in its own project until the deadline, while the host's memory is sampled and
 //! `/healthz` probed (`watch`). Afterwards the files written are checked
 //! in a sample of projects, and a few stored conversations are read back.

@@ -1,6 +1,6 @@
 //! `rojos-bench`: the host's throughput, latency and memory under load, and the cost of the
 //! plugin boundary. Run it with `cargo build --release --workspace && cargo run --release -p
-//! rojos-bench` (see the README).
+//! rojos-bench` (see bench/README.md).
 //!
 //! It starts the release `rojos` binary as a separate process with the real plugins and a
 //! scripted OpenAI-compatible upstream on loopback (in this process), drives concurrent
@@ -81,7 +81,7 @@ struct Options {
     #[arg(long, default_value_t = 1000)]
     s3_clients: usize,
     /// Stream S1–S3's final answer as this many token-sized content deltas (4 characters each)
-    /// instead of the seed's 6 deltas of 12: the shape of a provider's real answer, where the
+    /// instead of the reference conversation's 6 deltas of 12: the shape of a provider's real answer, where the
     /// host's work per streamed chunk dominates. Each chunk is paced like the others in S3.
     #[arg(long)]
     answer_chunks: Option<usize>,

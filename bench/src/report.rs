@@ -1,8 +1,8 @@
 //! Printing: the machine, each scenario's own figures (no other system's: cross-system ratios
 //! come from the side-by-side harness, one run of both on one machine), the abuse scenario's
 //! attacks with their goal, the plugin boundary, the drop-in deploy time, and a closing
-//! Markdown table for the README with the goals of issue 17 beside the figures; with
-//! `--store both`, each scenario on PostgreSQL beside SQLite (the goal of issue 13). S4, the
+//! Markdown table for bench/README.md with the performance goals beside the figures; with
+//! `--store both`, each scenario on PostgreSQL beside SQLite (goal: within 20 %). S4, the
 //! idle memory per plugin, the thread states and the before/after comparison print from the
 //! submodules.
 
@@ -36,15 +36,15 @@ use crate::{
 const ABUSE_MEMORY_HEADROOM: u64 = 64 << 20;
 /// The abuse goal: `/healthz` p99 stays under this.
 const ABUSE_HEALTHZ_P99: Duration = Duration::from_millis(50);
-/// The issue 13 goal: S2 on PostgreSQL keeps at least this share of SQLite's throughput.
+/// The PostgreSQL goal: S2 on PostgreSQL keeps at least this share of SQLite's throughput.
 const POSTGRES_S2_SHARE: f64 = 0.8;
-/// The issue 17 goal: the host's CPU per conversation in S2 (on the 2-core machine).
+/// The performance goal: the host's CPU per conversation in S2 (on the 2-core machine).
 const S2_CPU_PER_CONVERSATION: Duration = Duration::from_micros(350);
-/// The issue 17 goal: S3's p50 within this share over the upstream's own time.
+/// The performance goal: S3's p50 within this share over the upstream's own time.
 const S3_P50_OVER_UPSTREAM: f64 = 0.10;
-/// The issue 17 goal: S3's first event p50 within this of the upstream's first token.
+/// The performance goal: S3's first event p50 within this of the upstream's first token.
 const S3_FIRST_EVENT_OVER_FIRST_TOKEN: Duration = Duration::from_millis(50);
-/// The issue 17 goal: S3's peak RSS no higher than the day the issue was filed.
+/// The performance goal: S3's peak RSS no higher than the day the issue was filed.
 const S3_PEAK_RSS: u64 = 108 << 20;
 
 /// Bytes as MiB.
@@ -478,7 +478,7 @@ pub(crate) fn dropin(times: &[Duration]) {
     );
 }
 
-/// The README table (Rojos's own figures) and the goals of issue 17 that S1–S3 measure.
+/// The figures table (Rojos's own figures) and the performance goals that S1–S3 measure.
 pub(crate) fn summary(runs: &[StoreRun], boundary: Option<&Boundary>, dropin: Option<&[Duration]>) {
     let outcomes: Vec<(u64, &Outcome)> = runs
         .iter()
@@ -562,7 +562,7 @@ fn host_verdict(ok: bool) -> &'static str {
     }
 }
 
-/// The issue 17 goal line of one scenario (the CPU goal is this 2-core machine's figure).
+/// The performance goal line of one scenario (the CPU goal is this 2-core machine's figure).
 fn goal(o: &Outcome) {
     let store = o.scenario.store.name();
     let l = percentiles(o.samples.iter().map(|s| s.latency).collect());
@@ -570,7 +570,7 @@ fn goal(o: &Outcome) {
         "S2" => {
             let per = cpu_per_conversation(o).unwrap_or(Duration::MAX);
             println!(
-                "goal S2 on {store}: host CPU per conversation ≤ {} (a third of 2026-12-01's, on that day's 2-core machine; on another day, --baseline against fcd1bc6, where issue 17 began, ≤ 0.33): {} — {}",
+                "goal S2 on {store}: host CPU per conversation ≤ {} (a third of 2026-12-01's, on that day's 2-core machine; on another day, --baseline against fcd1bc6, where the performance work began, ≤ 0.33): {} — {}",
                 micros(Some(S2_CPU_PER_CONVERSATION)),
                 micros(cpu_per_conversation(o)),
                 host_verdict(per <= S2_CPU_PER_CONVERSATION)

@@ -1,6 +1,6 @@
 //! The scripted OpenAI-compatible upstream: `POST /v1/chat/completions` on loopback, answering
 //! the docs/intro conversation in the Chat Completions SSE wire format (the same bytes as the
-//! end-to-end tests' `ScriptedUpstream`), its final answer in the seed's 6 content deltas or,
+//! end-to-end tests' `ScriptedUpstream`), its final answer in the reference conversation's 6 content deltas or,
 //! with `--answer-chunks`, in token-sized ones ([`Answer`]). Stateless: the turn is chosen by
 //! counting the `tool` messages in the request, so any number of conversations can run at once.
 //! The pace (time to first byte, time between chunks) can be changed between scenarios; each
@@ -40,7 +40,7 @@ pub(crate) use long::{long_file, LONG_FILE};
 
 /// The model name the host is configured with.
 pub(crate) const MODEL: &str = "bench-model";
-/// The seed's user message.
+/// The reference conversation's user message.
 pub(crate) const MESSAGE: &str = "Create a directory at docs/intro and write an index.page file there with a page header and a short intro paragraph.";
 /// The folder the first turn creates.
 pub(crate) const FOLDER: &str = "docs/intro";

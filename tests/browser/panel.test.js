@@ -1,5 +1,5 @@
 // The chat panel in real headless Chromium, against the real `rojos` binary and a scripted
-// upstream: the seed conversation and its tool activity, failures, expanding a line, HTML in
+// upstream: the reference conversation and its tool activity, failures, expanding a line, HTML in
 // model and tool text, reopening (page by page) and continuing a conversation, a message
 // refused while another page's reply is written, streaming, stopping, the keyboard, the token,
 // and phone width. Screenshots go to test-output/browser/.
@@ -24,7 +24,7 @@ after(async () => { await browser?.close(); });
 const SEED_REPLY_SHOWN = 'Done! I created docs/intro and wrote docs/intro/index.page.';
 
 describe('the chat panel', () => {
-  test('the seed conversation shows two ok activity lines and the final reply', async (t) => {
+  test('the reference conversation shows two ok activity lines and the final reply', async (t) => {
     const { page, host, upstream, problems } = await session(t, browser, seedTurns());
     await openPanel(page, host);
     await send(page, SEED);

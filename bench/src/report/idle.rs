@@ -1,11 +1,11 @@
 //! The idle memory report: each configuration's RSS after start and after first use, what
-//! each plugin costs over the host without plugins, and the goal of issue 17.
+//! each plugin costs over the host without plugins, and the idle-memory goal.
 
 use crate::idle::IdleRss;
 
 use super::{host_verdict, mib};
 
-/// The issue 17 goal: idle RSS with the seven built-in plugins loaded.
+/// The performance goal: idle RSS with the seven built-in plugins loaded.
 const IDLE_WITH_ALL_SEVEN: u64 = 20 << 20;
 
 /// Prints the idle memory table.

@@ -1,4 +1,4 @@
-//! `ApiError`: a failure before a response starts, mapped to the contract's status codes with
+//! `ApiError`: a failure before a response starts, mapped to the status codes of docs/api.md with
 //! a `{"error": "..."}` body written for the user. Internal detail goes to the log only.
 
 use axum::{

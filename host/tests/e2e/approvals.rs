@@ -101,7 +101,7 @@ impl OpenChat {
         }
     }
 
-    /// The whole stream, checked as the contract says; it must end within a minute (far
+    /// The whole stream, checked as docs/api.md says; it must end within a minute (far
     /// longer than a decision takes to reach the run, far shorter than the default
     /// `approval_timeout_secs`).
     pub(crate) async fn finish(mut self) -> Stream {

@@ -48,7 +48,7 @@ fn calls_limit_error() -> String {
     )
 }
 
-/// See: the release-build measurement of issue 10 (1,500 reads of a 1 MB file in one turn,
+/// See: a release-build measurement (1,500 reads of a 1 MB file in one turn,
 /// repeats dodged with `./` prefixes: 860 MB of memory, a 200 MB request upstream).
 #[tokio::test]
 async fn a_flood_of_prefix_dodged_reads_runs_at_most_the_cap_and_stays_bounded() {

@@ -1,5 +1,5 @@
 //! `POST /chat` end to end: the real host and plugins against a scripted upstream on
-//! loopback. The seed conversation, tool-call failures of every kind, the step limit,
+//! loopback. The reference conversation, tool-call failures of every kind, the step limit,
 //! repeated calls, provider failures, client disconnects, follow-ups and restarts, and turn
 //! shapes the fixtures lack (text with a call, index-less calls with split arguments).
 

@@ -1,4 +1,4 @@
-//! Provider checks and the automatic choice of provider (issue 12): each provider is checked
+//! Provider checks and the automatic choice of provider (docs/configuration.md, "Providers"): each provider is checked
 //! in the background through its model list; a rojo uses the first of its providers that is
 //! ready; with none, the server still starts, says why in its log and `GET /rojos`, and
 //! `POST /chat` is a 503 with the fix that creates no conversation.

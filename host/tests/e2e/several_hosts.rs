@@ -145,10 +145,10 @@ async fn read_until_result(response: &mut reqwest::Response, id: &str) -> String
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hosts_behind_nginx_stream_events_live_and_share_the_conversation() {
-    // The seed's last turn (the answer) waits for the test: the events before it can only
+    // The reference conversation's last turn (the answer) waits for the test: the events before it can only
     // have reached the client through nginx if nothing held them back.
     let mut turns = seed::turns();
-    let answer = turns.pop().expect("the seed's answer");
+    let answer = turns.pop().expect("the reference conversation's answer");
     turns.push(answer.held());
     turns.extend((1..=4).map(|n| Turn::text(&format!("answer {n}"))));
     let upstream = ScriptedUpstream::start(turns).await;

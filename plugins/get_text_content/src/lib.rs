@@ -126,7 +126,7 @@ mod tests {
             !again.contains(&ContentVersion::of(text.as_bytes()).to_string()),
             "{again}"
         );
-        // Without it (or with false) the text stays bare, as the contract says.
+        // Without it (or with false) the text stays bare, as docs/tools.md says.
         let bare = call_tool::<GetTextContent>(&fx, r#"{"path":"notes.md","with_version":false}"#)
             .unwrap();
         assert_eq!(bare, "changed");

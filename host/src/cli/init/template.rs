@@ -70,7 +70,7 @@ fn plugins_table(plugins: &[(String, &str)]) -> String {
     text.push_str("]\n");
     text.push_str(&line(
         r#"dir = "plugins.d""#,
-        "drop-in folder for your own tools (README: \"Write your own tool\")",
+        "drop-in folder for your own tools (docs/plugins.md)",
     ));
     text.push_str(&line(
         "call_timeout_secs = 10",

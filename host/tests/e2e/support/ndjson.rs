@@ -1,4 +1,4 @@
-//! Reads a `POST /chat` response as the contract describes it, into the test's **own** event
+//! Reads a `POST /chat` response as docs/api.md describes it, into the test's **own** event
 //! type (`deny_unknown_fields`), so the wire format is checked from outside the host.
 
 use serde::Deserialize;
@@ -84,7 +84,7 @@ impl Event {
     }
 }
 
-/// A whole chat stream, checked for the contract's invariants.
+/// A whole chat stream, checked for the invariants of docs/api.md.
 #[derive(Debug, Clone)]
 pub struct Stream {
     /// The events in order as a client that ignores live status sees them (no
@@ -102,7 +102,7 @@ impl Stream {
         assert_eq!(
             response.headers()["content-type"],
             "application/x-ndjson",
-            "the contract's content type"
+            "the content type of docs/api.md"
         );
         let body = response.text().await.expect("body");
         Stream::parse(&body)

@@ -1,4 +1,4 @@
-//! The seed's docs/intro conversation (3 model turns, 2 tool calls), shared by the tests that
+//! The reference docs/intro conversation of docs/api.md (3 model turns, 2 tool calls), shared by the tests that
 //! only need a known, complete conversation: metrics and load.
 
 use serde_json::{json, Value};
@@ -29,7 +29,7 @@ pub fn turns() -> Vec<Turn> {
     ]
 }
 
-/// The `POST /chat` body of the seed message in `project`.
+/// The `POST /chat` body of the reference message in `project`.
 pub fn body(project: &str) -> Value {
     json!({"projectId": project, "message": MESSAGE})
 }
