@@ -62,11 +62,11 @@ pub(crate) async fn reused_call_id_attack(first: &str, second: &str, root: &Path
         ("dup", "write_text_content")
     );
     let conversation = write.conversation.clone().expect("named by the event");
-    let write_approval = write.approval_id.clone().expect("an approval id");
+    let write_approval = write.approval_id.clone();
     // An existing client deciding by call id: one call has it, so it is that one.
-    let (status, body) = decide_at(first, Some(TOKEN), &conversation, "dup", approve.clone()).await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["approvalId"], json!(write_approval));
+    let (status, write_decided) =
+        decide_at(first, Some(TOKEN), &conversation, "dup", approve.clone()).await;
+    assert_eq!(status, 200, "{write_decided}");
     assert_eq!(write.finish().await.done().1, "completed");
     assert_eq!(
         std::fs::read_to_string(root.join("tmp.txt")).unwrap(),
@@ -81,18 +81,26 @@ pub(crate) async fn reused_call_id_attack(first: &str, second: &str, root: &Path
     let (call, name, args) = delete.approval_required(1).await;
     assert_eq!((call.as_str(), name.as_str()), ("dup", "delete_path"));
     assert_eq!(args, json!({"path": "precious.txt"}));
-    let delete_approval = delete.approval_id.clone().expect("an approval id");
-    assert_ne!(delete_approval, write_approval);
 
-    // Turn 1's approval sent again, by call id and by its approval id: nothing approved.
+    // Turn 1's approval sent again: it approves nothing.
     let (status, body) =
         decide_at(second, Some(TOKEN), &conversation, "dup", approve.clone()).await;
     assert_eq!(status, 409, "{body}");
+    assert!(
+        root.join("precious.txt").exists(),
+        "the delete was not approved"
+    );
     let said = body["error"].as_str().unwrap_or_default();
     assert!(
         said.contains("more than one call") && said.contains("approvalId"),
         "{body}"
     );
+
+    // Each request for approval has an id of its own; turn 1's, sent again, is refused too.
+    let write_approval = write_approval.expect("an approval id");
+    let delete_approval = delete.approval_id.clone().expect("an approval id");
+    assert_ne!(delete_approval, write_approval);
+    assert_eq!(write_decided["approvalId"], json!(write_approval));
     let (status, body) = decide_at(
         second,
         Some(TOKEN),
@@ -109,10 +117,7 @@ pub(crate) async fn reused_call_id_attack(first: &str, second: &str, root: &Path
             .contains("already decided (approve)"),
         "{body}"
     );
-    assert!(
-        root.join("precious.txt").exists(),
-        "the delete was not approved"
-    );
+    assert!(root.join("precious.txt").exists());
 
     // The user's own decision on what they were shown.
     let deny = json!({"decision": "deny", "reason": "keep it"});
