@@ -3,10 +3,9 @@
 //! `replaces.rs`) waits for the user's decision before it runs. The run records the pending
 //! call in the conversation store under an approval id of its own (the model's call ids are
 //! unique only within a turn), streams `APPROVAL_REQUIRED` with it and waits without
-//! holding a thread: woken
-//! at once by a decision taken on this host ([`ApprovalDesk::decide`] notifies it), and
-//! reading the store every [`POLL_EVERY`] for one taken on another host sharing the
-//! database. It stops waiting when the decision comes, when `[limits]
+//! holding a thread: woken at once by a decision taken on this host
+//! ([`ApprovalDesk::decide`] notifies it), and reading the store every [`POLL_EVERY`] for
+//! one taken on another host sharing the database. It stops waiting when the decision comes, when `[limits]
 //! approval_timeout_secs` passes (denied), or when the run is cancelled (the client went
 //! away, shutdown, the lease was lost: its stop token). The run lease keeps being renewed
 //! by its own task meanwhile (`lease.rs`). The tool message of a call that was asked gets a
