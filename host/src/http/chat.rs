@@ -383,3 +383,36 @@ pub(super) fn internal(e: StoreError) -> ApiError {
 /// The `503` body's text while the conversation database cannot be reached.
 pub(super) const STORE_UNAVAILABLE: &str =
     "the conversation database cannot be reached right now; try again in a moment";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(rojo: &str) -> ConversationHead {
+        ConversationHead {
+            id: ConversationId::parse("c1").unwrap(),
+            project_id: "demo".into(),
+            rojo: rojo.into(),
+            message_count: 1,
+            stored_bytes: 10,
+        }
+    }
+
+    #[test]
+    fn a_follow_up_runs_under_its_conversations_rojo_whatever_the_body_leaves_out() {
+        assert_eq!(rojo_of_run(None, None).unwrap(), "default");
+        assert_eq!(rojo_of_run(Some("x".into()), None).unwrap(), "x");
+        let careful = head("careful");
+        assert_eq!(rojo_of_run(None, Some(&careful)).unwrap(), "careful");
+        assert_eq!(
+            rojo_of_run(Some("careful".into()), Some(&careful)).unwrap(),
+            "careful"
+        );
+        let refused = rojo_of_run(Some("default".into()), Some(&careful)).unwrap_err();
+        assert!(matches!(refused, ApiError::Conflict(_)), "{refused}");
+        assert!(
+            refused.to_string().contains("runs under rojo \"careful\""),
+            "{refused}"
+        );
+    }
+}
