@@ -54,7 +54,9 @@ mod store;
 pub mod test_cluster;
 mod title;
 
-pub use approvals::{ApprovalState, Approvals, Decided, Decision, GaveUp, DENY_REASON_MAX_CHARS};
+pub use approvals::{
+    new_approval_id, ApprovalState, Approvals, Decided, Decision, GaveUp, DENY_REASON_MAX_CHARS,
+};
 pub use error::StoreError;
 pub use id::ConversationId;
 pub use lease::{LeaseHolder, LocalRunLeases, RunLeases};

@@ -1,7 +1,8 @@
 // Approvals in the chat panel (docs/panel.md, "Approvals"). When a run streams
 // APPROVAL_REQUIRED, the call's activity line opens to show its arguments and offers
 // Approve, "Always allow <tool>" and Deny (with an optional reason); the choice is sent to
-// POST /conversations/{id}/approvals/{callId}. Once decided (or timed out, or the run
+// POST /conversations/{id}/approvals/{approvalId} (the event's approvalId: the model's call
+// ids are unique only within a turn). Once decided (or timed out, or the run
 // stopped) the buttons go and the line says what was decided; a reopened conversation shows
 // the decision stored in the tool message's `rojos.approval` note. Announced through the
 // panel's polite live region (panel-a11y.js).
@@ -91,7 +92,8 @@ window.RojosApprove = (() => {
     line.appendChild(box);
 
     const conversation = event.conversationId;
-    const callId = event.id;
+    // A server from before approval ids named the call by its id alone.
+    const approvalId = typeof event.approvalId === 'string' ? event.approvalId : event.id;
     const send = async (decision) => {
       const body = { decision };
       const why = reason.value.trim();
@@ -100,7 +102,7 @@ window.RojosApprove = (() => {
       problem.hidden = true;
       try {
         const response = await ctx.api(
-          '/conversations/' + encodeURIComponent(conversation) + '/approvals/' + encodeURIComponent(callId),
+          '/conversations/' + encodeURIComponent(conversation) + '/approvals/' + encodeURIComponent(approvalId),
           { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) },
         );
         if (response.ok) {

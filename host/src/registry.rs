@@ -22,7 +22,8 @@ use crate::{
     config::ToolSelection,
     mcp::client::McpTool,
     plugins::{
-        invoke_around, AroundCall, CallRequest, LoadError, LoadFailure, Tool, ToolArgs, ToolOutcome,
+        check_call_args, invoke_around, AroundCall, CallRequest, LoadError, LoadFailure, Tool,
+        ToolArgs, ToolFailure, ToolOutcome,
     },
 };
 
@@ -92,6 +93,20 @@ impl RegisteredTool {
         match self {
             RegisteredTool::Plugin(tool) => tool.source.clone(),
             RegisteredTool::Mcp(tool) => PathBuf::from(format!("mcp:{}", tool.server.name())),
+        }
+    }
+
+    /// Checks `args` against the tool's schema, as [`RegisteredTool::invoke`] does again
+    /// before it runs: a call that does not fit is refused before anyone is asked to approve
+    /// it.
+    ///
+    /// # Errors
+    ///
+    /// The failure the model reads, saying what does not fit.
+    pub fn check_args(&self, args: &ToolArgs) -> Result<(), ToolFailure> {
+        match self {
+            RegisteredTool::Plugin(tool) => check_call_args(tool, args),
+            RegisteredTool::Mcp(tool) => tool.check_args(args),
         }
     }
 

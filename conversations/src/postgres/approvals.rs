@@ -1,5 +1,5 @@
 //! [`PostgresApprovals`]: the approvals of every host sharing one PostgreSQL database
-//! (schema version 5, `crate::approvals` describes the tables). A decision sent to any host
+//! (schema version 6, `crate::approvals` describes the tables). A decision sent to any host
 //! is seen by the host whose run waits for it. Each operation is one statement, or one
 //! transaction for "approve always".
 
@@ -10,28 +10,35 @@ use deadpool_postgres::{GenericClient, Pool};
 
 use super::failure::{client, query_failed, within};
 use crate::approvals::{
-    gave_up_row, read_state, row_of, ApprovalState, Approvals, Decided, Decision, GaveUp,
+    gave_up_row, read_state, row_of, target, ApprovalState, Approvals, Decided, Decision, GaveUp,
 };
 use crate::error::StoreError;
 use crate::id::ConversationId;
 
-const ASK: &str = "INSERT INTO approvals (conversation_id, call_id, tool, state, reason)
-     VALUES ($1, $2, $3, 'pending', NULL)
-     ON CONFLICT (conversation_id, call_id) DO UPDATE
-         SET tool = excluded.tool, state = 'pending', reason = NULL";
+const ASK: &str =
+    "INSERT INTO approvals (conversation_id, approval_id, call_id, tool, state, reason)
+     VALUES ($1, $2, $3, $4, 'pending', NULL)";
+
+const BY_APPROVAL_ID: &str =
+    "SELECT approval_id FROM approvals WHERE conversation_id = $1 AND approval_id = $2";
+
+/// No index on call ids (one may be longer than an index entry can hold): the
+/// conversation's few approvals are read through the primary key's prefix.
+const BY_CALL_ID: &str =
+    "SELECT approval_id FROM approvals WHERE conversation_id = $1 AND call_id = $2 LIMIT 2";
 
 const DECIDE: &str = "UPDATE approvals SET state = $3, reason = $4
-     WHERE conversation_id = $1 AND call_id = $2 AND state = 'pending'
-     RETURNING tool";
+     WHERE conversation_id = $1 AND approval_id = $2 AND state = 'pending'
+     RETURNING tool, call_id";
 
 const ALWAYS: &str = "INSERT INTO approved_tools (conversation_id, tool) VALUES ($1, $2)
      ON CONFLICT DO NOTHING";
 
 const STATE: &str =
-    "SELECT state, reason FROM approvals WHERE conversation_id = $1 AND call_id = $2";
+    "SELECT state, reason FROM approvals WHERE conversation_id = $1 AND approval_id = $2";
 
 const GIVE_UP: &str = "UPDATE approvals SET state = $3
-     WHERE conversation_id = $1 AND call_id = $2 AND state = 'pending'";
+     WHERE conversation_id = $1 AND approval_id = $2 AND state = 'pending'";
 
 const ALWAYS_ALLOWED: &str = "SELECT EXISTS (SELECT 1 FROM approved_tools
      WHERE conversation_id = $1 AND tool = $2)";
@@ -59,19 +66,46 @@ impl PostgresApprovals {
     }
 }
 
-/// The stored state of a call through `client`, `None` when it was never asked.
+/// The stored state of the call asked under `approval_id` through `client`, `None` when
+/// there is none.
 async fn read(
     client: &impl GenericClient,
     conversation: &ConversationId,
-    call_id: &str,
+    approval_id: &str,
     action: &(dyn Fn() -> String + Sync),
 ) -> Result<Option<ApprovalState>, StoreError> {
     let row = client
-        .query_opt(STATE, &[&conversation.as_str(), &call_id])
+        .query_opt(STATE, &[&conversation.as_str(), &approval_id])
         .await
         .map_err(|e| query_failed(action(), e))?;
-    row.map(|row| read_state(conversation, call_id, row.get(0), row.get(1)))
+    row.map(|row| read_state(conversation, approval_id, row.get(0), row.get(1)))
         .transpose()
+}
+
+/// The approval id a decision naming `key` is for ([`target`]), through `client`.
+async fn find(
+    client: &impl GenericClient,
+    conversation: &ConversationId,
+    key: &str,
+    action: &(dyn Fn() -> String + Sync),
+) -> Result<Result<String, Decided>, StoreError> {
+    let failed = |e| query_failed(action(), e);
+    let by_approval_id = client
+        .query_opt(BY_APPROVAL_ID, &[&conversation.as_str(), &key])
+        .await
+        .map_err(failed)?
+        .map(|row| row.get(0));
+    if by_approval_id.is_some() {
+        return Ok(target(by_approval_id, Vec::new()));
+    }
+    let by_call_id = client
+        .query(BY_CALL_ID, &[&conversation.as_str(), &key])
+        .await
+        .map_err(failed)?
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    Ok(target(None, by_call_id))
 }
 
 #[async_trait]
@@ -79,15 +113,18 @@ impl Approvals for PostgresApprovals {
     async fn ask(
         &self,
         conversation: &ConversationId,
+        approval_id: &str,
         call_id: &str,
         tool: &str,
     ) -> Result<(), StoreError> {
-        let action =
-            || format!("ask approval of call '{call_id}' in conversation '{conversation}'");
+        let action = || format!("ask approval '{approval_id}' in conversation '{conversation}'");
         within(self.query_timeout, action, async {
             let client = client(&self.pool, action()).await?;
             client
-                .execute(ASK, &[&conversation.as_str(), &call_id, &tool])
+                .execute(
+                    ASK,
+                    &[&conversation.as_str(), &approval_id, &call_id, &tool],
+                )
                 .await
                 .map_err(|e| query_failed(action(), e))
         })
@@ -98,10 +135,10 @@ impl Approvals for PostgresApprovals {
     async fn decide(
         &self,
         conversation: &ConversationId,
-        call_id: &str,
+        key: &str,
         decision: &Decision,
     ) -> Result<Decided, StoreError> {
-        let action = || format!("decide call '{call_id}' in conversation '{conversation}'");
+        let action = || format!("decide approval '{key}' in conversation '{conversation}'");
         let (state, reason) = row_of(decision);
         within(self.query_timeout, action, async {
             let mut client = client(&self.pool, action()).await?;
@@ -109,12 +146,21 @@ impl Approvals for PostgresApprovals {
                 .transaction()
                 .await
                 .map_err(|e| query_failed(action(), e))?;
+            let approval_id = match find(&tx, conversation, key, &action).await? {
+                Ok(approval_id) => approval_id,
+                Err(not_taken) => return Ok(not_taken),
+            };
+            // Taken only from `pending`: a decision sent at the same time waits for this
+            // row's lock, then finds it decided.
             let row = tx
-                .query_opt(DECIDE, &[&conversation.as_str(), &call_id, &state, &reason])
+                .query_opt(
+                    DECIDE,
+                    &[&conversation.as_str(), &approval_id, &state, &reason],
+                )
                 .await
                 .map_err(|e| query_failed(action(), e))?;
             let Some(row) = row else {
-                let now = read(&tx, conversation, call_id, &action).await?;
+                let now = read(&tx, conversation, &approval_id, &action).await?;
                 return Ok(Decided::NotPending(now));
             };
             if *decision == Decision::ApproveAlways {
@@ -123,8 +169,12 @@ impl Approvals for PostgresApprovals {
                     .await
                     .map_err(|e| query_failed(action(), e))?;
             }
+            let call_id: String = row.get(1);
             tx.commit().await.map_err(|e| query_failed(action(), e))?;
-            Ok(Decided::Recorded)
+            Ok(Decided::Recorded {
+                approval_id,
+                call_id,
+            })
         })
         .await
     }
@@ -132,13 +182,13 @@ impl Approvals for PostgresApprovals {
     async fn state(
         &self,
         conversation: &ConversationId,
-        call_id: &str,
+        approval_id: &str,
     ) -> Result<Option<ApprovalState>, StoreError> {
         let action =
-            || format!("read the approval of call '{call_id}' in conversation '{conversation}'");
+            || format!("read the approval '{approval_id}' in conversation '{conversation}'");
         within(self.query_timeout, action, async {
             let client = client(&self.pool, action()).await?;
-            read(&client, conversation, call_id, &action).await
+            read(&client, conversation, approval_id, &action).await
         })
         .await
     }
@@ -146,21 +196,22 @@ impl Approvals for PostgresApprovals {
     async fn give_up(
         &self,
         conversation: &ConversationId,
-        call_id: &str,
+        approval_id: &str,
         why: GaveUp,
     ) -> Result<ApprovalState, StoreError> {
-        let action =
-            || format!("stop waiting for call '{call_id}' in conversation '{conversation}'");
+        let action = || {
+            format!("stop waiting for approval '{approval_id}' in conversation '{conversation}'")
+        };
         within(self.query_timeout, action, async {
             let client = client(&self.pool, action()).await?;
             client
                 .execute(
                     GIVE_UP,
-                    &[&conversation.as_str(), &call_id, &gave_up_row(why)],
+                    &[&conversation.as_str(), &approval_id, &gave_up_row(why)],
                 )
                 .await
                 .map_err(|e| query_failed(action(), e))?;
-            Ok(read(&client, conversation, call_id, &action)
+            Ok(read(&client, conversation, approval_id, &action)
                 .await?
                 .unwrap_or(ApprovalState::Cancelled))
         })

@@ -75,6 +75,18 @@ const MIGRATIONS: &[&str] = &[
         tool            text NOT NULL,
         PRIMARY KEY (conversation_id, tool)
     );",
+    // 6: approvals keyed by an approval id the server makes for each call asked, not by the
+    // model's call id, which is unique only within a turn (`crate::approvals`, the SQLite
+    // store's version 5): a call id asked again is a row of its own, and a decision names
+    // the one call the user was shown. No index holds `call_id` any more: a model's id may
+    // be longer than a B-tree entry can hold (about 2.7 kB), and a conversation's few
+    // approvals are found through the primary key's prefix. Rows of earlier versions keep
+    // their call id as their approval id.
+    "ALTER TABLE approvals ADD COLUMN approval_id text;
+    UPDATE approvals SET approval_id = call_id;
+    ALTER TABLE approvals ALTER COLUMN approval_id SET NOT NULL;
+    ALTER TABLE approvals DROP CONSTRAINT approvals_pkey;
+    ALTER TABLE approvals ADD PRIMARY KEY (conversation_id, approval_id);",
 ];
 
 /// The schema version this build creates and understands.

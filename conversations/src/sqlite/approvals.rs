@@ -1,4 +1,4 @@
-//! [`SqliteApprovals`]: the approvals of one SQLite conversation file (schema version 4,
+//! [`SqliteApprovals`]: the approvals of one SQLite conversation file (schema version 5,
 //! `crate::approvals` describes the tables). Each operation is one transaction on the
 //! store's connections, off the async runtime.
 
@@ -9,7 +9,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::pool::Pool;
 use crate::approvals::{
-    gave_up_row, read_state, row_of, ApprovalState, Approvals, Decided, Decision, GaveUp,
+    gave_up_row, read_state, row_of, target, ApprovalState, Approvals, Decided, Decision, GaveUp,
 };
 use crate::error::StoreError;
 use crate::id::ConversationId;
@@ -33,25 +33,51 @@ impl SqliteApprovals {
     }
 }
 
-/// The stored state and reason of a call, if it was asked.
+/// The stored state and reason of the call asked under `approval_id`, if there is one.
 fn read(
     conn: &Connection,
     conversation: &ConversationId,
-    call_id: &str,
+    approval_id: &str,
 ) -> Result<Option<ApprovalState>, StoreError> {
     let row: Option<(String, Option<String>)> = conn
         .prepare_cached(
-            "SELECT state, reason FROM approvals WHERE conversation_id = ?1 AND call_id = ?2",
+            "SELECT state, reason FROM approvals WHERE conversation_id = ?1 AND approval_id = ?2",
         )
         .and_then(|mut s| {
-            s.query_row(params![conversation.as_str(), call_id], |r| {
+            s.query_row(params![conversation.as_str(), approval_id], |r| {
                 Ok((r.get(0)?, r.get(1)?))
             })
             .optional()
         })
         .map_err(|e| StoreError::backend("read an approval", e))?;
-    row.map(|(state, reason)| read_state(conversation, call_id, &state, reason))
+    row.map(|(state, reason)| read_state(conversation, approval_id, &state, reason))
         .transpose()
+}
+
+/// The approval id a decision naming `key` is for ([`target`]).
+fn find(
+    conn: &Connection,
+    conversation: &ConversationId,
+    key: &str,
+) -> Result<Result<String, Decided>, rusqlite::Error> {
+    let by_approval_id: Option<String> = conn
+        .prepare_cached(
+            "SELECT approval_id FROM approvals WHERE conversation_id = ?1 AND approval_id = ?2",
+        )?
+        .query_row(params![conversation.as_str(), key], |r| r.get(0))
+        .optional()?;
+    if by_approval_id.is_some() {
+        return Ok(target(by_approval_id, Vec::new()));
+    }
+    // No index on call ids (one may be longer than an index entry can hold): the
+    // conversation's few approvals are read through the primary key's prefix.
+    let by_call_id = conn
+        .prepare_cached(
+            "SELECT approval_id FROM approvals WHERE conversation_id = ?1 AND call_id = ?2 LIMIT 2",
+        )?
+        .query_map(params![conversation.as_str(), key], |r| r.get(0))?
+        .collect::<Result<Vec<String>, _>>()?;
+    Ok(target(None, by_call_id))
 }
 
 #[async_trait]
@@ -59,22 +85,27 @@ impl Approvals for SqliteApprovals {
     async fn ask(
         &self,
         conversation: &ConversationId,
+        approval_id: &str,
         call_id: &str,
         tool: &str,
     ) -> Result<(), StoreError> {
-        let (conversation, call_id, tool) =
-            (conversation.clone(), call_id.to_owned(), tool.to_owned());
-        let action = format!("ask approval of call '{call_id}' in conversation '{conversation}'");
+        let (conversation, approval_id, call_id, tool) = (
+            conversation.clone(),
+            approval_id.to_owned(),
+            call_id.to_owned(),
+            tool.to_owned(),
+        );
+        let action = format!("ask approval '{approval_id}' in conversation '{conversation}'");
         let failed = action.clone();
         self.pool
             .write(&action, move |conn| {
                 conn.prepare_cached(
-                    "INSERT INTO approvals (conversation_id, call_id, tool, state, reason)
-                     VALUES (?1, ?2, ?3, 'pending', NULL)
-                     ON CONFLICT (conversation_id, call_id) DO UPDATE
-                         SET tool = excluded.tool, state = 'pending', reason = NULL",
+                    "INSERT INTO approvals (conversation_id, approval_id, call_id, tool, state, reason)
+                     VALUES (?1, ?2, ?3, ?4, 'pending', NULL)",
                 )
-                .and_then(|mut s| s.execute(params![conversation.as_str(), call_id, tool]))
+                .and_then(|mut s| {
+                    s.execute(params![conversation.as_str(), approval_id, call_id, tool])
+                })
                 .map(|_| ())
                 .map_err(|e| StoreError::backend(failed, e))
             })
@@ -84,33 +115,37 @@ impl Approvals for SqliteApprovals {
     async fn decide(
         &self,
         conversation: &ConversationId,
-        call_id: &str,
+        key: &str,
         decision: &Decision,
     ) -> Result<Decided, StoreError> {
-        let (conversation, call_id, decision) =
-            (conversation.clone(), call_id.to_owned(), decision.clone());
-        let action = format!("decide call '{call_id}' in conversation '{conversation}'");
+        let (conversation, key, decision) =
+            (conversation.clone(), key.to_owned(), decision.clone());
+        let action = format!("decide approval '{key}' in conversation '{conversation}'");
         let failed = action.clone();
         self.pool
             .write(&action, move |conn| {
                 let backend = |e| StoreError::backend(failed.clone(), e);
+                let approval_id = match find(conn, &conversation, &key).map_err(backend)? {
+                    Ok(approval_id) => approval_id,
+                    Err(not_taken) => return Ok(not_taken),
+                };
                 let (state, reason) = row_of(&decision);
-                let tool: Option<String> = conn
+                let decided: Option<(String, String)> = conn
                     .prepare_cached(
                         "UPDATE approvals SET state = ?3, reason = ?4
-                         WHERE conversation_id = ?1 AND call_id = ?2 AND state = 'pending'
-                         RETURNING tool",
+                         WHERE conversation_id = ?1 AND approval_id = ?2 AND state = 'pending'
+                         RETURNING tool, call_id",
                     )
                     .and_then(|mut s| {
                         s.query_row(
-                            params![conversation.as_str(), call_id, state, reason],
-                            |r| r.get(0),
+                            params![conversation.as_str(), approval_id, state, reason],
+                            |r| Ok((r.get(0)?, r.get(1)?)),
                         )
                         .optional()
                     })
                     .map_err(backend)?;
-                let Some(tool) = tool else {
-                    let now = read(conn, &conversation, &call_id)?;
+                let Some((tool, call_id)) = decided else {
+                    let now = read(conn, &conversation, &approval_id)?;
                     return Ok(Decided::NotPending(now));
                 };
                 if decision == Decision::ApproveAlways {
@@ -121,7 +156,10 @@ impl Approvals for SqliteApprovals {
                     .and_then(|mut s| s.execute(params![conversation.as_str(), tool]))
                     .map_err(backend)?;
                 }
-                Ok(Decided::Recorded)
+                Ok(Decided::Recorded {
+                    approval_id,
+                    call_id,
+                })
             })
             .await
     }
@@ -129,12 +167,12 @@ impl Approvals for SqliteApprovals {
     async fn state(
         &self,
         conversation: &ConversationId,
-        call_id: &str,
+        approval_id: &str,
     ) -> Result<Option<ApprovalState>, StoreError> {
-        let (conversation, call_id) = (conversation.clone(), call_id.to_owned());
+        let (conversation, approval_id) = (conversation.clone(), approval_id.to_owned());
         self.pool
             .read("read an approval", move |conn| {
-                read(conn, &conversation, &call_id)
+                read(conn, &conversation, &approval_id)
             })
             .await
     }
@@ -142,23 +180,28 @@ impl Approvals for SqliteApprovals {
     async fn give_up(
         &self,
         conversation: &ConversationId,
-        call_id: &str,
+        approval_id: &str,
         why: GaveUp,
     ) -> Result<ApprovalState, StoreError> {
-        let (conversation, call_id) = (conversation.clone(), call_id.to_owned());
-        let action = format!("stop waiting for call '{call_id}' in conversation '{conversation}'");
+        let (conversation, approval_id) = (conversation.clone(), approval_id.to_owned());
+        let action =
+            format!("stop waiting for approval '{approval_id}' in conversation '{conversation}'");
         let failed = action.clone();
         self.pool
             .write(&action, move |conn| {
                 conn.prepare_cached(
                     "UPDATE approvals SET state = ?3
-                     WHERE conversation_id = ?1 AND call_id = ?2 AND state = 'pending'",
+                     WHERE conversation_id = ?1 AND approval_id = ?2 AND state = 'pending'",
                 )
                 .and_then(|mut s| {
-                    s.execute(params![conversation.as_str(), call_id, gave_up_row(why)])
+                    s.execute(params![
+                        conversation.as_str(),
+                        approval_id,
+                        gave_up_row(why)
+                    ])
                 })
                 .map_err(|e| StoreError::backend(failed, e))?;
-                Ok(read(conn, &conversation, &call_id)?.unwrap_or(ApprovalState::Cancelled))
+                Ok(read(conn, &conversation, &approval_id)?.unwrap_or(ApprovalState::Cancelled))
             })
             .await
     }

@@ -62,6 +62,25 @@ const MIGRATIONS: &[&str] = &[
         tool            TEXT NOT NULL,
         PRIMARY KEY (conversation_id, tool)
     ) STRICT;",
+    // 5: approvals keyed by an approval id the server makes for each call asked, not by the
+    // model's call id, which is unique only within a turn (`crate::approvals`): a call id
+    // asked again is a row of its own, and a decision names the one call the user was
+    // shown. No index on `call_id`: a model's id may be of any length, and a conversation's
+    // few approvals are found through the primary key's prefix. Rows of earlier versions
+    // keep their call id as their approval id.
+    "ALTER TABLE approvals RENAME TO approvals_by_call_id;
+    CREATE TABLE approvals (
+        conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+        approval_id     TEXT NOT NULL,
+        call_id         TEXT NOT NULL,
+        tool            TEXT NOT NULL,
+        state           TEXT NOT NULL,
+        reason          TEXT,
+        PRIMARY KEY (conversation_id, approval_id)
+    ) STRICT;
+    INSERT INTO approvals (conversation_id, approval_id, call_id, tool, state, reason)
+        SELECT conversation_id, call_id, call_id, tool, state, reason FROM approvals_by_call_id;
+    DROP TABLE approvals_by_call_id;",
 ];
 
 /// The schema version this build creates and understands.

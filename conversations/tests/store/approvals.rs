@@ -1,14 +1,16 @@
 //! Approvals (`rojos_conversations::Approvals`), the same tests on both stores: a call asked
 //! is pending until one decision is taken; a second decision, a decision for a call never
 //! asked, and a decision after the run gave up are refused with the state they found; giving
-//! up after a decision keeps the decision; "approve always" is remembered per conversation
-//! and tool; deleting a conversation deletes its approvals.
+//! up after a decision keeps the decision; a call id asked again is a call of its own, which
+//! only its approval id decides, and never reopens the earlier one; a call id of any length
+//! is kept and decided; "approve always" is remembered per conversation and tool; deleting a
+//! conversation deletes its approvals.
 
 use std::sync::Arc;
 
 use rojos_conversations::{
-    ApprovalState, Approvals, ConversationStore, Decided, Decision, GaveUp, PostgresStore,
-    SqliteStore,
+    new_approval_id, ApprovalState, Approvals, ConversationId, ConversationStore, Decided,
+    Decision, GaveUp, PostgresStore, SqliteStore,
 };
 
 use crate::support::{db_path, on_both_backends, pg_options, Backend, Fixture};
@@ -18,7 +20,31 @@ on_both_backends!(
     giving_up_ends_a_pending_call_but_not_a_decided_one,
     approve_always_is_remembered_per_conversation_and_tool,
     deleting_a_conversation_deletes_its_approvals,
+    a_reused_call_id_is_a_call_of_its_own_that_only_its_approval_id_decides,
+    a_call_id_of_any_length_is_kept_and_decided,
 );
+
+/// Asks for call `call_id` (tool `tool`) under a new approval id, which it returns.
+async fn ask(
+    approvals: &Arc<dyn Approvals>,
+    conversation: &ConversationId,
+    call_id: &str,
+    tool: &str,
+) -> String {
+    let approval = new_approval_id();
+    approvals
+        .ask(conversation, &approval, call_id, tool)
+        .await
+        .unwrap();
+    approval
+}
+
+fn recorded(approval: &str, call: &str) -> Decided {
+    Decided::Recorded {
+        approval_id: approval.to_owned(),
+        call_id: call.to_owned(),
+    }
+}
 
 async fn open(backend: Backend) -> (Fixture, Arc<dyn ConversationStore>, Arc<dyn Approvals>) {
     let (fixture, store) = backend.open().await;
@@ -47,60 +73,67 @@ async fn one_decision_is_taken_and_a_second_is_refused_with_the_first(backend: B
         Decided::NotPending(None),
         "never asked"
     );
-    approvals.ask(&id, "c1", "delete_path").await.unwrap();
+    let c1 = ask(&approvals, &id, "c1", "delete_path").await;
     assert_eq!(
-        approvals.state(&id, "c1").await.unwrap(),
+        approvals.state(&id, &c1).await.unwrap(),
         Some(ApprovalState::Pending)
     );
+    assert_eq!(approvals.state(&id, "c1").await.unwrap(), None);
     assert_eq!(
-        approvals.decide(&id, "c1", &deny).await.unwrap(),
-        Decided::Recorded
+        approvals.decide(&id, &c1, &deny).await.unwrap(),
+        recorded(&c1, "c1")
     );
+    for key in [c1.as_str(), "c1"] {
+        assert_eq!(
+            approvals
+                .decide(&id, key, &Decision::Approve)
+                .await
+                .unwrap(),
+            Decided::NotPending(Some(ApprovalState::Decided(deny.clone()))),
+            "decided once, by approval id or call id"
+        );
+    }
     assert_eq!(
-        approvals
-            .decide(&id, "c1", &Decision::Approve)
-            .await
-            .unwrap(),
-        Decided::NotPending(Some(ApprovalState::Decided(deny.clone())))
-    );
-    assert_eq!(
-        approvals.state(&id, "c1").await.unwrap(),
+        approvals.state(&id, &c1).await.unwrap(),
         Some(ApprovalState::Decided(deny))
     );
-    // A call id asked again (providers may reuse ids in a later run) is pending again.
-    approvals.ask(&id, "c1", "delete_path").await.unwrap();
+    // A decision by call id (clients from before approval ids) when one call has it.
+    let c2 = ask(&approvals, &id, "c2", "delete_path").await;
     assert_eq!(
-        approvals.state(&id, "c1").await.unwrap(),
-        Some(ApprovalState::Pending)
+        approvals
+            .decide(&id, "c2", &Decision::Approve)
+            .await
+            .unwrap(),
+        recorded(&c2, "c2")
     );
 }
 
 async fn giving_up_ends_a_pending_call_but_not_a_decided_one(backend: Backend) {
     let (_fixture, store, approvals) = open(backend).await;
     let id = store.create("demo", "default").await.unwrap();
-    approvals.ask(&id, "late", "move_path").await.unwrap();
+    let late = ask(&approvals, &id, "late", "move_path").await;
     assert_eq!(
         approvals
-            .give_up(&id, "late", GaveUp::TimedOut)
+            .give_up(&id, &late, GaveUp::TimedOut)
             .await
             .unwrap(),
         ApprovalState::TimedOut
     );
     assert_eq!(
         approvals
-            .decide(&id, "late", &Decision::Approve)
+            .decide(&id, &late, &Decision::Approve)
             .await
             .unwrap(),
         Decided::NotPending(Some(ApprovalState::TimedOut))
     );
-    approvals.ask(&id, "first", "move_path").await.unwrap();
+    let first = ask(&approvals, &id, "first", "move_path").await;
     approvals
-        .decide(&id, "first", &Decision::Approve)
+        .decide(&id, &first, &Decision::Approve)
         .await
         .unwrap();
     assert_eq!(
         approvals
-            .give_up(&id, "first", GaveUp::Cancelled)
+            .give_up(&id, &first, GaveUp::Cancelled)
             .await
             .unwrap(),
         ApprovalState::Decided(Decision::Approve),
@@ -114,29 +147,100 @@ async fn approve_always_is_remembered_per_conversation_and_tool(backend: Backend
         store.create("demo", "default").await.unwrap(),
         store.create("demo", "default").await.unwrap(),
     );
-    approvals.ask(&a, "c1", "delete_path").await.unwrap();
+    let c1 = ask(&approvals, &a, "c1", "delete_path").await;
     assert!(!approvals.always_allowed(&a, "delete_path").await.unwrap());
     approvals
-        .decide(&a, "c1", &Decision::ApproveAlways)
+        .decide(&a, &c1, &Decision::ApproveAlways)
         .await
         .unwrap();
     assert!(approvals.always_allowed(&a, "delete_path").await.unwrap());
     assert!(!approvals.always_allowed(&a, "move_path").await.unwrap());
     assert!(!approvals.always_allowed(&b, "delete_path").await.unwrap());
-    // An approval asked again under the same call id keeps the tool allowed.
-    approvals.ask(&a, "c1", "move_path").await.unwrap();
+    // A call asked again under the same call id keeps the tool allowed.
+    ask(&approvals, &a, "c1", "move_path").await;
     assert!(approvals.always_allowed(&a, "delete_path").await.unwrap());
 }
 
 async fn deleting_a_conversation_deletes_its_approvals(backend: Backend) {
     let (fixture, store, approvals) = open(backend).await;
     let id = store.create("demo", "default").await.unwrap();
-    approvals.ask(&id, "c1", "delete_path").await.unwrap();
+    let c1 = ask(&approvals, &id, "c1", "delete_path").await;
     approvals
-        .decide(&id, "c1", &Decision::ApproveAlways)
+        .decide(&id, &c1, &Decision::ApproveAlways)
         .await
         .unwrap();
     assert!(store.delete(&id).await.unwrap());
     assert_eq!(fixture.query_i64("SELECT count(*) FROM approvals"), 0);
     assert_eq!(fixture.query_i64("SELECT count(*) FROM approved_tools"), 0);
+}
+
+async fn a_reused_call_id_is_a_call_of_its_own_that_only_its_approval_id_decides(backend: Backend) {
+    let (_fixture, store, approvals) = open(backend).await;
+    let id = store.create("demo", "default").await.unwrap();
+    let write = ask(&approvals, &id, "dup", "write_text_content").await;
+    assert_eq!(
+        approvals
+            .decide(&id, &write, &Decision::Approve)
+            .await
+            .unwrap(),
+        recorded(&write, "dup")
+    );
+    // The model's next turn reuses the id for another call.
+    let delete = ask(&approvals, &id, "dup", "delete_path").await;
+    assert_eq!(
+        approvals.state(&id, &write).await.unwrap(),
+        Some(ApprovalState::Decided(Decision::Approve)),
+        "asking again never reopens the earlier call"
+    );
+    // The first decision sent again (a retry, a double click) approves nothing.
+    assert_eq!(
+        approvals
+            .decide(&id, "dup", &Decision::Approve)
+            .await
+            .unwrap(),
+        Decided::Ambiguous
+    );
+    assert_eq!(
+        approvals
+            .decide(&id, &write, &Decision::Approve)
+            .await
+            .unwrap(),
+        Decided::NotPending(Some(ApprovalState::Decided(Decision::Approve)))
+    );
+    assert_eq!(
+        approvals.state(&id, &delete).await.unwrap(),
+        Some(ApprovalState::Pending)
+    );
+    let deny = Decision::Deny { reason: None };
+    assert_eq!(
+        approvals.decide(&id, &delete, &deny).await.unwrap(),
+        recorded(&delete, "dup")
+    );
+    assert_eq!(
+        approvals.state(&id, &delete).await.unwrap(),
+        Some(ApprovalState::Decided(deny))
+    );
+}
+
+async fn a_call_id_of_any_length_is_kept_and_decided(backend: Backend) {
+    let (_fixture, store, approvals) = open(backend).await;
+    let id = store.create("demo", "default").await.unwrap();
+    // Longer than a PostgreSQL B-tree entry may be (about 2.7 kB).
+    let long = format!("call_{}", "x".repeat(8_000));
+    let by_call = ask(&approvals, &id, &long, "delete_path").await;
+    assert_eq!(
+        approvals
+            .decide(&id, &long, &Decision::Approve)
+            .await
+            .unwrap(),
+        recorded(&by_call, &long)
+    );
+    let by_approval = ask(&approvals, &id, &long, "delete_path").await;
+    assert_eq!(
+        approvals
+            .decide(&id, &by_approval, &Decision::Approve)
+            .await
+            .unwrap(),
+        recorded(&by_approval, &long)
+    );
 }

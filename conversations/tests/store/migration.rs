@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use rojos_conversations::{
-    ConversationStore, Migration, PostgresStore, RunLeases, StoreError, POSTGRES_SCHEMA_VERSION,
+    ApprovalState, Approvals, ConversationStore, Decided, Decision, Migration, PostgresStore,
+    RunLeases, StoreError, POSTGRES_SCHEMA_VERSION,
 };
 
 use crate::support::{chain, cluster, pg_options, user};
@@ -47,7 +48,7 @@ async fn migrating_twice_migrates_once_and_keeps_the_data() {
             to: POSTGRES_SCHEMA_VERSION
         }
     );
-    assert_eq!(versions(&database), "1,2,3,4,5");
+    assert_eq!(versions(&database), "1,2,3,4,5,6");
     let messages = store.get(&id).await.unwrap().unwrap().messages;
     assert_eq!(messages, vec![user("kept")]);
 }
@@ -70,7 +71,7 @@ async fn hosts_migrating_at_once_all_succeed_and_one_of_them_migrates() {
     assert_eq!(stores.len(), 4);
     assert_eq!(
         versions(&database),
-        "1,2,3,4,5",
+        "1,2,3,4,5,6",
         "each version recorded once"
     );
     let id = stores[0].create("demo", "default").await.unwrap();
@@ -129,9 +130,9 @@ async fn a_version_2_database_loses_its_foreign_keys_and_keeps_its_messages_and_
 
     let migrated = PostgresStore::migrate(&options).await.unwrap();
 
-    assert_eq!(migrated, Migration { from: 2, to: 5 });
+    assert_eq!(migrated, Migration { from: 2, to: 6 });
     assert_eq!(foreign_keys(&database), "");
-    assert_eq!(versions(&database), "1,2,3,4,5");
+    assert_eq!(versions(&database), "1,2,3,4,5,6");
     store.append(&id, vec![user("after")]).await.unwrap();
     assert_eq!(
         store.get(&id).await.unwrap().unwrap().messages,
@@ -160,7 +161,7 @@ async fn a_version_3_database_gains_given_titles_and_keeps_its_derived_ones() {
         .append(&id, vec![user("derived title")])
         .await
         .unwrap();
-    // Back to version 3 as it shipped: no `custom_title`, no approvals, no version 4 or 5.
+    // Back to version 3 as it shipped: no `custom_title`, no approvals, no version 4, 5 or 6.
     cluster()
         .psql(
             &database,
@@ -172,8 +173,8 @@ async fn a_version_3_database_gains_given_titles_and_keeps_its_derived_ones() {
 
     let migrated = PostgresStore::migrate(&options).await.unwrap();
 
-    assert_eq!(migrated, Migration { from: 3, to: 5 });
-    assert_eq!(versions(&database), "1,2,3,4,5");
+    assert_eq!(migrated, Migration { from: 3, to: 6 });
+    assert_eq!(versions(&database), "1,2,3,4,5,6");
     let store = PostgresStore::open(&options).unwrap();
     let title = |list: Vec<rojos_conversations::ConversationSummary>| list[0].title.clone();
     assert_eq!(
@@ -214,7 +215,7 @@ async fn a_database_from_a_newer_build_is_refused_and_left_alone() {
             POSTGRES_SCHEMA_VERSION
         )
     );
-    assert_eq!(versions(&database), format!("1,2,3,4,5,{newer}"));
+    assert_eq!(versions(&database), format!("1,2,3,4,5,6,{newer}"));
 }
 
 #[tokio::test]
@@ -260,5 +261,60 @@ async fn a_server_that_is_not_there_is_unavailable() {
     assert_eq!(
         err.to_string(),
         format!("conversation store could not migrate postgres://rojos@127.0.0.1:{port}/nothing: the database is unreachable")
+    );
+}
+
+#[tokio::test]
+async fn a_version_5_database_keys_its_approvals_by_approval_id_and_keeps_their_state() {
+    let database = cluster().create_database().unwrap();
+    let options = pg_options(&database);
+    PostgresStore::migrate(&options).await.unwrap();
+    let store = PostgresStore::open(&options).unwrap();
+    let id = store.create("demo", "default").await.unwrap();
+    // Back to version 5 as it shipped: approvals keyed by the model's call id.
+    cluster()
+        .psql(
+            &database,
+            &format!(
+                "ALTER TABLE approvals DROP CONSTRAINT approvals_pkey;
+                 ALTER TABLE approvals DROP COLUMN approval_id;
+                 ALTER TABLE approvals ADD PRIMARY KEY (conversation_id, call_id);
+                 INSERT INTO approvals (conversation_id, call_id, tool, state, reason)
+                     VALUES ('{id}', 'waiting', 'delete_path', 'pending', NULL),
+                            ('{id}', 'denied', 'delete_path', 'deny', 'no');
+                 DELETE FROM rojos_schema_versions WHERE version >= 6;"
+            ),
+        )
+        .unwrap();
+
+    let migrated = PostgresStore::migrate(&options).await.unwrap();
+
+    assert_eq!(migrated, Migration { from: 5, to: 6 });
+    let approvals = store.approvals();
+    assert_eq!(
+        approvals.state(&id, "denied").await.unwrap(),
+        Some(ApprovalState::Decided(Decision::Deny {
+            reason: Some("no".into())
+        })),
+        "an earlier row keeps its call id as its approval id"
+    );
+    assert_eq!(
+        approvals
+            .decide(&id, "waiting", &Decision::Approve)
+            .await
+            .unwrap(),
+        Decided::Recorded {
+            approval_id: "waiting".into(),
+            call_id: "waiting".into()
+        }
+    );
+    approvals
+        .ask(&id, "approval_new", "waiting", "delete_path")
+        .await
+        .unwrap();
+    assert_eq!(
+        approvals.state(&id, "approval_new").await.unwrap(),
+        Some(ApprovalState::Pending),
+        "a call id asked again is a row of its own"
     );
 }

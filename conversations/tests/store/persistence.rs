@@ -2,7 +2,8 @@
 //! migration, and refusal of files this build must not touch.
 
 use rojos_conversations::{
-    ConversationStore, SqliteOptions, SqliteStore, StoreError, SCHEMA_VERSION,
+    ApprovalState, Approvals, ConversationStore, Decided, Decision, SqliteOptions, SqliteStore,
+    StoreError, SCHEMA_VERSION,
 };
 
 use crate::support::{assistant, chain, db_path, open_temp, raw, user};
@@ -179,7 +180,7 @@ async fn a_version_2_file_gains_given_titles_and_keeps_its_derived_ones() {
     let store = SqliteStore::open(&path).unwrap();
 
     assert_eq!(user_version(&path), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 4);
+    assert_eq!(SCHEMA_VERSION, 5);
     let approvals: i64 = raw(&path)
         .query_row(
             "SELECT count(*) FROM sqlite_schema WHERE name IN ('approvals', 'approved_tools')",
@@ -197,5 +198,61 @@ async fn a_version_2_file_gains_given_titles_and_keeps_its_derived_ones() {
     assert_eq!(
         title(store.list("demo", 1).await.unwrap()).as_deref(),
         Some("given")
+    );
+}
+
+#[tokio::test]
+async fn a_version_4_file_keys_its_approvals_by_approval_id_and_keeps_their_state() {
+    let (dir, store) = open_temp();
+    let id = store.create("demo", "default").await.unwrap();
+    drop(store);
+    let path = db_path(&dir);
+    // Back to version 4 as it shipped: approvals keyed by the model's call id.
+    raw(&path)
+        .execute_batch(&format!(
+            "DROP TABLE approvals;
+             CREATE TABLE approvals (
+                 conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+                 call_id         TEXT NOT NULL,
+                 tool            TEXT NOT NULL,
+                 state           TEXT NOT NULL,
+                 reason          TEXT,
+                 PRIMARY KEY (conversation_id, call_id)
+             ) STRICT;
+             INSERT INTO approvals VALUES ('{id}', 'waiting', 'delete_path', 'pending', NULL),
+                                          ('{id}', 'denied', 'delete_path', 'deny', 'no');
+             PRAGMA user_version = 4;"
+        ))
+        .unwrap();
+
+    let store = SqliteStore::open(&path).unwrap();
+
+    assert_eq!(user_version(&path), SCHEMA_VERSION);
+    let approvals = store.approvals();
+    assert_eq!(
+        approvals.state(&id, "denied").await.unwrap(),
+        Some(ApprovalState::Decided(Decision::Deny {
+            reason: Some("no".into())
+        })),
+        "an earlier row keeps its call id as its approval id"
+    );
+    assert_eq!(
+        approvals
+            .decide(&id, "waiting", &Decision::Approve)
+            .await
+            .unwrap(),
+        Decided::Recorded {
+            approval_id: "waiting".into(),
+            call_id: "waiting".into()
+        }
+    );
+    approvals
+        .ask(&id, "approval_new", "waiting", "delete_path")
+        .await
+        .unwrap();
+    assert_eq!(
+        approvals.state(&id, "approval_new").await.unwrap(),
+        Some(ApprovalState::Pending),
+        "a call id asked again is a row of its own"
     );
 }

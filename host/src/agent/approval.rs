@@ -1,9 +1,11 @@
-//! Approvals (`docs/api.md`, "Approvals"): a call of a tool the rojo's `approve` names waits
-//! for the user's decision before it runs. The run records the pending call in the
-//! conversation store, streams `APPROVAL_REQUIRED` and waits without holding a thread: woken
-//! at once by a decision taken on this host ([`ApprovalDesk::decide`] notifies it), and
-//! reading the store every [`POLL_EVERY`] for one taken on another host sharing the
-//! database. It stops waiting when the decision comes, when `[limits]
+//! Approvals (`docs/api.md`, "Approvals"): a call of a tool the rojo's `approve` names (or,
+//! for `approve = "destructive"`, a call that would replace or remove what exists,
+//! `replaces.rs`) waits for the user's decision before it runs. The run records the pending
+//! call in the conversation store under an approval id of its own (the model's call ids are
+//! unique only within a turn), streams `APPROVAL_REQUIRED` with it and waits without
+//! holding a thread: woken at once by a decision taken on this host
+//! ([`ApprovalDesk::decide`] notifies it), and reading the store every [`POLL_EVERY`] for
+//! one taken on another host sharing the database. It stops waiting when the decision comes, when `[limits]
 //! approval_timeout_secs` passes (denied), or when the run is cancelled (the client went
 //! away, shutdown, the lease was lost: its stop token). The run lease keeps being renewed
 //! by its own task meanwhile (`lease.rs`). The tool message of a call that was asked gets a
@@ -17,24 +19,25 @@ use std::{
 };
 
 use rojos_conversations::{
-    ApprovalState, Approvals, ConversationId, Decided, Decision, GaveUp, StoreError,
+    new_approval_id, ApprovalState, Approvals, ConversationId, Decided, Decision, GaveUp,
+    StoreError,
 };
 use rojos_llm::ToolCall;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, Notify};
 use tokio_util::sync::CancellationToken;
 
-use super::{dispatch::Gate, history::NOTE_KEY, Event, Line};
+use super::{dispatch::Gate, history::NOTE_KEY, replaces::replaces_existing, Event, Line};
 use crate::{
     config::ApprovalRule,
-    plugins::{FailureKind, ToolFailure},
+    plugins::{CallRequest, FailureKind, ToolFailure},
     registry::RegisteredTool,
 };
 
 /// How often a waiting run reads the store for a decision taken on another host.
 pub(super) const POLL_EVERY: Duration = Duration::from_millis(300);
 
-/// One waiting call: its conversation and call id.
+/// One waiting call: its conversation and approval id.
 type WaitKey = (ConversationId, String);
 
 /// The approvals of this host's runs: the store, the time-out, and how to wake a run
@@ -60,6 +63,14 @@ pub enum DecideError {
     /// The call is not waiting for a decision; `None`: it was never asked.
     #[error("{}", not_pending(.0.as_ref()))]
     NotPending(Option<ApprovalState>),
+    /// The decision named a call id the model gave to more than one call asked in the
+    /// conversation: only the approval id says which one the user saw.
+    #[error(
+        "the model gave this call id to more than one call in this conversation, so it does \
+         not say which one was shown; nothing changed: decide with the approvalId of the \
+         APPROVAL_REQUIRED event"
+    )]
+    Ambiguous,
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -93,28 +104,39 @@ impl ApprovalDesk {
         }
     }
 
-    /// Records the user's decision for a pending call and wakes its run when it waits on
-    /// this host (on another host, its next read of the store finds it).
+    /// Records the user's decision for the pending call `key` names (its approval id, or a
+    /// call id the model gave to only one call of the conversation) and wakes its run when
+    /// it waits on this host (on another host, its next read of the store finds it).
+    /// Returns the call's approval id and call id.
     ///
     /// # Errors
     ///
-    /// [`DecideError::NotPending`] when the call is not waiting; the store's failure.
+    /// [`DecideError::NotPending`] when the call is not waiting (a repeated decision
+    /// included: it changes nothing), [`DecideError::Ambiguous`] for a call id that names
+    /// more than one call; the store's failure.
     pub async fn decide(
         &self,
         conversation: &ConversationId,
-        call_id: &str,
+        key: &str,
         decision: &Decision,
-    ) -> Result<(), DecideError> {
-        match self.store.decide(conversation, call_id, decision).await? {
-            Decided::Recorded => {
-                let key = (conversation.clone(), call_id.to_owned());
+    ) -> Result<DecidedCall, DecideError> {
+        match self.store.decide(conversation, key, decision).await? {
+            Decided::Recorded {
+                approval_id,
+                call_id,
+            } => {
+                let key = (conversation.clone(), approval_id);
                 if let Some(waiter) = self.lock().get(&key) {
                     // A stored permit: a run between two reads still wakes at once.
                     waiter.notify_one();
                 }
-                Ok(())
+                Ok(DecidedCall {
+                    approval_id: key.1,
+                    call_id,
+                })
             }
             Decided::NotPending(state) => Err(DecideError::NotPending(state)),
+            Decided::Ambiguous => Err(DecideError::Ambiguous),
         }
     }
 
@@ -133,6 +155,15 @@ impl ApprovalDesk {
             notify,
         }
     }
+}
+
+/// The call a decision was recorded for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecidedCall {
+    /// The approval id its `APPROVAL_REQUIRED` event gave.
+    pub approval_id: String,
+    /// The model's call id.
+    pub call_id: String,
 }
 
 /// A registered waiter; unregisters itself when dropped.
@@ -199,12 +230,17 @@ impl RunGate<'_> {
         }
     }
 
-    /// Asks for and waits for the decision on `call`.
+    /// Asks for and waits for the decision on `call`, under a new approval id.
     async fn ask(&self, call: &ToolCall) -> Result<Settled, ToolFailure> {
         let desk = self.desk;
         let conversation = self.conversation;
-        let waiting = desk.register((conversation.clone(), call.id.clone()));
-        if let Err(e) = desk.store.ask(conversation, &call.id, &call.name).await {
+        let approval_id = new_approval_id();
+        let waiting = desk.register((conversation.clone(), approval_id.clone()));
+        if let Err(e) = desk
+            .store
+            .ask(conversation, &approval_id, &call.id, &call.name)
+            .await
+        {
             tracing::error!(error = %e, "the approval could not be recorded");
             return Err(ToolFailure::new(
                 FailureKind::Refused,
@@ -217,26 +253,27 @@ impl RunGate<'_> {
         };
         let asked = Event::ApprovalRequired {
             id: call.id.clone(),
+            approval_id: approval_id.clone(),
             name: call.name.clone(),
             args,
             conversation_id: conversation.to_string(),
         };
         let _ = self.tx.send(asked.into()).await;
-        tracing::info!(tool = %call.name, call_id = %call.id, "waiting for the user's approval");
+        tracing::info!(tool = %call.name, call_id = %call.id, approval_id = %approval_id, "waiting for the user's approval");
         let deadline = tokio::time::Instant::now() + desk.timeout;
         loop {
             tokio::select! {
                 biased;
                 () = self.cancelled() => {
-                    return Ok(self.give_up(call, GaveUp::Cancelled).await);
+                    return Ok(self.give_up(&approval_id, GaveUp::Cancelled).await);
                 }
                 () = tokio::time::sleep_until(deadline) => {
-                    return Ok(self.give_up(call, GaveUp::TimedOut).await);
+                    return Ok(self.give_up(&approval_id, GaveUp::TimedOut).await);
                 }
                 () = waiting.notify.notified() => {}
                 () = tokio::time::sleep(POLL_EVERY) => {}
             }
-            match desk.store.state(conversation, &call.id).await {
+            match desk.store.state(conversation, &approval_id).await {
                 Ok(Some(ApprovalState::Decided(decision))) => {
                     return Ok(Settled::Decided(decision))
                 }
@@ -250,8 +287,9 @@ impl RunGate<'_> {
         }
     }
 
-    /// Stops waiting; a decision that arrived first wins.
-    async fn give_up(&self, call: &ToolCall, why: GaveUp) -> Settled {
+    /// Stops waiting for the call asked under `approval_id`; a decision that arrived first
+    /// wins.
+    async fn give_up(&self, approval_id: &str, why: GaveUp) -> Settled {
         let gave_up = match why {
             GaveUp::TimedOut => Settled::TimedOut,
             GaveUp::Cancelled => Settled::Cancelled,
@@ -259,7 +297,7 @@ impl RunGate<'_> {
         match self
             .desk
             .store
-            .give_up(self.conversation, &call.id, why)
+            .give_up(self.conversation, approval_id, why)
             .await
         {
             Ok(ApprovalState::Decided(decision)) if why == GaveUp::TimedOut => {
@@ -293,9 +331,29 @@ impl RunGate<'_> {
     }
 }
 
+/// Whether `rule` asks before `call` of `tool` on the project of `request`: a tool the
+/// rule names, or under `"destructive"` a destructive tool, or a call that would replace or
+/// remove something that exists now ([`replaces_existing`]).
+async fn needs_approval(
+    rule: &ApprovalRule,
+    tool: &RegisteredTool,
+    call: &ToolCall,
+    request: &CallRequest,
+) -> bool {
+    if rule.requires(tool.name(), tool.destructive()) {
+        return true;
+    }
+    *rule == ApprovalRule::Destructive && replaces_existing(tool, call, &request.root).await
+}
+
 impl Gate for RunGate<'_> {
-    async fn clear(&mut self, tool: &RegisteredTool, call: &ToolCall) -> Result<(), ToolFailure> {
-        if !self.rule.requires(tool.name(), tool.destructive()) {
+    async fn clear(
+        &mut self,
+        tool: &RegisteredTool,
+        call: &ToolCall,
+        request: &CallRequest,
+    ) -> Result<(), ToolFailure> {
+        if !needs_approval(self.rule, tool, call, request).await {
             return Ok(());
         }
         match self
@@ -324,8 +382,13 @@ pub(super) struct NobodyToAsk<'a> {
 }
 
 impl Gate for NobodyToAsk<'_> {
-    async fn clear(&mut self, tool: &RegisteredTool, _call: &ToolCall) -> Result<(), ToolFailure> {
-        if !self.rule.requires(tool.name(), tool.destructive()) {
+    async fn clear(
+        &mut self,
+        tool: &RegisteredTool,
+        call: &ToolCall,
+        request: &CallRequest,
+    ) -> Result<(), ToolFailure> {
+        if !needs_approval(self.rule, tool, call, request).await {
             return Ok(());
         }
         Err(ToolFailure::new(

@@ -1,7 +1,9 @@
 //! What happens to one tool call the model made: a call past the turn's call limit,
-//! malformed arguments, an unknown tool, a tool the rojo does not enable, a call repeating a
+//! malformed arguments, an unknown tool, a tool the rojo does not enable, arguments that do
+//! not fit the tool's schema, a call repeating a
 //! successful one of this run (compared in canonical form) or a call made once a result
-//! budget is used up become error results the model sees; anything else runs through the
+//! budget is used up become error results the model sees, before the user is asked about
+//! it (the gate); anything else runs through the
 //! plugin or MCP server ([`RegisteredTool::invoke`]), and its text is cut to the per-result cap and the budgets.
 
 use std::{collections::HashMap, time::Duration};
@@ -122,8 +124,13 @@ impl NotRun {
 /// The last check before a call that passed every other one runs: the user's approval
 /// (`approval.rs`). `Err`: the call is not run and the model gets the failure.
 pub(super) trait Gate {
-    /// Whether `call` of `tool` may run now.
-    async fn clear(&mut self, tool: &RegisteredTool, call: &ToolCall) -> Result<(), ToolFailure>;
+    /// Whether `call` of `tool` may run now on the project of `request`.
+    async fn clear(
+        &mut self,
+        tool: &RegisteredTool,
+        call: &ToolCall,
+        request: &CallRequest,
+    ) -> Result<(), ToolFailure>;
 }
 
 /// Runs `call`, or says why it was not run; `max_result_bytes` caps one result. `gate` is
@@ -152,7 +159,7 @@ pub(super) async fn run_call<'r>(
         }
     };
     // The user's approval first: a call the user denies is not recorded.
-    if let Err(failure) = gate.clear(admitted.tool, call).await {
+    if let Err(failure) = gate.clear(admitted.tool, call, request).await {
         return Settled {
             tool,
             failure: Some(failure.kind.clone()),
@@ -192,9 +199,9 @@ struct Admitted<'r> {
     key: String,
 }
 
-/// Every check before the plugin runs, in order: the turn's call count, the arguments, the
-/// tool (`loaded`: the registry's tool of the call's name), the repeat check, the byte
-/// budgets.
+/// Every check before the user is asked and the plugin runs, in order: the turn's call
+/// count, the arguments, the tool (`loaded`: the registry's tool of the call's name), the
+/// arguments against its schema, the repeat check, the byte budgets.
 fn admit<'r>(
     registry: &Registry,
     loaded: Option<&'r RegisteredTool>,
@@ -217,6 +224,10 @@ fn admit<'r>(
         return Err(NotRun::because(FailureKind::Refused, message));
     };
     let args = ToolArgs::new(args.clone());
+    tool.check_args(&args).map_err(|failure| NotRun {
+        failure,
+        refused: None,
+    })?;
     let key = format!("{}\n{}", call.name, canonical_args(&args));
     if let Some(earlier) = ledger.seen.get(&key) {
         return Err(NotRun {

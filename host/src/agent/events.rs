@@ -58,11 +58,14 @@ pub enum Event {
         args: Value,
     },
     /// The call (announced by its `TOOL_CALL`) waits for the user's decision
-    /// (`POST /conversations/{id}/approvals/{callId}`); its `TOOL_RESULT` follows once
+    /// (`POST /conversations/{id}/approvals/{approvalId}`); its `TOOL_RESULT` follows once
     /// decided, timed out or cancelled. Clients that ignore it see the run wait.
     ApprovalRequired {
-        /// The call id (the one to decide).
+        /// The call id, as in `TOOL_CALL` (the model's: unique only within its turn).
         id: String,
+        /// The server's id of this one request for approval, the one to decide.
+        #[serde(rename = "approvalId")]
+        approval_id: String,
         /// The tool name.
         name: String,
         /// The arguments, as in `TOOL_CALL`.
@@ -198,11 +201,12 @@ mod tests {
             (
                 Event::ApprovalRequired {
                     id: "c1".into(),
+                    approval_id: "approval_x".into(),
                     name: "delete_path".into(),
                     args: json!({"path": "a"}),
                     conversation_id: "abc".into(),
                 },
-                r#"{"type":"APPROVAL_REQUIRED","id":"c1","name":"delete_path","args":{"path":"a"},"conversationId":"abc"}"#,
+                r#"{"type":"APPROVAL_REQUIRED","id":"c1","approvalId":"approval_x","name":"delete_path","args":{"path":"a"},"conversationId":"abc"}"#,
             ),
             (
                 Event::ToolResult {

@@ -8,7 +8,8 @@
 //! requests and keeps the stored history one every provider accepts; `lease` holds a
 //! conversation for one run at a time; `single` runs one tool call outside a run, through
 //! the same `dispatch` (the MCP server's `tools/call`); `approval` asks the user before a
-//! call the rojo's `approve` names runs, and takes their decision; `first_turn` sends a new
+//! call the rojo's `approve` names runs, and takes their decision (`replaces` tells whether
+//! a call would replace what exists, for `approve = "destructive"`); `first_turn` sends a new
 //! conversation's first model request while the conversation is created. The agent knows
 //! the registry, the provider clients and the store, but not HTTP.
 
@@ -21,6 +22,7 @@ mod first_turn;
 mod history;
 mod lease;
 mod progress;
+mod replaces;
 mod run;
 mod single;
 
@@ -31,7 +33,7 @@ use rojos_plugin_api::Limits;
 use tokio::sync::mpsc;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
-pub use approval::{ApprovalDesk, DecideError};
+pub use approval::{ApprovalDesk, DecideError, DecidedCall};
 pub use events::{Event, Line, StopReason};
 pub use first_turn::FirstTurn;
 pub use lease::RunLease;

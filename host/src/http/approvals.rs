@@ -1,7 +1,9 @@
-//! `POST /conversations/{id}/approvals/{callId}` `{"decision": "approve" | "approve_always" |
-//! "deny", "reason": "…"}`: the user's answer to an `APPROVAL_REQUIRED` event, for a caller
-//! allowed on the conversation's project. It goes through the conversation store, so it works
-//! whichever host it reaches (`docs/api.md`, "Approvals").
+//! `POST /conversations/{id}/approvals/{approvalId}` `{"decision": "approve" |
+//! "approve_always" | "deny", "reason": "…"}`: the user's answer to an `APPROVAL_REQUIRED`
+//! event, for a caller allowed on the conversation's project. The path names the event's
+//! `approvalId`, or (clients written before approval ids) its call id when the model gave
+//! that id to only one call of the conversation. It goes through the conversation store, so
+//! it works whichever host it reaches (`docs/api.md`, "Approvals").
 
 use axum::{
     extract::{rejection::JsonRejection, Path, State},
@@ -13,9 +15,6 @@ use serde_json::{json, Value};
 
 use super::{auth::Caller, chat::internal, error::ApiError};
 use crate::{agent::DecideError, state::AppState, storage::ProjectId};
-
-/// The longest call id accepted; providers' ids are far shorter.
-const MAX_CALL_ID_CHARS: usize = 256;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -61,14 +60,16 @@ fn decision_of(body: DecisionBody) -> Result<Decision, ApiError> {
 pub(super) async fn decide(
     caller: Caller,
     State(state): State<AppState>,
-    Path((id, call_id)): Path<(String, String)>,
+    Path((id, key)): Path<(String, String)>,
     body: Result<Json<DecisionBody>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let id = ConversationId::parse(&id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    if call_id.is_empty() || call_id.chars().count() > MAX_CALL_ID_CHARS {
-        return Err(ApiError::BadRequest(format!(
-            "the call id must be 1 to {MAX_CALL_ID_CHARS} characters: the id of an APPROVAL_REQUIRED event"
-        )));
+    // Any length: a call id is the model's, and the request's size is bounded by the
+    // server's limits on a request line.
+    if key.is_empty() {
+        return Err(ApiError::BadRequest(
+            "the path must end in the approvalId of an APPROVAL_REQUIRED event".to_owned(),
+        ));
     }
     let Json(body) = body.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let decision = decision_of(body)?;
@@ -82,17 +83,21 @@ pub(super) async fn decide(
     let project = ProjectId::parse(&head.project_id)
         .map_err(|e| ApiError::internal("the stored project id is invalid", e))?;
     caller.authorize(&project)?;
-    match state.agent.approvals.decide(&id, &call_id, &decision).await {
-        Ok(()) => {}
-        Err(DecideError::NotPending(state)) => {
-            let why = DecideError::NotPending(state).to_string();
+    let decided = match state.agent.approvals.decide(&id, &key, &decision).await {
+        Ok(decided) => decided,
+        Err(e @ (DecideError::NotPending(_) | DecideError::Ambiguous)) => {
             return Err(ApiError::Conflict(format!(
-                "call {call_id:?} is not waiting for approval: {why}"
+                "{} is not waiting for approval: {e}",
+                shown(&key)
             )));
         }
         Err(DecideError::Store(e)) => return Err(internal(e)),
-    }
-    let mut answer = json!({"callId": call_id, "decision": decision.as_str()});
+    };
+    let mut answer = json!({
+        "approvalId": decided.approval_id,
+        "callId": decided.call_id,
+        "decision": decision.as_str(),
+    });
     if let Decision::Deny {
         reason: Some(reason),
     } = &decision
@@ -100,6 +105,19 @@ pub(super) async fn decide(
         answer["reason"] = Value::from(reason.as_str());
     }
     Ok(Json(answer))
+}
+
+/// The approval id or call id a `409` names: quoted, cut after 80 characters (a model's
+/// call id may be of any length).
+fn shown(key: &str) -> String {
+    const SHOWN_CHARS: usize = 80;
+    let mut chars = key.chars();
+    let head: String = chars.by_ref().take(SHOWN_CHARS).collect();
+    if chars.next().is_some() {
+        format!("call {head:?}… ({} characters)", key.chars().count())
+    } else {
+        format!("call {head:?}")
+    }
 }
 
 #[cfg(test)]

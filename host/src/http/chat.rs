@@ -1,5 +1,6 @@
 //! `POST /chat`: admit the chat under the limits (`429` beyond), validate the body, authorise
-//! the project, find or create the conversation (`422` when it is full), take its run lease
+//! the project, find or create the conversation (`422` when it is full; a follow-up runs
+//! under the conversation's own rojo, `409` for another one named), take its run lease
 //! (`409` while another run writes there), then start an agent run and stream its events as
 //! NDJSON. `"regenerate": true` or `"editLast": true` runs again from the conversation's last
 //! user message, replacing it and everything after it (`replace`; `docs/api.md`).
@@ -50,7 +51,6 @@ pub(super) async fn chat(
     let project =
         ProjectId::parse(&body.project_id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     caller.authorize(&project)?;
-    let rojo_name = body.rojo.clone().unwrap_or_else(|| "default".to_owned());
     let mode = replace::Mode::of(body.regenerate, body.edit_last)?;
     // A malformed request is a 400 whether or not a provider is available.
     let conversation_id = body
@@ -60,27 +60,29 @@ pub(super) async fn chat(
         .transpose()
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let message = replace::check_body(mode, body.message, conversation_id.is_some())?;
-    let (rojo, provider, client) = rojo_and_provider(&state, &rojo_name).await?;
-    let opened = match (mode, conversation_id) {
-        (replace::Mode::Append, conversation_id) => {
+    let existing = match &conversation_id {
+        Some(id) => Some(head_in_project(&state, &project, id).await?),
+        None => None,
+    };
+    let rojo_name = rojo_of_run(body.rojo, existing.as_ref())?;
+    let (rojo, provider, client) =
+        rojo_and_provider(&state, &rojo_name)
+            .await
+            .map_err(|e| match (e, &existing) {
+                (ApiError::BadRequest(_), Some(head)) => gone_rojo(head),
+                (e, _) => e,
+            })?;
+    let opened = match (mode, existing) {
+        (replace::Mode::Append, existing) => {
             let message = message.unwrap_or_default();
             let size = SizeCheck::new(&state, &message);
             let new = NewConversation {
                 rojo: &rojo,
                 client: &client,
             };
-            open_conversation(
-                &state,
-                &project,
-                &rojo_name,
-                conversation_id,
-                &size,
-                message,
-                new,
-            )
-            .await?
+            open_conversation(&state, &project, &rojo_name, existing, &size, message, new).await?
         }
-        (mode, Some(id)) => replace::open(&state, &project, id, mode, message).await?,
+        (mode, Some(head)) => replace::open(&state, head, mode, message).await?,
         (_, None) => {
             return Err(ApiError::inconsistent(
                 "check_body let a replace through without a conversation",
@@ -125,6 +127,37 @@ fn read_body(
     serde_json::from_value(body).map_err(|e| ApiError::BadRequest(format!("invalid body: {e}")))
 }
 
+/// The rojo a message runs under: a new conversation's is the one the body names, or
+/// `default`; an existing conversation's is the one it was started with (every conversation
+/// stores it), whether the body names it or leaves it out: `409` when the body names another
+/// (`docs/api.md`, "A conversation's rojo").
+fn rojo_of_run(
+    named: Option<String>,
+    existing: Option<&ConversationHead>,
+) -> Result<String, ApiError> {
+    let Some(head) = existing else {
+        return Ok(named.unwrap_or_else(|| "default".to_owned()));
+    };
+    match named {
+        Some(named) if named != head.rojo => Err(ApiError::Conflict(format!(
+            "conversation {} runs under rojo {:?}, not {named:?}: a conversation keeps the rojo \
+             it was started with; leave \"rojo\" out (or send {:?}) to continue it, or start a \
+             new conversation to use {named:?}",
+            head.id, head.rojo, head.rojo
+        ))),
+        _ => Ok(head.rojo.clone()),
+    }
+}
+
+/// The `422` for a conversation whose rojo is no longer configured.
+fn gone_rojo(head: &ConversationHead) -> ApiError {
+    ApiError::Unprocessable(format!(
+        "conversation {} runs under rojo {:?}, which is no longer configured in rojos.toml; \
+         start a new conversation (or configure that rojo again)",
+        head.id, head.rojo
+    ))
+}
+
 /// The rojo named `rojo_name`, the provider it uses now and that provider's client, from one
 /// snapshot of the live settings (an edit of `rojos.toml` applies from the next message);
 /// `400` for an unknown rojo, `503` with the fix when none of its providers is available
@@ -149,9 +182,10 @@ pub(super) struct NewConversation<'a> {
     pub(super) client: &'a rojos_llm::Client,
 }
 
-/// The conversation `message` continues, its history, and the run's lease on it. Without
-/// `conversation_id`, a new conversation is created holding the message, in one write, while
-/// its first model request (`new`) is on its way ([`crate::agent::FirstTurn`]).
+/// The conversation `message` continues (`existing`: its head, read by
+/// [`head_in_project`]), its history, and the run's lease on it. Without one, a new
+/// conversation is created holding the message, in one write, while its first model request
+/// (`new`) is on its way ([`crate::agent::FirstTurn`]).
 ///
 /// # Errors
 ///
@@ -161,13 +195,13 @@ pub(super) async fn open_conversation(
     state: &AppState,
     project: &ProjectId,
     rojo_name: &str,
-    conversation_id: Option<ConversationId>,
+    existing: Option<ConversationHead>,
     size: &SizeCheck,
     message: String,
     new: NewConversation<'_>,
 ) -> Result<Opened, ApiError> {
     let store = &state.agent.store;
-    let Some(id) = conversation_id else {
+    let Some(head) = existing else {
         size.check(0)?;
         // The message the run would store first (`Placement::Created`).
         let first = Step::new(&[user_message(&message)]).map_err(internal)?;
@@ -206,7 +240,7 @@ pub(super) async fn open_conversation(
             first_turn,
         });
     };
-    let head = head_in_project(state, project, &id).await?;
+    let id = head.id;
     // Refused before its messages are read: a full conversation may be large.
     size.check(head.stored_bytes)?;
     let lease = lease_for_run(state, &id, None).await?;
@@ -349,3 +383,36 @@ pub(super) fn internal(e: StoreError) -> ApiError {
 /// The `503` body's text while the conversation database cannot be reached.
 pub(super) const STORE_UNAVAILABLE: &str =
     "the conversation database cannot be reached right now; try again in a moment";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(rojo: &str) -> ConversationHead {
+        ConversationHead {
+            id: ConversationId::parse("c1").unwrap(),
+            project_id: "demo".into(),
+            rojo: rojo.into(),
+            message_count: 1,
+            stored_bytes: 10,
+        }
+    }
+
+    #[test]
+    fn a_follow_up_runs_under_its_conversations_rojo_whatever_the_body_leaves_out() {
+        assert_eq!(rojo_of_run(None, None).unwrap(), "default");
+        assert_eq!(rojo_of_run(Some("x".into()), None).unwrap(), "x");
+        let careful = head("careful");
+        assert_eq!(rojo_of_run(None, Some(&careful)).unwrap(), "careful");
+        assert_eq!(
+            rojo_of_run(Some("careful".into()), Some(&careful)).unwrap(),
+            "careful"
+        );
+        let refused = rojo_of_run(Some("default".into()), Some(&careful)).unwrap_err();
+        assert!(matches!(refused, ApiError::Conflict(_)), "{refused}");
+        assert!(
+            refused.to_string().contains("runs under rojo \"careful\""),
+            "{refused}"
+        );
+    }
+}

@@ -30,6 +30,10 @@ use crate::{state::AppState, storage::ProjectId};
 /// The header giving the index of the next page's first message (absent on the last page).
 const NEXT_FROM: HeaderName = HeaderName::from_static("rojos-next-from");
 
+/// The header naming the rojo the conversation runs under (`docs/api.md`, "A
+/// conversation's rojo").
+const ROJO: HeaderName = HeaderName::from_static("rojos-rojo");
+
 #[derive(Debug, Deserialize)]
 pub(super) struct PageQuery {
     /// The index of the page's first message (0: the first message).
@@ -56,6 +60,10 @@ pub(super) async fn get(
         .map_err(|e| ApiError::internal("the stored project id is invalid", e))?;
     caller.authorize(&project)?;
     let mut response = Json(Value::Array(page.messages)).into_response();
+    // A rojo's name is a TOML key of `rojos.toml`; one that is no header text is left out.
+    if let Ok(rojo) = HeaderValue::from_str(&page.head.rojo) {
+        response.headers_mut().insert(ROJO, rojo);
+    }
     if let Some(next) = page.next {
         let headers = response.headers_mut();
         // An id is `[A-Za-z0-9_-]` only and `next` a number: both are valid header text.

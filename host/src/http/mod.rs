@@ -45,7 +45,7 @@ pub fn router(state: AppState) -> Router {
                 .delete(conversations::delete),
         )
         .route(
-            "/conversations/{id}/approvals/{call_id}",
+            "/conversations/{id}/approvals/{approval_id}",
             post(approvals::decide),
         )
         .route("/conversations", get(conversations::list))

@@ -4,14 +4,14 @@
 //! deletion and the new user message are one transaction, made under the run's lease), and
 //! the model sees the history before it. `docs/api.md`, "Regenerate and edit".
 
-use rojos_conversations::ConversationId;
+use rojos_conversations::ConversationHead;
 use serde_json::Value;
 
 use super::{
-    chat::{head_in_project, internal, lease_for_run, Opened, SizeCheck},
+    chat::{internal, lease_for_run, Opened, SizeCheck},
     error::ApiError,
 };
-use crate::{agent::Placement, state::AppState, storage::ProjectId};
+use crate::{agent::Placement, state::AppState};
 
 /// What a chat does with its message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,19 +72,18 @@ pub(super) fn check_body(
     }
 }
 
-/// The conversation `id` opened for a run that replaces its last user message: `404`/`403`
-/// as for any chat, `409` while a run writes there, `422` when it has no user message (or,
+/// The conversation of `head` (read by `chat::head_in_project`, so `404`/`403` as for any
+/// chat) opened for a run that replaces its last user message: `409` while a run writes there, `422` when it has no user message (or,
 /// to regenerate, one without plain text) or the message does not fit.
 pub(super) async fn open(
     state: &AppState,
-    project: &ProjectId,
-    id: ConversationId,
+    head: ConversationHead,
     mode: Mode,
     message: Option<String>,
 ) -> Result<Opened, ApiError> {
     let store = &state.agent.store;
+    let id = head.id;
     let not_found = || ApiError::NotFound(format!("no conversation {id}"));
-    head_in_project(state, project, &id).await?;
     let lease = lease_for_run(state, &id, None).await?;
     // No run writes here while the lease is held: the last user message stays the last.
     let mut history = store

@@ -54,6 +54,17 @@ pub async fn invoke(tool: &Arc<Tool>, args: &ToolArgs, request: &CallRequest) ->
     invoke_around(tool, args, request, None).await
 }
 
+/// Checks the model's `args` against `tool`'s schema: the failure the model reads when they
+/// do not fit.
+///
+/// # Errors
+///
+/// [`FailureKind::InvalidArguments`], saying what does not fit and the expected parameters.
+pub fn check_call_args(tool: &Tool, args: &ToolArgs) -> Result<(), ToolFailure> {
+    check_args(&tool.library, args)
+        .map_err(|mismatch| ToolFailure::new(FailureKind::InvalidArguments, mismatch.to_string()))
+}
+
 /// Runs `tool` on the model's `args`, with `around` just before and after the plugin.
 pub async fn invoke_around(
     tool: &Arc<Tool>,
@@ -63,12 +74,7 @@ pub async fn invoke_around(
 ) -> ToolOutcome {
     let started = Instant::now();
     let name = tool.name();
-    if let Err(mismatch) = check_args(&tool.library, args) {
-        return Err(ToolFailure::new(
-            FailureKind::InvalidArguments,
-            mismatch.to_string(),
-        ));
-    }
+    check_call_args(tool, args)?;
     let Ok(permit) =
         tokio::time::timeout(request.timeout, Arc::clone(&tool.limiter).acquire_owned()).await
     else {

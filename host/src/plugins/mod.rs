@@ -26,7 +26,7 @@ pub(crate) use args::schema_problems;
 pub use args::ToolArgs;
 pub use definition::{definition, DESTRUCTIVE_MARK};
 pub use dropin::{check_folder, DropIn, FolderError, Publish};
-pub use invoke::{invoke, invoke_around, AroundCall, CallRequest};
+pub use invoke::{check_call_args, invoke, invoke_around, AroundCall, CallRequest};
 pub use loader::{Library, LoadError, LoadFailure, Loader, Tool, MAX_PLUGIN_BYTES};
 pub use outcome::{model_text, FailureKind, ToolFailure, ToolOutcome};
 pub use trust::Distrust;

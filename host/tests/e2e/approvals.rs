@@ -54,6 +54,8 @@ pub(crate) struct OpenChat {
     seen: String,
     /// The conversation, as the last `APPROVAL_REQUIRED` named it.
     pub(crate) conversation: Option<String>,
+    /// The approval id the last `APPROVAL_REQUIRED` gave.
+    pub(crate) approval_id: Option<String>,
 }
 
 impl OpenChat {
@@ -69,6 +71,7 @@ impl OpenChat {
             response,
             seen: String::new(),
             conversation: None,
+            approval_id: None,
         }
     }
 
@@ -84,12 +87,14 @@ impl OpenChat {
                 .collect();
             if let Some(Event::ApprovalRequired {
                 id,
+                approval_id,
                 name,
                 args,
                 conversation_id,
             }) = asked.get(n - 1)
             {
                 self.conversation = Some(conversation_id.clone());
+                self.approval_id.clone_from(approval_id);
                 return (id.clone(), name.clone(), args.clone());
             }
             let chunk = tokio::time::timeout(Duration::from_secs(20), self.response.chunk())
@@ -198,7 +203,14 @@ async fn an_approved_call_runs_and_the_history_records_the_decision() {
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body, json!({"callId": "call_1", "decision": "approve"}));
+    let approval = chat
+        .approval_id
+        .clone()
+        .expect("the event gives an approval id");
+    assert_eq!(
+        body,
+        json!({"approvalId": approval, "callId": "call_1", "decision": "approve"})
+    );
 
     let stream = chat.finish().await;
     assert_eq!(stream.done().1, "completed");
@@ -226,9 +238,11 @@ async fn an_approved_call_runs_and_the_history_records_the_decision() {
         "the note is never sent upstream: {sent:?}"
     );
 
-    // Decided once: a second decision changes nothing.
-    let (status, body) = decide(&host, &conversation, "call_1", json!({"decision": "deny"})).await;
-    assert_error(status, &body, 409, "already decided (approve)");
+    // Decided once: a second decision changes nothing, by call id or by approval id.
+    for key in ["call_1", approval.as_str()] {
+        let (status, body) = decide(&host, &conversation, key, json!({"decision": "deny"})).await;
+        assert_error(status, &body, 409, "already decided (approve)");
+    }
 }
 
 #[tokio::test]

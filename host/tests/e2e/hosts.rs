@@ -47,6 +47,11 @@ impl TwoHosts {
 
     /// [`TwoHosts::start`] with `extra` TOML in the config (e.g. a rojo of its own).
     fn start_with(upstream: &ScriptedUpstream, extra: &str) -> TwoHosts {
+        TwoHosts::start_loading(upstream, extra, &[])
+    }
+
+    /// [`TwoHosts::start_with`], loading the built-in `plugins` (e.g. `delete_path`) too.
+    fn start_loading(upstream: &ScriptedUpstream, extra: &str, plugins: &[&str]) -> TwoHosts {
         let cluster = cluster();
         let database = cluster.create_database().unwrap();
         let store = format!(
@@ -55,10 +60,15 @@ impl TwoHosts {
             cluster.url(&database),
             crate::postgres::PASSWORD_VAR,
         );
-        let config = HostConfig::builtins()
+        let mut config = HostConfig::builtins()
             .upstream(upstream)
             .with(&store)
             .with(extra);
+        for plugin in plugins {
+            config
+                .load
+                .push(crate::support::plugin_lib(&format!("rojos_tool_{plugin}")));
+        }
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("rojos.toml"), config.render()).unwrap();
         let (a, a_url) = serve(cluster, &dir);
@@ -319,4 +329,21 @@ async fn a_decision_sent_to_the_other_host_reaches_the_waiting_run() {
     )
     .await;
     assert_eq!(again, 409, "host A sees the decision host B took");
+}
+
+/// A decision bound to the call the user was shown, through the shared database: turn 1's
+/// approval, taken through host A, sent again through host B once the model's next turn
+/// reused its call id for a delete, approves nothing (`approval_binding.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_sent_again_to_the_other_host_never_approves_a_reused_call_id() {
+    use crate::approval_binding::{
+        reused_call_id_attack, reused_call_id_turns, WRITES_AND_DELETES_ASKED,
+    };
+    let upstream = ScriptedUpstream::start(reused_call_id_turns()).await;
+    let hosts = TwoHosts::start_loading(&upstream, WRITES_AND_DELETES_ASKED, &["delete_path"]);
+    let root = hosts._dir.path().join("storage").join("demo").join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("precious.txt"), "keep me").unwrap();
+    reused_call_id_attack(&hosts.a_url, &hosts.b_url, &root).await;
+    upstream.assert_consumed();
 }

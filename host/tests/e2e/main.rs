@@ -6,6 +6,7 @@
 // A test binary: its items are reachable only from within it.
 #![allow(unreachable_pub)]
 
+mod approval_binding;
 mod approvals;
 mod auth;
 mod backlog;
@@ -15,6 +16,7 @@ mod chat;
 mod cli;
 mod cli_output;
 mod connections;
+mod conversation_rojo;
 mod conversations;
 mod dropin;
 mod files;

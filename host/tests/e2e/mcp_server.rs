@@ -786,3 +786,34 @@ async fn mcp_a_tool_that_needs_approval_is_refused_with_an_error_result() {
     );
     assert_eq!(results[1], (false, "original".to_owned()));
 }
+
+/// Under `approve = "destructive"`, a write that would replace an existing file needs the
+/// user's approval, so an MCP caller's is refused; a write that creates a file runs
+/// (`docs/configuration.md`, "Approvals").
+#[tokio::test]
+async fn mcp_a_write_that_replaces_a_file_under_approve_destructive_is_refused() {
+    let config = HostConfig::builtins().with(
+        "[rojos.default]\nprovider = \"scripted\"\ntools = \"*\"\napprove = \"destructive\"\n",
+    );
+    let served = Served::start(&config);
+    served.write("demo", "keep.txt", "original");
+    let url = format!("{}/mcp/demo", served.url);
+    let calls = json!([
+        ["write_text_content", {"path": "keep.txt", "text": "changed"}],
+        ["write_text_content", {"path": "new.txt", "text": "fresh"}],
+        ["get_text_content", {"path": "keep.txt"}],
+        ["get_text_content", {"path": "new.txt"}],
+    ]);
+    let results = call_results(&sdk_session(&url, TOKEN, "legacy", calls).await);
+    assert!(results[0].0, "an error result: {:?}", results[0]);
+    assert!(
+        results[0]
+            .1
+            .contains("requires the user's approval for write_text_content"),
+        "{:?}",
+        results[0]
+    );
+    assert_eq!(results[1], (false, r#"{"ok":true}"#.to_owned()));
+    assert_eq!(results[2], (false, "original".to_owned()));
+    assert_eq!(results[3], (false, "fresh".to_owned()));
+}

@@ -136,7 +136,13 @@ impl McpTool {
         result_text(&self.name, result)
     }
 
-    fn check_args(&self, args: &ToolArgs) -> Result<(), ToolFailure> {
+    /// Checks `args` against the input schema: the failure the model reads when they do
+    /// not fit.
+    ///
+    /// # Errors
+    ///
+    /// [`FailureKind::InvalidArguments`], saying what does not fit and the expected schema.
+    pub fn check_args(&self, args: &ToolArgs) -> Result<(), ToolFailure> {
         let problems = schema_problems(&self.validator, args);
         if problems.is_empty() {
             return Ok(());

@@ -33,6 +33,9 @@ pub enum Event {
     #[serde(rename = "APPROVAL_REQUIRED")]
     ApprovalRequired {
         id: String,
+        /// The server's id of this request for approval (absent from servers before it).
+        #[serde(rename = "approvalId", default)]
+        approval_id: Option<String>,
         name: String,
         args: Value,
         #[serde(rename = "conversationId")]
