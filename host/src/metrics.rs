@@ -87,6 +87,7 @@ pub struct Metrics {
     connections_open: Gauge,
     connections_closed: Family<ReasonLabels, Counter>,
     log_lines_dropped: Counter,
+    mcp_sessions_open: Gauge,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -119,6 +120,7 @@ impl Metrics {
             connections_open: Gauge::default(),
             connections_closed: Family::default(),
             log_lines_dropped: Counter::default(),
+            mcp_sessions_open: Gauge::default(),
             registry: Registry::default(),
         };
         // The standard process metrics keep their standard names; the server's own are
@@ -201,6 +203,11 @@ impl Metrics {
             "Log lines dropped because stderr was not read fast enough (logging.rs)",
             metrics.log_lines_dropped.clone(),
         );
+        registry.register(
+            "mcp_sessions_open",
+            "MCP handshake sessions open now on /mcp (docs/mcp.md)",
+            metrics.mcp_sessions_open.clone(),
+        );
         metrics
     }
 
@@ -280,6 +287,12 @@ impl Metrics {
         self.connections_closed
             .get_or_create(&ReasonLabels { reason })
             .inc();
+    }
+
+    /// `open` MCP sessions are open now (or being opened).
+    pub fn mcp_sessions_open(&self, open: usize) {
+        self.mcp_sessions_open
+            .set(i64::try_from(open).unwrap_or(i64::MAX));
     }
 
     /// Counts one open connection in `rojos_connections_open` until the guard is dropped.
