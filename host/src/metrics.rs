@@ -5,8 +5,11 @@
 //! counted as `unknown`). Read at each scrape: the process's standard figures (`process`)
 //! and the runtime's (`runtime`).
 
+mod labels;
 mod process;
 mod runtime;
+
+pub(crate) use labels::NO_RESULT;
 
 use std::time::Duration;
 
@@ -237,6 +240,7 @@ impl Metrics {
 
     /// A model turn failed with a provider error of `kind` (`LlmError::kind`).
     pub fn provider_error(&self, kind: &'static str) {
+        debug_assert!(labels::provider_error_kinds().any(|k| k == kind), "{kind}");
         self.provider_errors
             .get_or_create(&KindLabels { kind })
             .inc();
@@ -254,6 +258,7 @@ impl Metrics {
     }
 
     fn tool_call_ended(&self, tool: &str, outcome: &'static str, took: Duration) {
+        debug_assert!(labels::TOOL_OUTCOMES.contains(&outcome), "{outcome}");
         self.tool_calls
             .get_or_create(&ToolLabels {
                 tool: tool.to_owned(),
@@ -267,8 +272,10 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    /// A chat was refused by `limit` (`concurrency` or `rate`).
+    /// A request was refused by `limit` (`concurrency`, `token`, `rate`, or an MCP session
+    /// limit).
     pub fn limited(&self, limit: &'static str) {
+        debug_assert!(labels::LIMITS.contains(&limit), "{limit}");
         self.requests_limited
             .get_or_create(&LimitLabels { limit })
             .inc();
@@ -277,6 +284,7 @@ impl Metrics {
     /// A tool call was not run because of `reason` (`calls_per_turn`, `turn_result_bytes`,
     /// `run_result_bytes`, `repeated`).
     pub fn tool_call_refused(&self, reason: &'static str) {
+        debug_assert!(labels::REFUSALS.contains(&reason), "{reason}");
         self.tool_calls_refused
             .get_or_create(&ReasonLabels { reason })
             .inc();
@@ -284,6 +292,7 @@ impl Metrics {
 
     /// The server closed a connection for `reason` (`CloseReason::label`).
     pub fn connection_closed(&self, reason: &'static str) {
+        debug_assert!(labels::CLOSE_REASONS.contains(&reason), "{reason}");
         self.connections_closed
             .get_or_create(&ReasonLabels { reason })
             .inc();
@@ -373,17 +382,20 @@ mod tests {
 
     #[test]
     fn stop_labels_are_the_wire_spelling() {
-        for stop in [
+        let stops = [
             StopReason::Completed,
             StopReason::MaxSteps,
             StopReason::ProviderError,
             StopReason::Cancelled,
             StopReason::InternalError,
             StopReason::LimitReached,
-        ] {
+        ];
+        for stop in stops {
             let wire = serde_json::to_value(stop).unwrap();
             assert_eq!(wire, stop_label(stop));
         }
+        let labels: Vec<&str> = stops.into_iter().map(stop_label).collect();
+        assert_eq!(labels, labels::STOP_REASONS);
     }
 
     #[test]
