@@ -221,10 +221,10 @@ impl Metrics {
 
     /// A chat run ended with `stop`.
     pub fn chat_finished(&self, stop: StopReason) {
+        let stop_reason = stop_label(stop);
+        debug_assert!(labels::STOP_REASONS.contains(&stop_reason), "{stop_reason}");
         self.chats_finished
-            .get_or_create(&StopLabels {
-                stop_reason: stop_label(stop),
-            })
+            .get_or_create(&StopLabels { stop_reason })
             .inc();
     }
 
