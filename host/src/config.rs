@@ -1301,4 +1301,42 @@ tools = ["list_files"]
         assert!(c.check_tools(&[], &["files"]).is_ok());
         assert!(c.check_tools(&[], &["other"]).is_err());
     }
+
+    #[test]
+    fn mcp_sessions_have_limits_and_an_idle_time_longer_than_a_call() {
+        let defaults = parse(GOOD).unwrap().mcp_sessions;
+        assert_eq!(defaults, McpSessionLimits::default());
+        let long_calls = GOOD.replace(
+            "dir = \"plugins.d\"\n",
+            "dir = \"plugins.d\"\ncall_timeout_secs = 600\n",
+        );
+        assert_eq!(
+            parse(&long_calls).unwrap().mcp_sessions.idle,
+            Duration::from_secs(1200)
+        );
+        let set = format!(
+            "{GOOD}\n[limits]\nmax_mcp_sessions = 3\nmax_mcp_sessions_per_token = 2\n\
+             mcp_session_idle_secs = 30\n"
+        );
+        let limits = parse(&set).unwrap().mcp_sessions;
+        assert_eq!(
+            (
+                limits.max_sessions,
+                limits.max_sessions_per_token,
+                limits.idle
+            ),
+            (3, 2, Duration::from_secs(30))
+        );
+        assert_eq!(
+            error(&format!("{GOOD}\n[limits]\nmcp_session_idle_secs = 10\n")),
+            "limits.mcp_session_idle_secs: must be longer than [plugins] call_timeout_secs \
+             (10 s): a session's idle time runs while one of its tool calls does"
+        );
+        assert_eq!(
+            error(&format!(
+                "{GOOD}\n[limits]\nmax_mcp_sessions_per_token = 0\n"
+            )),
+            "limits.max_mcp_sessions_per_token: must be at least 1"
+        );
+    }
 }
