@@ -92,7 +92,9 @@ pub(super) fn routes(state: &AppState) -> Router<AppState> {
 }
 
 /// Lets a request through to the MCP service once its token, project and rojo check out,
-/// with its [`McpTarget`] attached.
+/// with its [`McpTarget`] attached; then a request naming a session only with the token that
+/// opened it (`404` otherwise), and an `initialize` only with a place for its session, held
+/// while rmcp creates it ([`opening`]; `429`/`503` when there is none).
 async fn admit(
     caller: Caller,
     State(state): State<AppState>,
