@@ -117,6 +117,30 @@ pub struct Config {
     pub approval_timeout: Duration,
     /// The runtime's worker threads (`[server] worker_threads`); `None`: one per core.
     pub worker_threads: Option<NonZeroUsize>,
+    /// How many MCP sessions may be open, and for how long one lives unused (`[limits]
+    /// max_mcp_sessions`, `max_mcp_sessions_per_token`, `mcp_session_idle_secs`).
+    pub mcp_sessions: McpSessionLimits,
+}
+
+/// `[limits]` keys bounding the sessions of `/mcp` (`docs/mcp.md`, "Sessions").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct McpSessionLimits {
+    /// Sessions open at once, all tokens together (`503` beyond).
+    pub max_sessions: usize,
+    /// Sessions open at once per token (`429` beyond).
+    pub max_sessions_per_token: usize,
+    /// A session with no request for this long is ended.
+    pub idle: Duration,
+}
+
+impl Default for McpSessionLimits {
+    fn default() -> Self {
+        McpSessionLimits {
+            max_sessions: 512,
+            max_sessions_per_token: 16,
+            idle: Duration::from_secs(300),
+        }
+    }
 }
 
 /// What applies live from `rojos.toml` (re-read on every edit): the rojos and their
@@ -391,6 +415,7 @@ impl ConfigFile {
             approve::MAX_APPROVAL_TIMEOUT_SECS,
         )?;
         let rate_limit_per_minute = parse_rate_limit(raw.auth.rate_limit_per_minute)?;
+        let mcp_sessions = parse_mcp_sessions(limits_raw, plugins.call_timeout)?;
         let providers = parse_providers(&raw.providers, env, budgets.max_model_turn_bytes)?;
         let rojos = parse_rojos(&raw.rojos, &providers)?;
         let mcp_servers = mcp::parse_servers(&raw.mcp.servers, env)?;
@@ -417,6 +442,7 @@ impl ConfigFile {
             mcp_servers,
             approval_timeout,
             worker_threads,
+            mcp_sessions,
         };
         Ok(ConfigFile {
             config,
@@ -627,6 +653,52 @@ fn seconds_key(
         Some(s) if s > 0.0 && s <= max => Ok(Duration::from_secs_f64(s)),
         Some(_) => Err(invalid(key, format!("must be between 0 and {max} seconds"))),
     }
+}
+
+/// The most seconds `mcp_session_idle_secs` may say (a day).
+const MAX_MCP_SESSION_IDLE_SECS: f64 = 86_400.0;
+
+/// `[limits]`'s MCP session keys. A session must outlive a tool call (`call_timeout`): its
+/// idle clock runs while a call of it is under way, so the default idle time is at least
+/// twice the call time-out and a shorter one is refused.
+fn parse_mcp_sessions(
+    raw: &RawLimits,
+    call_timeout: Duration,
+) -> Result<McpSessionLimits, ConfigError> {
+    let defaults = McpSessionLimits::default();
+    let max_sessions = at_least(
+        "limits.max_mcp_sessions",
+        raw.max_mcp_sessions,
+        defaults.max_sessions,
+        1,
+    )?;
+    let max_sessions_per_token = at_least(
+        "limits.max_mcp_sessions_per_token",
+        raw.max_mcp_sessions_per_token,
+        defaults.max_sessions_per_token,
+        1,
+    )?;
+    let idle = seconds_key(
+        "limits.mcp_session_idle_secs",
+        raw.mcp_session_idle_secs,
+        defaults.idle.max(call_timeout * 2),
+        MAX_MCP_SESSION_IDLE_SECS,
+    )?;
+    if idle <= call_timeout {
+        return Err(invalid(
+            "limits.mcp_session_idle_secs",
+            format!(
+                "must be longer than [plugins] call_timeout_secs ({} s): a session's idle \
+                 time runs while one of its tool calls does",
+                call_timeout.as_secs_f64()
+            ),
+        ));
+    }
+    Ok(McpSessionLimits {
+        max_sessions,
+        max_sessions_per_token,
+        idle,
+    })
 }
 
 fn parse_http(raw: &RawServer) -> Result<HttpLimits, ConfigError> {
@@ -1228,5 +1300,43 @@ tools = ["list_files"]
                 .unwrap();
         assert!(c.check_tools(&[], &["files"]).is_ok());
         assert!(c.check_tools(&[], &["other"]).is_err());
+    }
+
+    #[test]
+    fn mcp_sessions_have_limits_and_an_idle_time_longer_than_a_call() {
+        let defaults = parse(GOOD).unwrap().mcp_sessions;
+        assert_eq!(defaults, McpSessionLimits::default());
+        let long_calls = GOOD.replace(
+            "dir = \"plugins.d\"\n",
+            "dir = \"plugins.d\"\ncall_timeout_secs = 600\n",
+        );
+        assert_eq!(
+            parse(&long_calls).unwrap().mcp_sessions.idle,
+            Duration::from_secs(1200)
+        );
+        let set = format!(
+            "{GOOD}\n[limits]\nmax_mcp_sessions = 3\nmax_mcp_sessions_per_token = 2\n\
+             mcp_session_idle_secs = 30\n"
+        );
+        let limits = parse(&set).unwrap().mcp_sessions;
+        assert_eq!(
+            (
+                limits.max_sessions,
+                limits.max_sessions_per_token,
+                limits.idle
+            ),
+            (3, 2, Duration::from_secs(30))
+        );
+        assert_eq!(
+            error(&format!("{GOOD}\n[limits]\nmcp_session_idle_secs = 10\n")),
+            "limits.mcp_session_idle_secs: must be longer than [plugins] call_timeout_secs \
+             (10 s): a session's idle time runs while one of its tool calls does"
+        );
+        assert_eq!(
+            error(&format!(
+                "{GOOD}\n[limits]\nmax_mcp_sessions_per_token = 0\n"
+            )),
+            "limits.max_mcp_sessions_per_token: must be at least 1"
+        );
     }
 }

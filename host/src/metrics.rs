@@ -5,8 +5,11 @@
 //! counted as `unknown`). Read at each scrape: the process's standard figures (`process`)
 //! and the runtime's (`runtime`).
 
+mod labels;
 mod process;
 mod runtime;
+
+pub(crate) use labels::NO_RESULT;
 
 use std::time::Duration;
 
@@ -87,6 +90,7 @@ pub struct Metrics {
     connections_open: Gauge,
     connections_closed: Family<ReasonLabels, Counter>,
     log_lines_dropped: Counter,
+    mcp_sessions_open: Gauge,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -119,6 +123,7 @@ impl Metrics {
             connections_open: Gauge::default(),
             connections_closed: Family::default(),
             log_lines_dropped: Counter::default(),
+            mcp_sessions_open: Gauge::default(),
             registry: Registry::default(),
         };
         // The standard process metrics keep their standard names; the server's own are
@@ -201,6 +206,11 @@ impl Metrics {
             "Log lines dropped because stderr was not read fast enough (logging.rs)",
             metrics.log_lines_dropped.clone(),
         );
+        registry.register(
+            "mcp_sessions_open",
+            "MCP handshake sessions open now on /mcp (docs/mcp.md)",
+            metrics.mcp_sessions_open.clone(),
+        );
         metrics
     }
 
@@ -211,10 +221,10 @@ impl Metrics {
 
     /// A chat run ended with `stop`.
     pub fn chat_finished(&self, stop: StopReason) {
+        let stop_reason = stop_label(stop);
+        debug_assert!(labels::STOP_REASONS.contains(&stop_reason), "{stop_reason}");
         self.chats_finished
-            .get_or_create(&StopLabels {
-                stop_reason: stop_label(stop),
-            })
+            .get_or_create(&StopLabels { stop_reason })
             .inc();
     }
 
@@ -230,6 +240,7 @@ impl Metrics {
 
     /// A model turn failed with a provider error of `kind` (`LlmError::kind`).
     pub fn provider_error(&self, kind: &'static str) {
+        debug_assert!(labels::provider_error_kinds().any(|k| k == kind), "{kind}");
         self.provider_errors
             .get_or_create(&KindLabels { kind })
             .inc();
@@ -247,6 +258,7 @@ impl Metrics {
     }
 
     fn tool_call_ended(&self, tool: &str, outcome: &'static str, took: Duration) {
+        debug_assert!(labels::TOOL_OUTCOMES.contains(&outcome), "{outcome}");
         self.tool_calls
             .get_or_create(&ToolLabels {
                 tool: tool.to_owned(),
@@ -260,8 +272,10 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    /// A chat was refused by `limit` (`concurrency` or `rate`).
+    /// A request was refused by `limit` (`concurrency`, `token`, `rate`, or an MCP session
+    /// limit).
     pub fn limited(&self, limit: &'static str) {
+        debug_assert!(labels::LIMITS.contains(&limit), "{limit}");
         self.requests_limited
             .get_or_create(&LimitLabels { limit })
             .inc();
@@ -270,6 +284,7 @@ impl Metrics {
     /// A tool call was not run because of `reason` (`calls_per_turn`, `turn_result_bytes`,
     /// `run_result_bytes`, `repeated`).
     pub fn tool_call_refused(&self, reason: &'static str) {
+        debug_assert!(labels::REFUSALS.contains(&reason), "{reason}");
         self.tool_calls_refused
             .get_or_create(&ReasonLabels { reason })
             .inc();
@@ -277,9 +292,16 @@ impl Metrics {
 
     /// The server closed a connection for `reason` (`CloseReason::label`).
     pub fn connection_closed(&self, reason: &'static str) {
+        debug_assert!(labels::CLOSE_REASONS.contains(&reason), "{reason}");
         self.connections_closed
             .get_or_create(&ReasonLabels { reason })
             .inc();
+    }
+
+    /// `open` MCP sessions are open now (or being opened).
+    pub fn mcp_sessions_open(&self, open: usize) {
+        self.mcp_sessions_open
+            .set(i64::try_from(open).unwrap_or(i64::MAX));
     }
 
     /// Counts one open connection in `rojos_connections_open` until the guard is dropped.
@@ -360,17 +382,20 @@ mod tests {
 
     #[test]
     fn stop_labels_are_the_wire_spelling() {
-        for stop in [
+        let stops = [
             StopReason::Completed,
             StopReason::MaxSteps,
             StopReason::ProviderError,
             StopReason::Cancelled,
             StopReason::InternalError,
             StopReason::LimitReached,
-        ] {
+        ];
+        for stop in stops {
             let wire = serde_json::to_value(stop).unwrap();
             assert_eq!(wire, stop_label(stop));
         }
+        let labels: Vec<&str> = stops.into_iter().map(stop_label).collect();
+        assert_eq!(labels, labels::STOP_REASONS);
     }
 
     #[test]

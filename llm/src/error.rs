@@ -155,8 +155,25 @@ impl LlmError {
         crate::fault::classify(self)
     }
 
+    /// Every value [`LlmError::kind`] gives, in the order of the variants: the `kind` labels
+    /// of `rojos_provider_errors_total` (`docs/api.md`, "GET /metrics").
+    pub const KINDS: &'static [&'static str] = &[
+        "connect",
+        "status",
+        "provider",
+        "stream_cut",
+        "idle_timeout",
+        "turn_timeout",
+        "malformed",
+        "empty_turn",
+        "length_before_output",
+        "too_large",
+        "invalid_request",
+        "invalid_config",
+    ];
+
     /// A short, stable name for the variant (`connect`, `status`, `stream_cut`…), for
-    /// metrics labels and logs.
+    /// metrics labels and logs; one of [`LlmError::KINDS`].
     pub fn kind(&self) -> &'static str {
         match self {
             LlmError::Connect { .. } => "connect",
@@ -223,6 +240,85 @@ fn too_large_message(provider: &str, limit: &SizeLimit) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One error of each variant, in the order of the variants. The match makes a new
+    /// variant fail to compile here until it has a sample (and so a place in `KINDS`).
+    fn one_of_each() -> Vec<LlmError> {
+        let provider = || "h".to_owned();
+        let samples = vec![
+            LlmError::Connect {
+                provider: provider(),
+                source: "refused".into(),
+            },
+            LlmError::Status {
+                provider: provider(),
+                code: 500,
+                message: String::new(),
+                codes: Vec::new(),
+            },
+            LlmError::Provider {
+                provider: provider(),
+                message: String::new(),
+                code: None,
+            },
+            LlmError::StreamCut {
+                provider: provider(),
+                source: None,
+            },
+            LlmError::IdleTimeout {
+                provider: provider(),
+                after: Duration::from_secs(1),
+            },
+            LlmError::TurnTimeout {
+                provider: provider(),
+                after: Duration::from_secs(1),
+            },
+            LlmError::Malformed {
+                provider: provider(),
+                detail: String::new(),
+            },
+            LlmError::EmptyTurn {
+                provider: provider(),
+                received: String::new(),
+            },
+            LlmError::LengthBeforeOutput {
+                provider: provider(),
+            },
+            LlmError::TooLarge {
+                provider: provider(),
+                limit: SizeLimit::Turn { max_bytes: 1 },
+            },
+            LlmError::InvalidRequest {
+                detail: String::new(),
+            },
+            LlmError::InvalidConfig {
+                detail: String::new(),
+            },
+        ];
+        for sample in &samples {
+            match sample {
+                LlmError::Connect { .. }
+                | LlmError::Status { .. }
+                | LlmError::Provider { .. }
+                | LlmError::StreamCut { .. }
+                | LlmError::IdleTimeout { .. }
+                | LlmError::TurnTimeout { .. }
+                | LlmError::Malformed { .. }
+                | LlmError::EmptyTurn { .. }
+                | LlmError::LengthBeforeOutput { .. }
+                | LlmError::TooLarge { .. }
+                | LlmError::InvalidRequest { .. }
+                | LlmError::InvalidConfig { .. } => {}
+            }
+        }
+        samples
+    }
+
+    #[test]
+    fn kinds_lists_every_kind_once() {
+        let kinds: Vec<&str> = one_of_each().iter().map(LlmError::kind).collect();
+        assert_eq!(kinds, LlmError::KINDS);
+    }
 
     #[test]
     fn only_answers_and_in_stream_errors_carry_the_provider_s_own_message() {

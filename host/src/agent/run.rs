@@ -443,7 +443,7 @@ impl Run<'_> {
                 }
                 None => {
                     metrics.model_turn_ended(started.elapsed());
-                    metrics.provider_error("no_result");
+                    metrics.provider_error(crate::metrics::NO_RESULT);
                     let cut = rojos_llm::LlmError::StreamCut {
                         provider: self.request.provider.host.clone(),
                         source: None,

@@ -127,6 +127,9 @@ pub(super) struct RawLimits {
     pub(super) max_upload_bytes: Option<usize>,
     pub(super) checkpoint_bytes: Option<usize>,
     pub(super) approval_timeout_secs: Option<f64>,
+    pub(super) max_mcp_sessions: Option<usize>,
+    pub(super) max_mcp_sessions_per_token: Option<usize>,
+    pub(super) mcp_session_idle_secs: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]

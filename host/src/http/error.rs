@@ -23,6 +23,14 @@ pub enum ApiError {
     /// 404: no such resource.
     #[error("{0}")]
     NotFound(String),
+    /// 405: the route exists, the method does not; `allow` lists the methods it has.
+    #[error("{message}")]
+    MethodNotAllowed {
+        /// What was refused and what to use instead.
+        message: String,
+        /// The `Allow` header.
+        allow: &'static str,
+    },
     /// 409: the target is busy (a run is in progress in the conversation); retrying later
     /// can succeed.
     #[error("{0}")]
@@ -93,6 +101,7 @@ impl IntoResponse for ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Gone(_) => StatusCode::GONE,
             ApiError::PayloadTooLarge(_) | ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -113,6 +122,12 @@ impl IntoResponse for ApiError {
             response.headers_mut().insert(
                 axum::http::header::RETRY_AFTER,
                 axum::http::HeaderValue::from(*retry_after),
+            );
+        }
+        if let ApiError::MethodNotAllowed { allow, .. } = &self {
+            response.headers_mut().insert(
+                axum::http::header::ALLOW,
+                axum::http::HeaderValue::from_static(allow),
             );
         }
         if status == StatusCode::UNAUTHORIZED {

@@ -5,30 +5,45 @@
 //! as `GET /tools`). The checked project and rojo travel to the handler as an
 //! [`McpTarget`] in the request's extensions, with the token's chat limits
 //! ([`TokenLimits`]), which each `tools/call` passes as a chat does (`docs/mcp.md`, "Limits").
+//!
+//! Sessions (`docs/mcp.md`, "Sessions"): an `initialize` takes a place of [`McpSessions`]
+//! before rmcp sees it (`429`/`503` with a JSON-RPC error when there is none), and a request
+//! naming a session (`Mcp-Session-Id`) goes through only with the token that opened it; any
+//! other, like a session that has ended, is answered `404`.
 
-use std::sync::Arc;
+use std::{borrow::Cow, sync::Arc};
 
 use axum::{
-    extract::{Path, Query, Request, State},
+    body::Body,
+    extract::{Extension, Path, Query, Request, State},
+    http::{header, HeaderValue, Method, StatusCode},
     middleware::{self, Next},
-    response::Response,
-    Router,
+    response::{IntoResponse, Response},
+    Json, Router,
 };
 use rmcp::transport::streamable_http_server::{
-    session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,
+    session::local::{LocalSessionManager, SessionConfig},
+    StreamableHttpServerConfig, StreamableHttpService,
 };
 use serde::Deserialize;
+use serde_json::{json, Value};
 
 use super::{auth::Caller, error::ApiError, limits::ChatLimits};
 use crate::{
     mcp::{
-        AdmittedCall, CallAdmission, CallRefused, McpAdmission, McpTarget, RojosMcpServer,
-        TargetSource,
+        opening, AdmittedCall, BoundSessionManager, CallAdmission, CallRefused, McpAdmission,
+        McpSessions, McpTarget, RojosMcpServer, SessionRefused, TargetSource,
     },
     metrics::Metrics,
     state::AppState,
     storage::ProjectId,
 };
+
+/// The header naming a handshake session (the transport's `Mcp-Session-Id`).
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The methods the transport answers (`405` for any other).
+const ALLOWED_METHODS: &str = "GET, POST, DELETE";
 
 /// The route, relative to the server's root.
 const MCP_ROUTE: &str = "/mcp/{project}";
@@ -62,18 +77,28 @@ pub(super) fn routes(state: &AppState) -> Router<AppState> {
         // page cannot present, and the server is meant to be reached by its public name
         // (behind a proxy, `docs/deploy.md`): any `Host` is accepted, as on every other route.
         .disable_allowed_hosts();
-    let service =
-        StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
+    let limits = state.config.mcp_sessions;
+    let sessions = McpSessions::new(limits, Arc::clone(&state.metrics));
+    let mut session_config = SessionConfig::default();
+    session_config.keep_alive = Some(limits.idle);
+    let mut local = LocalSessionManager::default();
+    local.session_config = session_config;
+    let manager = BoundSessionManager::new(local, Arc::clone(&sessions));
+    let service = StreamableHttpService::new(factory, Arc::new(manager), config);
     Router::new()
         .route_service(MCP_ROUTE, service)
         .route_layer(middleware::from_fn_with_state(state.clone(), admit))
+        .route_layer(Extension(sessions))
 }
 
 /// Lets a request through to the MCP service once its token, project and rojo check out,
-/// with its [`McpTarget`] attached.
+/// with its [`McpTarget`] attached; then a request naming a session only with the token that
+/// opened it (`404` otherwise), and an `initialize` only with a place for its session, held
+/// while rmcp creates it ([`opening`]; `429`/`503` when there is none).
 async fn admit(
     caller: Caller,
     State(state): State<AppState>,
+    Extension(sessions): Extension<Arc<McpSessions>>,
     Path(project): Path<String>,
     Query(query): Query<McpQuery>,
     mut request: Request,
@@ -96,7 +121,110 @@ async fn admit(
     request
         .extensions_mut()
         .insert(McpAdmission(Arc::new(limits)));
-    Ok(next.run(request).await)
+    let method = request.method().clone();
+    if ![Method::GET, Method::POST, Method::DELETE].contains(&method) {
+        return Err(ApiError::MethodNotAllowed {
+            message: format!("{method} is not allowed on /mcp: use {ALLOWED_METHODS}"),
+            allow: ALLOWED_METHODS,
+        });
+    }
+    if let Some(id) = request.headers().get(SESSION_HEADER) {
+        // Another token's session is answered as one that does not exist.
+        let owner = id.to_str().ok().and_then(|id| sessions.owner(id));
+        if owner != Some(caller.token()) {
+            return Ok(session_not_found(&sessions));
+        }
+        return Ok(next.run(request).await);
+    }
+    if method != Method::POST {
+        return Ok(next.run(request).await);
+    }
+    let (parts, body) = request.into_parts();
+    let max = state.config.max_body_bytes;
+    let body = axum::body::to_bytes(body, max)
+        .await
+        .map_err(|e| body_error(&e, max))?;
+    let Some(id) = initialize_id(&body) else {
+        return Ok(next.run(Request::from_parts(parts, Body::from(body))).await);
+    };
+    match sessions.reserve(caller.token()) {
+        Ok(reservation) => {
+            let request = Request::from_parts(parts, Body::from(body));
+            Ok(opening(reservation, next.run(request)).await)
+        }
+        Err(refused) => {
+            state.metrics.limited(refused.label());
+            Ok(session_refused(refused, id, &sessions))
+        }
+    }
+}
+
+/// A body that could not be read: `413` past `max`, else `400`.
+fn body_error(error: &axum::Error, max: usize) -> ApiError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(cause) = source {
+        if cause.is::<http_body_util::LengthLimitError>() {
+            return ApiError::PayloadTooLarge(max);
+        }
+        source = cause.source();
+    }
+    ApiError::BadRequest(format!("the request body could not be read: {error}"))
+}
+
+/// The part of a JSON-RPC message that says whether it opens a session.
+#[derive(Deserialize)]
+struct Peek<'a> {
+    #[serde(borrow)]
+    method: Option<Cow<'a, str>>,
+    id: Option<Value>,
+}
+
+/// The id of the `initialize` request `body` is (which opens a session); `None` for any
+/// other message, or one that does not parse (rmcp answers it).
+fn initialize_id(body: &[u8]) -> Option<Value> {
+    let peek: Peek<'_> = serde_json::from_slice(body).ok()?;
+    (peek.method.as_deref() == Some("initialize")).then(|| peek.id.unwrap_or(Value::Null))
+}
+
+/// A JSON-RPC error answer (what MCP clients show their user) with `status`.
+fn jsonrpc_error(status: StatusCode, id: Value, code: i64, message: String) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+    (status, Json(body)).into_response()
+}
+
+/// JSON-RPC's "server error" code, for a session that cannot be opened now.
+const SESSION_LIMIT_CODE: i64 = -32000;
+
+/// The code the official SDKs' servers give a session that does not exist.
+const SESSION_NOT_FOUND_CODE: i64 = -32001;
+
+/// `initialize` refused for want of a place: `429` (the token's limit) or `503` (the
+/// server's), with `Retry-After` the idle time, after which an abandoned session has ended.
+fn session_refused(refused: SessionRefused, id: Value, sessions: &McpSessions) -> Response {
+    let status = match refused {
+        SessionRefused::Token(..) => StatusCode::TOO_MANY_REQUESTS,
+        SessionRefused::Server(_) => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    let mut response = jsonrpc_error(status, id, SESSION_LIMIT_CODE, refused.to_string());
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(sessions.idle_secs()));
+    response
+}
+
+/// `404` for a session that is not open, or not the caller's.
+fn session_not_found(sessions: &McpSessions) -> Response {
+    let idle = sessions.idle_secs();
+    let message = format!(
+        "no such MCP session: it has ended (DELETE, or {idle} s unused) or never existed; \
+         send initialize without Mcp-Session-Id to open a new one"
+    );
+    jsonrpc_error(
+        StatusCode::NOT_FOUND,
+        Value::Null,
+        SESSION_NOT_FOUND_CODE,
+        message,
+    )
 }
 
 /// The limits of `POST /chat` ([`ChatLimits`]) for one token's MCP tool calls: a call takes a

@@ -23,6 +23,7 @@ mod undo;
 use axum::{
     extract::DefaultBodyLimit,
     http::{header, HeaderValue},
+    response::{IntoResponse, Response},
     routing::{get, post},
     Router,
 };
@@ -65,6 +66,9 @@ pub fn router(state: AppState) -> Router {
         .route("/", get(panel::index))
         .route("/assets/{*name}", get(panel::named_asset))
         .merge(mcp::routes(&state))
+        // Set after every route: it applies to the routes registered before it.
+        .method_not_allowed_fallback(method_not_allowed)
+        .fallback(not_found)
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(TraceLayer::new_for_http())
         // No response may be sniffed into another type (an NDJSON line or a JSON error as HTML).
@@ -73,6 +77,22 @@ pub fn router(state: AppState) -> Router {
             HeaderValue::from_static("nosniff"),
         ))
         .with_state(state)
+}
+
+/// Any path no route has: `404` with the API's error body.
+async fn not_found(method: axum::http::Method, uri: axum::http::Uri) -> error::ApiError {
+    error::ApiError::NotFound(format!(
+        "no route for {method} {}: docs/api.md lists the routes",
+        uri.path()
+    ))
+}
+
+/// A route's path with a method it does not have: `405` with the API's error body (axum
+/// adds the `Allow` header listing the methods it has).
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    let message = format!("{method} is not allowed on {}", uri.path());
+    let body = axum::Json(serde_json::json!({ "error": message }));
+    (axum::http::StatusCode::METHOD_NOT_ALLOWED, body).into_response()
 }
 
 async fn healthz() -> &'static str {

@@ -5,15 +5,21 @@
 //! protocol handler (rmcp's `ServerHandler`): `tools/list` and `tools/call` for the
 //! [`McpTarget`] of each request; `stdio` serves one fixed target on stdin and stdout
 //! (`rojos mcp`); `admission` is how a transport puts each `tools/call` under its caller's
-//! limits. Streamable HTTP is mounted in `http::mcp`, behind the API's bearer tokens.
+//! limits. Streamable HTTP is mounted in `http::mcp`, behind the API's bearer tokens; its
+//! sessions hold places of `sessions` (per token and in all, bound to the token that opened
+//! them), through rmcp's session manager wrapped in `session_manager`.
 //! `client` is the other direction: MCP servers as tool sources.
 
 mod admission;
 pub mod client;
 mod server;
+mod session_manager;
+mod sessions;
 mod stdio;
 mod tools;
 
 pub use admission::{AdmittedCall, CallAdmission, CallRefused, McpAdmission};
 pub use server::{McpTarget, RojosMcpServer, TargetSource};
+pub use session_manager::{opening, BoundSessionError, BoundSessionManager};
+pub use sessions::{McpSessions, Reservation, SessionRefused};
 pub use stdio::{serve_stdio, StdioError};

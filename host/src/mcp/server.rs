@@ -4,7 +4,12 @@
 //! session's peer, or on a `subscriptions/listen` stream of the `2026-07-28` revision).
 //! Everything else (sessions, cancellation notifications, the transports' framing) is rmcp's.
 
-use std::{future::Future, sync::Arc, time::Duration};
+use std::{
+    future::Future,
+    hash::{Hash, Hasher},
+    sync::Arc,
+    time::Duration,
+};
 
 use rmcp::{
     model::{
@@ -15,7 +20,6 @@ use rmcp::{
     service::{NotificationContext, RequestContext, SubscriptionContext},
     ErrorData, RoleServer, ServerHandler,
 };
-use serde_json::Value;
 
 use super::{admission::McpAdmission, tools::mcp_tool};
 use crate::{
@@ -105,12 +109,18 @@ impl RojosMcpServer {
             .unwrap_or_default()
     }
 
-    /// The tool definitions `rojo` offers now (none once the rojo is gone).
-    fn offered(&self, rojo: &str) -> Vec<Value> {
-        match self.enabled_tools(rojo) {
+    /// A digest of the tool definitions `rojo` offers now (none once the rojo is gone): what
+    /// a session's watch keeps to tell a change, rather than a copy of every definition.
+    fn offered(&self, rojo: &str) -> u64 {
+        let definitions = match self.enabled_tools(rojo) {
             Ok(enabled) => self.agent.registry.snapshot().definitions(&enabled),
             Err(_) => Vec::new(),
+        };
+        let mut digest = std::hash::DefaultHasher::new();
+        for definition in &definitions {
+            definition.to_string().hash(&mut digest);
         }
+        digest.finish()
     }
 
     /// Calls `notify` each time the tools `rojo` offers change (a registry replace: drop-ins,
