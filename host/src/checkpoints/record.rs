@@ -79,6 +79,39 @@ impl AroundCall for Recording {
     }
 }
 
+/// [`Checkpoints::sharing`]: a share of the project lock around one changing call made
+/// outside a chat run (nothing is recorded: such calls cannot be undone).
+struct Sharing {
+    store: Arc<Checkpoints>,
+    project: ProjectId,
+    held: Option<Held>,
+}
+
+impl AroundCall for Sharing {
+    fn before(&mut self) -> Result<(), String> {
+        let held = self.store.hold_for_change(&self.project);
+        self.held = Some(held.map_err(Checkpoints::unrecorded)?);
+        Ok(())
+    }
+
+    fn after(&mut self) {
+        self.held = None;
+    }
+}
+
+impl Checkpoints {
+    /// What holds a share of `project`'s lock around one changing call made outside a chat
+    /// run (over `/mcp`): an undo in the project neither checks nor
+    /// restores while it runs.
+    pub fn sharing(self: &Arc<Self>, project: &ProjectId) -> Box<dyn AroundCall> {
+        Box::new(Sharing {
+            store: Arc::clone(self),
+            project: project.clone(),
+            held: None,
+        })
+    }
+}
+
 impl Checkpoints {
     /// What [`super::RunCheckpoint::around`] records before a call: the run's log is created
     /// by its first call that records anything. Returns the paths the call may change, as
