@@ -19,8 +19,10 @@
 //! One file per run, written by appending, keeps a changing call to one write and at most
 //! one sync, and creates one file per run, in one folder per project, instead of folders of
 //! replaced manifests and blobs: creating and deleting many small files and folders is what
-//! made ext4's inode allocation the hot spot of `rojos-bench` S2 (bench/PROFILE.md). A dropped (evicted) checkpoint is
-//! rewritten without its content (temporary file, sync, rename, sync of the folder).
+//! made ext4's inode allocation the hot spot of `rojos-bench` S2 (bench/PROFILE.md). A
+//! dropped (evicted) checkpoint is rewritten without its content and entries, keeping the
+//! paths the run named (temporary file, sync, rename, sync of the folder). Each log has a
+//! small head beside it (`head`), rewritten after every record.
 //! docs/api.md "Undo of file changes" describes the layout.
 
 use std::{
