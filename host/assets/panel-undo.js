@@ -229,7 +229,10 @@ window.RojosUndo = (() => {
       element.append(node('span', 'undo-state', 'File changes undone'));
     } else if (!checkpoint.available) {
       element.dataset.state = 'gone';
-      element.append(node('span', 'undo-state', 'These changes can no longer be undone (the undo storage limit dropped them)'));
+      const why = typeof checkpoint.unreadable === 'string'
+        ? 'These changes cannot be undone: their checkpoint cannot be read (' + checkpoint.unreadable + ')'
+        : 'These changes can no longer be undone (the undo storage limit dropped them)';
+      element.append(node('span', 'undo-state', why));
     } else if (undoable) {
       element.dataset.state = 'undoable';
       const button = node('button', 'undo-button', 'Undo file changes');
@@ -244,11 +247,12 @@ window.RojosUndo = (() => {
     const id = panel.conversationId();
     if (!id) return;
     for (const b of element.querySelectorAll('button')) b.disabled = true;
-    const options = { method: 'POST' };
-    if (force) {
-      options.headers = { 'Content-Type': 'application/json' };
-      options.body = JSON.stringify({ force: true });
-    }
+    // The run this bar shows: the server refuses (409) to undo any other.
+    const options = {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(force ? { run: element.dataset.run, force: true } : { run: element.dataset.run }),
+    };
     let response;
     try {
       response = await panel.api('/conversations/' + encodeURIComponent(id) + '/undo', options);

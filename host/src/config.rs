@@ -108,6 +108,12 @@ pub struct Config {
     /// Most bytes one project's undo checkpoints keep; the oldest are dropped first
     /// (docs/configuration.md, docs/api.md "Undo of file changes").
     pub checkpoint_bytes: usize,
+    /// Most bytes of names and entries one checkpoint record may hold (a change whose record
+    /// would be larger is not run; docs/configuration.md).
+    pub checkpoint_record_bytes: usize,
+    /// Most bytes of earlier file content all checkpoint recordings and undos of this host
+    /// hold in memory at once (docs/configuration.md).
+    pub checkpoint_memory_bytes: usize,
     /// Chats each token may start per minute (`429` beyond); `None`: no rate limit.
     pub rate_limit_per_minute: Option<u32>,
     /// The MCP servers (stdio or Streamable HTTP) whose tools join the registry (`[mcp.servers.*]`), by name.
@@ -408,6 +414,18 @@ impl ConfigFile {
             256 << 20,
             0,
         )?;
+        let checkpoint_record_bytes = at_least(
+            "limits.checkpoint_record_bytes",
+            limits_raw.checkpoint_record_bytes,
+            64 << 20,
+            4096,
+        )?;
+        let checkpoint_memory_bytes = at_least(
+            "limits.checkpoint_memory_bytes",
+            limits_raw.checkpoint_memory_bytes,
+            512 << 20,
+            4096,
+        )?;
         let approval_timeout = seconds_key(
             "limits.approval_timeout_secs",
             limits_raw.approval_timeout_secs,
@@ -438,6 +456,8 @@ impl ConfigFile {
             max_conversation_page_bytes,
             max_upload_bytes,
             checkpoint_bytes,
+            checkpoint_record_bytes,
+            checkpoint_memory_bytes,
             rate_limit_per_minute,
             mcp_servers,
             approval_timeout,

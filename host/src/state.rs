@@ -217,7 +217,11 @@ fn agent(
         metrics: Arc::clone(metrics),
         checkpoints: Arc::new(crate::checkpoints::Checkpoints::new(
             Arc::clone(storage),
-            config.checkpoint_bytes as u64,
+            crate::checkpoints::CheckpointLimits {
+                budget: config.checkpoint_bytes as u64,
+                record_bytes: config.checkpoint_record_bytes as u64,
+                memory_bytes: config.checkpoint_memory_bytes as u64,
+            },
         )),
     })
 }

@@ -15,7 +15,7 @@ use super::{
     canonical::canonical_args,
 };
 use crate::{
-    checkpoints::{changed_paths, Change, RunCheckpoint},
+    checkpoints::{changed_paths, Change, Checkpoints, RunCheckpoint},
     config::{RunBudgets, ToolSelection},
     metrics::{Metrics, UNKNOWN_TOOL},
     plugins::{model_text, CallRequest, FailureKind, ToolArgs, ToolFailure},
@@ -33,6 +33,9 @@ pub(super) struct Ledger {
     budget: Budget,
     /// A chat run's undo checkpoint (`None` outside a chat: the MCP server's calls).
     checkpoint: Option<RunCheckpoint>,
+    /// Outside a chat: the project whose lock a changing call shares while it runs, so an
+    /// undo does not check and restore meanwhile (docs/security.md).
+    project_lock: Option<(std::sync::Arc<Checkpoints>, crate::storage::ProjectId)>,
 }
 
 impl Ledger {
@@ -42,7 +45,18 @@ impl Ledger {
             seen: HashMap::new(),
             budget: Budget::new(budgets),
             checkpoint: None,
+            project_lock: None,
         }
+    }
+
+    /// The ledger of calls outside a chat run whose changing calls share `project`'s lock.
+    pub(super) fn with_project_lock(
+        mut self,
+        checkpoints: std::sync::Arc<Checkpoints>,
+        project: crate::storage::ProjectId,
+    ) -> Ledger {
+        self.project_lock = Some((checkpoints, project));
+        self
     }
 
     /// The ledger of a chat run whose changing calls are recorded in `checkpoint`.
@@ -170,9 +184,11 @@ pub(super) async fn run_call<'r>(
     // Undo: the earlier state of the paths it changes, recorded just before it runs, and
     // their state just after, on the call's own thread.
     let changes = checkpoint_paths(admitted.tool, call);
-    let around = match ledger.checkpoint.as_ref() {
-        Some(checkpoint) if !changes.is_empty() => Some(checkpoint.around(changes, &request.root)),
-        _ => None,
+    let around = match (&ledger.checkpoint, &ledger.project_lock) {
+        _ if changes.is_empty() => None,
+        (Some(checkpoint), _) => Some(checkpoint.around(changes, &request.root)),
+        (None, Some((checkpoints, project))) => Some(checkpoints.sharing(project)),
+        (None, None) => None,
     };
     let outcome = admitted.tool.invoke(&admitted.args, request, around).await;
     drop(admitted.args);

@@ -75,7 +75,8 @@ impl Agent {
             extra: None,
         };
         let registry = self.registry.snapshot();
-        let mut ledger = dispatch::Ledger::new(self.budgets);
+        let mut ledger = dispatch::Ledger::new(self.budgets)
+            .with_project_lock(std::sync::Arc::clone(&self.checkpoints), project.clone());
         let span = tracing::info_span!("tool", name = %name, project_id = %project);
         let started = Instant::now();
         let tool = registry.get(name).map_or(UNKNOWN_TOOL, |_| name);

@@ -28,6 +28,9 @@ pub enum BeforeError {
     /// The run did not record that path.
     #[error("the run did not change {0:?}")]
     NotRecorded(String),
+    /// The run's checkpoint cannot be read.
+    #[error("the checkpoint of run {0} cannot be read ({1})")]
+    Unreadable(String, String),
     /// The run's checkpoint was dropped.
     #[error("the checkpoint of run {0} was dropped to keep within limits.checkpoint_bytes")]
     Evicted(String),

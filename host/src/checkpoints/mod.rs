@@ -6,18 +6,30 @@
 //! fingerprints. [`Checkpoints::undo`] puts the earlier state back (through
 //! [`ProjectDir::restore`]) when every path is still as the run
 //! left it. Checkpoints live in `<storage>/<projectId>/checkpoints/`, beside `root/`, where
-//! no tool reaches, one log per run, within `[limits] checkpoint_bytes` per project (oldest
-//! dropped first).
+//! no tool reaches, one log per run, within `[limits] checkpoint_bytes` per project (what
+//! they take on disk, oldest dropped first).
 //!
 //! # Layout
 //!
 //! - `stored`: a run's append-only log on disk.
+//! - `head`: the small summary beside each log that listing and the budget read.
 //! - `fingerprint`: what "unchanged since the run" compares.
 //! - `before`: a file's text before a run, for the panel's line diff.
+//! - `lock`: the project lock undo holds from its check to its restore.
+//! - `memory`: the bytes of content all recordings and undos hold at once.
+//! - `record`: what a changing call records before and after it runs.
+//! - `room`: keeping a project's checkpoints within the budget.
+//! - `undo`: putting a run's earlier state back.
 
 mod before;
 mod fingerprint;
+mod head;
+mod lock;
+mod memory;
+mod record;
+mod room;
 mod stored;
+mod undo;
 
 use std::{
     collections::HashMap,
@@ -29,19 +41,22 @@ use std::{
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 use rojos_conversations::ConversationId;
-use rojos_fs_guard::{Node, PathError, ProjectDir};
-use rojos_plugin_api::Limits;
+use rojos_fs_guard::{PathError, ProjectDir};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 pub use before::{Before, BeforeError};
+pub use lock::Held;
+pub use undo::UndoError;
 
 use crate::{
     plugins::AroundCall,
     storage::{Handle, ProjectId, Storage},
 };
 use fingerprint::fingerprint;
-use stored::{open_or_create, Log, Manifest};
+use head::Head;
+use memory::Memory;
+use stored::{open_or_create, Log, Manifest, RecordError};
 
 /// The folder beside `root/` that holds a project's checkpoints.
 const CHECKPOINTS: &str = "checkpoints";
@@ -50,10 +65,29 @@ const CHECKPOINTS: &str = "checkpoints";
 #[derive(Debug)]
 pub struct Checkpoints {
     storage: Arc<Storage>,
-    /// `[limits] checkpoint_bytes`: most blob bytes one project's checkpoints keep.
+    /// `[limits] checkpoint_bytes`: most bytes one project's checkpoints take on disk.
     budget: u64,
+    /// `[limits] checkpoint_record_bytes`: the longest record line.
+    record_bytes: u64,
+    /// `[limits] checkpoint_memory_bytes`: the content all of them hold at once.
+    memory: Memory,
     /// Each project's [`ProjectLock`] in this host.
     projects: Mutex<HashMap<ProjectId, Arc<ProjectLock>>>,
+    /// Each project's lock between its changes and its undos.
+    locks: lock::ProjectLocks,
+}
+
+/// The limits of [`Checkpoints`] (docs/configuration.md).
+#[derive(Clone, Copy, Debug)]
+pub struct CheckpointLimits {
+    /// `[limits] checkpoint_bytes`: most bytes one project's checkpoints take on disk (`0`:
+    /// undo off).
+    pub budget: u64,
+    /// `[limits] checkpoint_record_bytes`: most bytes of names and entries one record holds.
+    pub record_bytes: u64,
+    /// `[limits] checkpoint_memory_bytes`: most bytes of content all recordings and undos of
+    /// this host hold at once.
+    pub memory_bytes: u64,
 }
 
 /// One change of a project's checkpoint files at a time in this host (one project's
@@ -63,10 +97,10 @@ type ProjectLock = Mutex<ProjectState>;
 /// What this host knows of a project's checkpoints.
 #[derive(Debug, Default)]
 struct ProjectState {
-    /// The bytes they keep: `None` until one scan of them, then kept up to date as they are
-    /// added, so recording does not read every log of the project (it did, per recorded path:
-    /// quadratic over a project's life). Scanned again only when a record would pass the
-    /// budget.
+    /// The bytes they take on disk: `None` until one look at their sizes, then kept up to
+    /// date as they are added, so recording does not look at every log of the project (it
+    /// did, per recorded path: quadratic over a project's life). Looked at again only when a
+    /// record would pass the budget.
     kept: Option<u64>,
     /// Whether the `checkpoints` folder's own name was synced into the project folder (a new
     /// log's name then needs only the `checkpoints` folder synced).
@@ -87,46 +121,36 @@ pub struct Summary {
     pub paths: Vec<String>,
     /// Whether its changes were undone.
     pub undone: bool,
-    /// Whether it can still be undone (false once the budget dropped it).
+    /// Whether it can still be undone (false once the budget dropped it, or when its
+    /// checkpoint cannot be read).
     pub available: bool,
-}
-
-/// Why an undo did not happen.
-#[derive(Debug, thiserror::Error)]
-pub enum UndoError {
-    /// No run of the conversation has file changes left to undo.
-    #[error("no run of this conversation has file changes left to undo")]
-    Nothing,
-    /// The last run's checkpoint was dropped to keep within the budget.
-    #[error("the file changes of run {0} can no longer be undone: its checkpoint was dropped to keep within limits.checkpoint_bytes")]
-    Evicted(String),
-    /// A recorded earlier state no longer matches its fingerprint (the log was damaged).
-    #[error("the checkpoint of '{0}' is damaged (its recorded bytes no longer match their fingerprint): this run can no longer be undone; nothing was changed")]
-    Damaged(String),
-    /// Paths changed since the run; the undo would lose those changes.
-    #[error("{} changed since this run; undoing it would lose those changes. Undo anyway with {{\"force\": true}}", list(.0))]
-    Changed(Vec<String>),
-    /// A path could not be put back (fs-guard's refusal, e.g. a folder now a link out).
-    #[error("the undo stopped: {0}")]
-    Restore(#[from] PathError),
-    /// The checkpoint files could not be read or written.
-    #[error("the checkpoint cannot be read or written")]
-    Io(#[from] io::Error),
-}
-
-fn list(paths: &[String]) -> String {
-    let quoted: Vec<String> = paths.iter().map(|p| format!("'{p}'")).collect();
-    quoted.join(", ")
+    /// Why its checkpoint cannot be read (absent when it can): an undo then stops at it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
 }
 
 impl Checkpoints {
-    /// The checkpoints of projects in `storage`, `budget` bytes per project.
-    pub fn new(storage: Arc<Storage>, budget: u64) -> Checkpoints {
+    /// The checkpoints of projects in `storage`, within `limits`.
+    pub fn new(storage: Arc<Storage>, limits: CheckpointLimits) -> Checkpoints {
         Checkpoints {
             storage,
-            budget,
+            budget: limits.budget,
+            record_bytes: limits.record_bytes,
+            memory: Memory::new(limits.memory_bytes),
             projects: Mutex::new(HashMap::new()),
+            locks: lock::ProjectLocks::default(),
         }
+    }
+
+    /// A share of `project`'s lock for a change of its files made outside a run (an
+    /// upload): held until dropped, it waits while an undo in the project checks and
+    /// restores, so the undo cannot remove what the change writes (see `lock`).
+    ///
+    /// # Errors
+    ///
+    /// The lock cannot be taken (its file cannot be created).
+    pub fn hold_for_change(&self, project: &ProjectId) -> io::Result<Held> {
+        self.locks.share(&self.storage, project)
     }
 
     /// The checkpoint of a new run answering the message at index `message`; `None` when
@@ -166,7 +190,9 @@ impl Checkpoints {
     }
 
     /// Undoes the file changes of the conversation's last run not yet undone (`force`: even
-    /// over changes made since). The caller holds the conversation's run lease.
+    /// over changes made since; `run`: only when that is the run's id). The caller holds the
+    /// conversation's run lease; the undo holds the project's lock from its check to the end
+    /// of its restore.
     ///
     /// # Errors
     ///
@@ -176,10 +202,11 @@ impl Checkpoints {
         project: &ProjectId,
         conversation: &ConversationId,
         force: bool,
+        run: Option<String>,
     ) -> Result<Summary, UndoError> {
         let (store, project, conversation) =
             (Arc::clone(self), project.clone(), conversation.clone());
-        blocking(move || store.undo_now(&project, &conversation, force)).await
+        blocking(move || store.undo_now(&project, &conversation, force, run.as_deref())).await
     }
 
     /// Removes the conversation's checkpoints (the conversation was deleted).
@@ -243,14 +270,22 @@ impl Checkpoints {
             let (checkpoints, runs) = store
                 .conversation_runs(&project, &conversation)?
                 .ok_or_else(|| BeforeError::NoRun(run.clone()))?;
-            let manifest = runs
+            let head = runs
                 .into_iter()
-                .find(|m| m.run == run)
+                .find(|h| h.run == run)
                 .ok_or_else(|| BeforeError::NoRun(run.clone()))?;
-            if manifest.evicted {
+            if head.evicted {
                 return Err(BeforeError::Evicted(run));
             }
-            let log = Log::open(&checkpoints, conversation.as_str(), &manifest.run)?;
+            if let Some(why) = head.unreadable {
+                return Err(BeforeError::Unreadable(run, why));
+            }
+            let log = Log::open(
+                &checkpoints,
+                conversation.as_str(),
+                &head.run,
+                store.record_bytes,
+            )?;
             before::find(&log, &path, limit)
         })
         .await
@@ -262,67 +297,35 @@ impl Checkpoints {
         Arc::clone(projects.entry(project.clone()).or_default())
     }
 
-    fn undo_now(
-        &self,
-        project: &ProjectId,
-        conversation: &ConversationId,
-        force: bool,
-    ) -> Result<Summary, UndoError> {
-        let lock = self.project_lock(project);
-        let _one_at_a_time = lock.lock().unwrap_or_else(|p| p.into_inner());
-        let (checkpoints, runs) = self
-            .conversation_runs(project, conversation)?
-            .ok_or(UndoError::Nothing)?;
-        let manifest = runs
-            .into_iter()
-            .rev()
-            .find(|m| !m.undone)
-            .ok_or(UndoError::Nothing)?;
-        if manifest.evicted {
-            return Err(UndoError::Evicted(manifest.run));
-        }
-        let mut log = Log::open(&checkpoints, conversation.as_str(), &manifest.run)?;
-        let root = self
-            .storage
-            .existing_project_root(project)?
-            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
-        let dir = ProjectDir::new(root, Limits::default());
-        if !force {
-            let changed: Vec<String> = log
-                .manifest
-                .entries
-                .iter()
-                .filter(|e| e.after.is_none() || e.after != self.current(&dir, &e.path))
-                .map(|e| e.path.clone())
-                .collect();
-            if !changed.is_empty() {
-                return Err(UndoError::Changed(changed));
-            }
-        }
-        // Every earlier state is read and checked against its fingerprint before anything is
-        // put back: a damaged log stops the undo with nothing changed.
-        let mut earlier = Vec::with_capacity(log.manifest.entries.len());
-        for entry in &log.manifest.entries {
-            let node = log.load(&entry.before)?;
-            if fingerprint(&node) != entry.before_print {
-                tracing::error!(run = %log.manifest.run, path = %entry.path, "damaged checkpoint");
-                return Err(UndoError::Damaged(entry.path.clone()));
-            }
-            earlier.push((entry.path.as_str(), node));
-        }
-        for (path, node) in earlier.iter().rev() {
-            dir.restore(path, node)?;
-        }
-        drop(earlier);
-        log.record_undone()?;
-        tracing::info!(run = %log.manifest.run, %conversation, "file changes undone");
-        Ok(summary(&log.manifest))
+    /// The fingerprint of what stands at `path` now (`None` when it cannot be read, or not
+    /// within `[limits] checkpoint_memory_bytes`).
+    fn current(&self, dir: &ProjectDir, path: &str) -> Option<String> {
+        let (recorded, _held) = self.snapshot_held(dir, path, self.budget).ok()?;
+        recorded.last().map(|r| fingerprint(&r.node))
     }
 
-    /// The fingerprint of what stands at `path` now (`None` when it cannot be read).
-    fn current(&self, dir: &ProjectDir, path: &str) -> Option<String> {
-        let recorded = dir.snapshot(path, self.budget).ok()?;
-        recorded.last().map(|r| fingerprint(&r.node))
+    /// [`ProjectDir::snapshot`] of at most `max` bytes of content, held in
+    /// [`memory::Memory`]: what is free is taken at once; only a snapshot that needed more
+    /// gives it back and waits for all it may need. The bytes stay held (as many as were
+    /// read) until the returned hold is dropped.
+    fn snapshot_held(
+        &self,
+        dir: &ProjectDir,
+        path: &str,
+        max: u64,
+    ) -> Result<(Vec<rojos_fs_guard::Recorded>, memory::Held<'_>), Refused> {
+        let want = max.min(self.memory.cap());
+        let free = self.memory.take_free(want);
+        let (recorded, mut held) = match dir.snapshot(path, free.bytes()) {
+            Err(PathError::SnapshotTooLarge { .. }) if free.bytes() < want => {
+                drop(free);
+                let held = self.memory.take(want).ok_or(Refused::Memory)?;
+                (dir.snapshot(path, want)?, held)
+            }
+            other => (other?, free),
+        };
+        held.shrink_to(recorded.iter().map(|r| r.node.content_bytes()).sum());
+        Ok((recorded, held))
     }
 
     /// `<storage>/<projectId>/checkpoints/`, created when `create`; `None` when missing.
@@ -351,90 +354,47 @@ impl Checkpoints {
         }
     }
 
-    /// The project's checkpoints folder and the conversation's checkpoints with changes,
-    /// oldest first; `None` when the project has no such folder.
+    /// The project's checkpoints folder and the conversation's checkpoints with changes
+    /// (or that cannot be read), oldest first, from their heads; `None` when the project
+    /// has no such folder.
     fn conversation_runs(
         &self,
         project: &ProjectId,
         conversation: &ConversationId,
-    ) -> io::Result<Option<(Dir, Vec<Manifest>)>> {
+    ) -> io::Result<Option<(Dir, Vec<Head>)>> {
         let Some(checkpoints) = self.project_dir(project, false)? else {
             return Ok(None);
         };
-        let mut runs = runs_in(&checkpoints, Some(conversation.as_str()))?;
-        runs.retain(changed_anything);
+        let mut runs = head::scan(&checkpoints, Some(conversation.as_str()), self.record_bytes)?;
+        runs.retain(|h| h.changed || h.unreadable.is_some());
         Ok(Some((checkpoints, runs)))
     }
-
-    /// Drops the oldest checkpoints of `project` (never the run `keep`) until `needed` more
-    /// bytes fit the budget beside the others; returns what the others keep then.
-    fn make_room(&self, checkpoints: &Dir, keep: &str, needed: u64) -> io::Result<u64> {
-        let mut all = runs_in(checkpoints, None)?;
-        all.retain(|m| m.run != keep && !m.evicted);
-        all.sort_by_key(|m| m.created_at);
-        let mut total: u64 = all.iter().map(|m| m.bytes).sum();
-        for manifest in &mut all {
-            if total.saturating_add(needed) <= self.budget {
-                break;
-            }
-            total -= manifest.bytes;
-            tracing::info!(run = %manifest.run, bytes = manifest.bytes, "checkpoint dropped (limits.checkpoint_bytes)");
-            stored::evict(checkpoints, manifest)?;
-        }
-        Ok(total)
-    }
 }
 
-/// The bytes a project's checkpoints keep (those not dropped), read from their logs.
-fn kept_bytes(checkpoints: &Dir) -> io::Result<u64> {
-    Ok(runs_in(checkpoints, None)?
-        .iter()
-        .filter(|m| !m.evicted)
-        .map(|m| m.bytes)
-        .sum())
-}
-
-/// The checkpoints in a project's `checkpoints` folder (of one `conversation`, or all),
-/// oldest first (unreadable ones are skipped and logged; other files are left alone).
-fn runs_in(checkpoints: &Dir, conversation: Option<&str>) -> io::Result<Vec<Manifest>> {
-    let mut runs = Vec::new();
-    for run in checkpoints.entries()? {
-        let run = run?;
-        let Some(name) = run.file_name().to_str().map(str::to_owned) else {
-            continue;
-        };
-        if conversation.is_some_and(|c| !stored::is_log_of(&name, c)) {
-            continue;
-        }
-        match Manifest::read(checkpoints, &name) {
-            Ok(Some(manifest)) => runs.push(manifest),
-            Ok(None) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => {
-                tracing::warn!(error = %e, checkpoint = %name, "unreadable checkpoint skipped")
-            }
-        }
-    }
-    runs.sort_by(|a, b| (a.created_at, &a.run).cmp(&(b.created_at, &b.run)));
-    Ok(runs)
-}
-
-/// Whether any recorded path differs after the run from before it.
-fn changed_anything(manifest: &Manifest) -> bool {
-    manifest
-        .entries
-        .iter()
-        .any(|e| e.after.as_deref() != Some(e.before_print.as_str()))
-}
-
-fn summary(manifest: &Manifest) -> Summary {
+fn summary(head: &Head) -> Summary {
     Summary {
-        run: manifest.run.clone(),
-        message: manifest.message,
-        created_at: manifest.created_at,
-        paths: manifest.paths.clone(),
-        undone: manifest.undone,
-        available: !manifest.evicted,
+        run: head.run.clone(),
+        message: head.message,
+        created_at: head.created_at,
+        paths: head.paths.clone(),
+        undone: head.undone,
+        available: !head.evicted && head.unreadable.is_none(),
+        unreadable: head.unreadable.clone(),
+    }
+}
+
+/// Why a snapshot was not taken.
+#[derive(Debug)]
+enum Refused {
+    /// fs-guard's refusal (over the byte limit, not undoable, a bad path).
+    Path(PathError),
+    /// `[limits] checkpoint_memory_bytes` had no room for it in time.
+    Memory,
+}
+
+impl From<PathError> for Refused {
+    fn from(error: PathError) -> Refused {
+        Refused::Path(error)
     }
 }
 
@@ -502,7 +462,7 @@ impl RunCheckpoint {
     /// refusal the model reads: the call must not run, since it could not be undone); after
     /// it, the fingerprints of the run's recorded paths as they are then.
     pub fn around(&self, paths: Vec<Change>, root: &Arc<Dir>) -> Box<dyn AroundCall> {
-        Box::new(Recording {
+        Box::new(record::Recording {
             store: Arc::clone(&self.store),
             project: self.project.clone(),
             conversation: self.conversation.clone(),
@@ -512,219 +472,8 @@ impl RunCheckpoint {
             root: Arc::clone(root),
             dir: None,
             touched: None,
+            held: None,
         })
-    }
-}
-
-/// [`RunCheckpoint::around`]: what one call's thread records.
-struct Recording {
-    store: Arc<Checkpoints>,
-    project: ProjectId,
-    conversation: ConversationId,
-    message: u64,
-    log: Arc<Mutex<Option<Log>>>,
-    paths: Vec<Change>,
-    root: Arc<Dir>,
-    /// The project's files as the recording reads them, from before the call to after it.
-    dir: Option<ProjectDir>,
-    /// The paths the call may change, as fs-guard resolved them before it ran; `None`: every
-    /// recorded path is fingerprinted again after it (one of them goes through a link).
-    touched: Option<Vec<String>>,
-}
-
-impl AroundCall for Recording {
-    fn before(&mut self) -> Result<(), String> {
-        let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
-        let dir = ProjectDir::new(
-            self.root.try_clone().map_err(Checkpoints::unrecorded)?,
-            Limits::default(),
-        );
-        self.touched = self.store.record(
-            &self.project,
-            &self.conversation,
-            self.message,
-            &mut log,
-            &self.paths,
-            &dir,
-        )?;
-        self.dir = Some(dir);
-        Ok(())
-    }
-
-    fn after(&mut self) {
-        let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
-        let (Some(log), Some(dir)) = (log.as_mut(), self.dir.as_ref()) else {
-            return;
-        };
-        let touched = self.touched.as_deref();
-        if let Err(e) = self
-            .store
-            .fingerprint_after(&self.project, log, dir, touched)
-        {
-            tracing::error!(error = %e, "checkpoint fingerprints not stored");
-        }
-    }
-}
-
-impl Checkpoints {
-    /// What [`RunCheckpoint::around`] records before a call: the run's log is created by
-    /// its first call that records anything. Returns the paths the call may change, as
-    /// fs-guard resolved them (`None` when one of them goes through a symbolic link: what
-    /// it changes is then not known by name).
-    fn record(
-        &self,
-        project: &ProjectId,
-        conversation: &ConversationId,
-        message: u64,
-        log: &mut Option<Log>,
-        paths: &[Change],
-        dir: &ProjectDir,
-    ) -> Result<Option<Vec<String>>, String> {
-        let lock = self.project_lock(project);
-        let mut state = lock.lock().unwrap_or_else(|p| p.into_inner());
-        let failed = Self::unrecorded;
-        // The folder the run's log keeps open, or the one its first record creates it in.
-        let mut opened = None;
-        let checkpoints = match log.as_ref().and_then(|log| log.folder.as_ref()) {
-            Some(folder) => folder,
-            None => opened.insert(
-                self.project_dir(project, true)
-                    .map_err(failed)?
-                    .ok_or_else(|| failed(io::ErrorKind::NotFound.into()))?,
-            ),
-        };
-        // The run's log so far, or the manifest of the log its first record creates.
-        let mut fresh = None;
-        let manifest = match log.as_ref() {
-            Some(log) => &log.manifest,
-            None => {
-                let now = now_ms();
-                let run = format!("{now:013}-{message}");
-                fresh.insert(Manifest::new(conversation.as_str(), run, message, now))
-            }
-        };
-        let mut new_paths = Vec::new();
-        let mut touched = Vec::new();
-        let mut recorded: Vec<(String, Node, String)> = Vec::new();
-        let mut bytes = manifest.bytes;
-        for change in paths {
-            let snapshot = match change {
-                Change::Whole(path) => dir.snapshot(path, self.budget.saturating_sub(bytes)),
-                Change::Creation(path) => dir.snapshot_creation(path),
-            };
-            for r in snapshot.map_err(|e| self.refusal(e))? {
-                touched.push(r.path.clone());
-                let earlier = manifest.entries.iter().map(|e| e.path.as_str());
-                if covered(
-                    earlier.chain(recorded.iter().map(|(p, _, _)| p.as_str())),
-                    &r.path,
-                ) {
-                    continue;
-                }
-                let size = r.node.content_bytes();
-                let used = match state.kept {
-                    Some(used) => used,
-                    None => kept_bytes(checkpoints).map_err(failed)?,
-                };
-                let used = if used.saturating_add(size) <= self.budget {
-                    used + size
-                } else {
-                    let others = self
-                        .make_room(checkpoints, &manifest.run, bytes + size)
-                        .map_err(failed)?;
-                    others + bytes + size
-                };
-                state.kept = Some(used);
-                bytes += size;
-                let print = fingerprint(&r.node);
-                recorded.push((r.path, r.node, print));
-            }
-            let path = change.path();
-            if !manifest.paths.iter().chain(&new_paths).any(|p| p == path) {
-                new_paths.push(path.to_owned());
-            }
-        }
-        let touched = (!through_link(dir.root(), &touched)).then_some(touched);
-        if recorded.is_empty() && new_paths.is_empty() {
-            return Ok(touched); // every path was recorded by an earlier call of the run
-        }
-        let log = match log {
-            Some(log) => log,
-            None => {
-                let missing = || failed(io::ErrorKind::NotFound.into());
-                let manifest = fresh.ok_or_else(missing)?;
-                let folder = opened.ok_or_else(missing)?;
-                log.insert(Log::create(folder, manifest).map_err(failed)?)
-            }
-        };
-        let synced = log.record_call(new_paths, recorded).map_err(failed)?;
-        if synced && !log.names_synced {
-            // The names on the way to the run's log must survive a crash with its content.
-            if !state.folder_synced {
-                let project_dir = self.storage.dir().open_dir_nofollow(project.as_str());
-                stored::sync_dir(&project_dir.map_err(failed)?).map_err(failed)?;
-                state.folder_synced = true;
-            }
-            let folder = log.folder.as_ref();
-            stored::sync_dir(folder.ok_or_else(|| failed(io::ErrorKind::NotFound.into()))?)
-                .map_err(failed)?;
-            log.names_synced = true;
-        }
-        Ok(touched)
-    }
-
-    /// The refusal for a call whose earlier state could not be written (logged).
-    fn unrecorded(e: io::Error) -> String {
-        tracing::error!(error = %e, "checkpoint not written");
-        "not run: the change could not be recorded for undo (the server's checkpoint \
-         storage failed); try again later"
-            .to_owned()
-    }
-
-    /// The refusal for a path whose earlier state cannot be recorded.
-    fn refusal(&self, error: PathError) -> String {
-        match error {
-            PathError::SnapshotTooLarge { .. } => format!(
-                "not run: this change could not be made undoable: {error}. Undo keeps at most \
-                 {} bytes per project ([limits] checkpoint_bytes in rojos.toml: raise it), or \
-                 change a smaller part at a time",
-                self.budget
-            ),
-            PathError::NotUndoable { .. } => {
-                format!("not run: this change could not be made undoable: {error}")
-            }
-            other => format!("not run: {other}"),
-        }
-    }
-
-    /// What [`RunCheckpoint::around`] records after a call.
-    /// The recorded paths related to one of `touched` (the same, inside it, or holding it)
-    /// are fingerprinted again; the others keep their fingerprints, so a change made to them
-    /// by anyone else meanwhile still counts as a change since the run. `None`: all of them.
-    fn fingerprint_after(
-        &self,
-        project: &ProjectId,
-        log: &mut Log,
-        dir: &ProjectDir,
-        touched: Option<&[String]>,
-    ) -> io::Result<()> {
-        let lock = self.project_lock(project);
-        let _one_at_a_time = lock.lock().unwrap_or_else(|p| p.into_inner());
-        let prints = log
-            .manifest
-            .entries
-            .iter()
-            .map(|entry| {
-                let again =
-                    touched.is_none_or(|touched| touched.iter().any(|t| related(t, &entry.path)));
-                if again {
-                    self.current(dir, &entry.path)
-                } else {
-                    entry.after.clone()
-                }
-            })
-            .collect();
-        log.record_after(prints)
     }
 }
 
@@ -794,7 +543,12 @@ mod tests {
     ) {
         let temp = tempfile::tempdir().expect("temp");
         let storage = Arc::new(Storage::open(&temp.path().join("storage")).expect("storage"));
-        let store = Arc::new(Checkpoints::new(Arc::clone(&storage), 1 << 20));
+        let limits = CheckpointLimits {
+            budget: 1 << 20,
+            record_bytes: 1 << 20,
+            memory_bytes: 1 << 20,
+        };
+        let store = Arc::new(Checkpoints::new(Arc::clone(&storage), limits));
         let project = ProjectId::parse("demo").expect("id");
         let conversation = ConversationId::generate();
         let root = Arc::new(storage.project_root(&project).expect("root"));
@@ -824,7 +578,7 @@ mod tests {
             r.write("b.txt", "from the run").expect("write")
         });
         // The second call did not touch a.txt, so its fingerprint is still the run's own.
-        match store.undo(&project, &conversation, false).await {
+        match store.undo(&project, &conversation, false, None).await {
             Err(UndoError::Changed(paths)) => assert_eq!(paths, ["a.txt"]),
             other => panic!("expected a refusal naming a.txt, got {other:?}"),
         }
@@ -833,7 +587,7 @@ mod tests {
             r.write("a.txt", "again").expect("write")
         });
         store
-            .undo(&project, &conversation, false)
+            .undo(&project, &conversation, false, None)
             .await
             .expect("undone");
         assert!(root.metadata("a.txt").is_err() && root.metadata("b.txt").is_err());
@@ -853,7 +607,7 @@ mod tests {
             r.write("link/y.txt", "y").expect("write")
         });
         store
-            .undo(&project, &conversation, false)
+            .undo(&project, &conversation, false, None)
             .await
             .expect("undone");
         assert!(

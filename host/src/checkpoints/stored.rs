@@ -11,12 +11,18 @@
 //! only copy of bytes a tool replaces or deletes survives a crash; records of absences (new
 //! files and folders) and fingerprints are not: a crash may lose them, which loses the undo
 //! of a creation or makes an undo ask for `force`, never a file. A crash in the middle of an
-//! append leaves a torn last record, which reading ignores (the next append overwrites it).
+//! append leaves a torn last record (the file ends inside it), which reading ignores (the
+//! next append overwrites it). A record line is at most `[limits] checkpoint_record_bytes`
+//! long: a change whose record would be longer is refused before it runs, and a longer line
+//! found in a log that goes on after it is not taken for a torn end: the log is unreadable
+//! (listed so, never skipped over to an earlier run).
 //! One file per run, written by appending, keeps a changing call to one write and at most
 //! one sync, and creates one file per run, in one folder per project, instead of folders of
 //! replaced manifests and blobs: creating and deleting many small files and folders is what
-//! made ext4's inode allocation the hot spot of `rojos-bench` S2 (bench/PROFILE.md). A dropped (evicted) checkpoint is
-//! rewritten without its content (temporary file, sync, rename, sync of the folder).
+//! made ext4's inode allocation the hot spot of `rojos-bench` S2 (bench/PROFILE.md). A
+//! dropped (evicted) checkpoint is rewritten without its content and entries, keeping the
+//! paths the run named (temporary file, sync, rename, sync of the folder). Each log has a
+//! small head beside it (`head`), rewritten after every record.
 //! docs/api.md "Undo of file changes" describes the layout.
 
 use std::{
@@ -30,12 +36,12 @@ use cap_std::fs::{Dir, OpenOptions};
 use rojos_fs_guard::Node;
 use serde::{Deserialize, Serialize};
 
+use super::head::Head;
+
 /// The ending of a run's log file name.
 const LOG: &str = ".log";
 /// The log format this host writes and reads.
 const VERSION: u32 = 2;
-/// The longest record line read; a longer one is damage (a record names paths, not content).
-const MAX_LINE: u64 = 64 << 20;
 
 /// What a recorded path held, with files' bytes in the log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,6 +102,10 @@ enum Record {
         /// Set in a log rewritten without its content.
         #[serde(default)]
         evicted: bool,
+        /// In a log rewritten without its content: whether the run changed anything (its
+        /// entries, which told, are not kept).
+        #[serde(default)]
+        changed: bool,
     },
     Call {
         /// The paths the call named that earlier calls of the run did not.
@@ -133,6 +143,10 @@ pub(super) struct Manifest {
     pub(super) undone: bool,
     /// Set when the budget dropped its content: it can no longer be undone.
     pub(super) evicted: bool,
+    /// Set in a dropped log whose run changed anything (its entries are gone).
+    changed: bool,
+    /// The longest record line in the log.
+    pub(super) longest: u64,
     /// The length of the log's whole records: where the next one goes.
     len: u64,
 }
@@ -150,19 +164,38 @@ impl Manifest {
             bytes: 0,
             undone: false,
             evicted: false,
+            changed: false,
+            longest: 0,
             len: 0,
         }
     }
 
-    /// Reads the log called `name` in a project's `checkpoints` folder; `None` when `name`
-    /// is not a run's log.
-    pub(super) fn read(checkpoints: &Dir, name: &str) -> io::Result<Option<Manifest>> {
-        let Some((conversation, run)) = name.strip_suffix(LOG).and_then(|n| n.split_once('.'))
-        else {
+    /// Whether any recorded path differs after the run from before it.
+    pub(super) fn changed_anything(&self) -> bool {
+        self.changed
+            || self
+                .entries
+                .iter()
+                .any(|e| e.after.as_deref() != Some(e.before_print.as_str()))
+    }
+
+    /// The length of the log's whole records.
+    pub(super) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Reads the log called `name` in a project's `checkpoints` folder (record lines of at
+    /// most `max_line` bytes); `None` when `name` is not a run's log.
+    pub(super) fn read(
+        checkpoints: &Dir,
+        name: &str,
+        max_line: u64,
+    ) -> io::Result<Option<Manifest>> {
+        let Some((conversation, run)) = log_parts(name) else {
             return Ok(None);
         };
         let file = checkpoints.open(name)?.into_std();
-        Manifest::parse(&file, conversation, run).map(Some)
+        Manifest::parse(&file, conversation, run, max_line).map(Some)
     }
 
     /// The file name of the log.
@@ -171,11 +204,11 @@ impl Manifest {
     }
 
     /// Parses a log up to its last whole record.
-    fn parse(file: &File, conversation: &str, run: &str) -> io::Result<Manifest> {
+    fn parse(file: &File, conversation: &str, run: &str, max_line: u64) -> io::Result<Manifest> {
         let size = file.metadata()?.len();
         let mut reader = BufReader::new(file);
         let damaged = |why: String| io::Error::new(io::ErrorKind::InvalidData, why);
-        let mut manifest = match next_record(&mut reader, size, 0)? {
+        let mut manifest = match next_record(&mut reader, size, 0, max_line)? {
             Some((
                 Record::Run {
                     version: VERSION,
@@ -183,10 +216,13 @@ impl Manifest {
                     message,
                     created_at,
                     evicted,
+                    changed,
                 },
                 len,
             )) if named == run => Manifest {
                 evicted,
+                changed,
+                longest: len,
                 len,
                 ..Manifest::new(conversation, named, message, created_at)
             },
@@ -197,8 +233,9 @@ impl Manifest {
             }
             _ => return Err(damaged(format!("checkpoint {run} does not start as one"))),
         };
-        while let Some((record, end)) = next_record(&mut reader, size, manifest.len)? {
+        while let Some((record, end)) = next_record(&mut reader, size, manifest.len, max_line)? {
             let start = end - record.payload();
+            manifest.longest = manifest.longest.max(start - manifest.len);
             manifest.apply(record, start);
             manifest.len = end;
         }
@@ -253,26 +290,43 @@ fn log_name(conversation: &str, run: &str) -> String {
     format!("{conversation}.{run}{LOG}")
 }
 
-/// Whether `name` is a log of `conversation`.
-pub(super) fn is_log_of(name: &str, conversation: &str) -> bool {
-    name.strip_prefix(conversation)
-        .is_some_and(|rest| rest.starts_with('.') && rest.ends_with(LOG))
+/// The conversation and the run a log's file name names; `None` for another file.
+pub(super) fn log_parts(name: &str) -> Option<(&str, &str)> {
+    name.strip_suffix(LOG).and_then(|n| n.split_once('.'))
 }
 
 /// The record starting at `at` (where `reader` stands) and the offset after it; `None` at
-/// the end or at a torn or damaged record (the end of what was written whole).
+/// the end or at a torn record (the end of what was written whole).
+///
+/// # Errors
+///
+/// A line longer than `max_line` that the file goes on after (`InvalidData`): a record
+/// written under a larger `[limits] checkpoint_record_bytes`, or damage, but not a torn end.
 fn next_record(
     reader: &mut BufReader<&File>,
     size: u64,
     at: u64,
+    max_line: u64,
 ) -> io::Result<Option<(Record, u64)>> {
     let mut line = Vec::new();
     let read = reader
         .by_ref()
-        .take(MAX_LINE)
+        .take(max_line)
         .read_until(b'\n', &mut line)?;
-    if read == 0 || line.last() != Some(&b'\n') {
+    if read == 0 {
         return Ok(None);
+    }
+    if line.last() != Some(&b'\n') {
+        if at + (read as u64) < size {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "a record at byte {at} is longer than {max_line} bytes ([limits] \
+                     checkpoint_record_bytes): raise it to read this checkpoint"
+                ),
+            ));
+        }
+        return Ok(None); // the file ends inside the record: a torn end
     }
     let Ok(record) = serde_json::from_slice::<Record>(&line) else {
         return Ok(None);
@@ -295,15 +349,54 @@ pub(super) struct Log {
     pub(super) manifest: Manifest,
     /// Whether the names on the way to the log are known to be synced.
     pub(super) names_synced: bool,
-    /// The `checkpoints` folder holding the log, kept open by the log a run creates: its
-    /// later calls record there without opening the folder again.
-    pub(super) folder: Option<Dir>,
+    /// The project's `checkpoints` folder holding the log and its head (a run's later calls
+    /// record there without opening the folder again).
+    pub(super) folder: Dir,
+    /// The file's length as it was opened (a torn end beyond the whole records is cut off by
+    /// the first append).
+    file_len: u64,
+    /// The bytes the log's head takes on disk.
+    head_len: u64,
+    /// The longest record line written or read (`[limits] checkpoint_record_bytes`).
+    max_line: u64,
+}
+
+/// A call's record, made but not written yet: its size is known before anything is.
+#[derive(Debug)]
+pub(super) struct Pending<'a> {
+    record: Record,
+    line: Vec<u8>,
+    blobs: Vec<&'a [u8]>,
+    holds_content: bool,
+}
+
+impl Pending<'_> {
+    /// The bytes it takes in the log: its line (names and entries) and the files' content.
+    pub(super) fn size(&self) -> u64 {
+        self.line.len() as u64 + self.blobs.iter().map(|b| b.len() as u64).sum::<u64>()
+    }
+}
+
+/// Why a call's record cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum RecordError {
+    /// Its line (names and entries) is over `[limits] checkpoint_record_bytes`.
+    #[error("its checkpoint record would hold {size} bytes of names and entries, over the limit of {limit} bytes ([limits] checkpoint_record_bytes)")]
+    TooLarge {
+        /// The line's length.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// It could not be serialized.
+    #[error(transparent)]
+    Io(#[from] io::Error),
 }
 
 impl Log {
     /// Creates the log of the run `manifest` (new, empty) in the project's `checkpoints`
     /// folder, which it keeps, with its first record (not synced).
-    pub(super) fn create(checkpoints: Dir, manifest: Manifest) -> io::Result<Log> {
+    pub(super) fn create(checkpoints: Dir, manifest: Manifest, max_line: u64) -> io::Result<Log> {
         let mut options = OpenOptions::new();
         options.read(true).write(true).create_new(true);
         let file = checkpoints
@@ -313,7 +406,10 @@ impl Log {
             file,
             manifest,
             names_synced: false,
-            folder: Some(checkpoints),
+            folder: checkpoints,
+            file_len: 0,
+            head_len: 0,
+            max_line,
         };
         let run = Record::Run {
             version: VERSION,
@@ -321,6 +417,7 @@ impl Log {
             message: log.manifest.message,
             created_at: log.manifest.created_at,
             evicted: false,
+            changed: false,
         };
         log.append(&run, &[])?;
         Ok(log)
@@ -328,53 +425,51 @@ impl Log {
 
     /// Opens the log of `run` of `conversation` in the project's `checkpoints` folder, for
     /// reading its content and appending.
-    pub(super) fn open(checkpoints: &Dir, conversation: &str, run: &str) -> io::Result<Log> {
+    pub(super) fn open(
+        checkpoints: &Dir,
+        conversation: &str,
+        run: &str,
+        max_line: u64,
+    ) -> io::Result<Log> {
         let mut options = OpenOptions::new();
         options.read(true).write(true);
         let file = checkpoints
             .open_with(log_name(conversation, run), &options)?
             .into_std();
-        let manifest = Manifest::parse(&file, conversation, run)?;
+        let manifest = Manifest::parse(&file, conversation, run, max_line)?;
+        let file_len = file.metadata()?.len();
         Ok(Log {
             file,
             manifest,
             names_synced: true,
-            folder: None,
+            folder: checkpoints.try_clone()?,
+            file_len,
+            head_len: super::head::len(checkpoints, conversation, run),
+            max_line,
         })
     }
 
-    /// Appends one call's record: the paths it named for the first time (`paths`) and what
-    /// the newly recorded paths held, each with its fingerprint. Synced when it holds
-    /// anything but absences. Returns whether it was synced.
-    pub(super) fn record_call(
-        &mut self,
-        paths: Vec<String>,
-        recorded: Vec<(String, Node, String)>,
-    ) -> io::Result<bool> {
-        let mut blobs = Vec::new();
-        let mut payload = 0;
-        let entries: Vec<Entry> = recorded
-            .iter()
-            .map(|(path, node, print)| Entry {
-                path: path.clone(),
-                before: stored(node, &mut blobs, &mut payload),
-                before_print: print.clone(),
-                after: None,
-            })
-            .collect();
-        let holds_content = recorded
-            .iter()
-            .any(|(_, node, _)| !matches!(node, Node::Absent));
-        let record = Record::Call {
-            paths,
-            entries,
-            payload,
-        };
-        let payload_at = self.append(&record, &blobs)?;
+    /// The bytes the log and its head take on disk.
+    pub(super) fn disk(&self) -> u64 {
+        self.file_len.max(self.manifest.len) + self.head_len
+    }
+
+    /// Appends one call's record made by [`prepare`]. Synced when it holds anything but
+    /// absences. Returns whether it was synced.
+    pub(super) fn record_call(&mut self, pending: Pending<'_>) -> io::Result<bool> {
+        let Pending {
+            record,
+            line,
+            blobs,
+            holds_content,
+        } = pending;
+        let payload_at = self.append_line(&line, &blobs)?;
+        drop(line);
         if holds_content {
             self.file.sync_data()?;
         }
         self.manifest.apply(record, payload_at);
+        self.write_head();
         Ok(holds_content)
     }
 
@@ -387,6 +482,7 @@ impl Log {
         let record = Record::After { prints };
         self.append(&record, &[])?;
         self.manifest.apply(record, 0);
+        self.write_head();
         Ok(())
     }
 
@@ -395,21 +491,50 @@ impl Log {
         self.append(&Record::Undone, &[])?;
         self.file.sync_data()?;
         self.manifest.apply(Record::Undone, 0);
+        self.write_head();
         Ok(())
+    }
+
+    /// Writes the log's head beside it (what listing reads instead of the log); a head not
+    /// written is only slower listing (the log is read instead), so a failure is logged.
+    fn write_head(&mut self) {
+        match super::head::write(&self.folder, &self.manifest) {
+            Ok(len) => self.head_len = len,
+            Err(e) => {
+                tracing::warn!(error = %e, run = %self.manifest.run, "checkpoint head not written")
+            }
+        }
     }
 
     /// Writes `record` and its file content after the last whole record; returns where the
     /// content starts.
     fn append(&mut self, record: &Record, blobs: &[&[u8]]) -> io::Result<u64> {
         let line = record.line()?;
+        if line.len() as u64 > self.max_line {
+            return Err(io::Error::other(RecordError::TooLarge {
+                size: line.len() as u64,
+                limit: self.max_line,
+            }));
+        }
+        self.append_line(&line, blobs)
+    }
+
+    /// Writes a record's `line` and its file content after the last whole record, cutting
+    /// off a torn end beyond; returns where the content starts.
+    fn append_line(&mut self, line: &[u8], blobs: &[&[u8]]) -> io::Result<u64> {
         let mut at = self.manifest.len;
-        self.file.write_all_at(&line, at)?;
+        self.file.write_all_at(line, at)?;
+        self.manifest.longest = self.manifest.longest.max(line.len() as u64);
         at += line.len() as u64;
         let payload_at = at;
         for blob in blobs {
             self.file.write_all_at(blob, at)?;
             at += blob.len() as u64;
         }
+        if self.file_len > at {
+            self.file.set_len(at)?;
+        }
+        self.file_len = at;
         self.manifest.len = at;
         Ok(payload_at)
     }
@@ -441,16 +566,70 @@ impl Log {
     }
 }
 
-/// Drops the content of the run `manifest` in the project's `checkpoints` folder (it stays
-/// listed, as evicted): the log is replaced by one without content, atomically.
-pub(super) fn evict(checkpoints: &Dir, manifest: &mut Manifest) -> io::Result<()> {
+/// Makes one call's record: the paths it named for the first time (`paths`) and what the
+/// newly recorded paths held, each with its fingerprint; its line at most `max_line` bytes.
+///
+/// # Errors
+///
+/// [`RecordError::TooLarge`] when its line is over `[limits] checkpoint_record_bytes`.
+pub(super) fn prepare<'a>(
+    paths: Vec<String>,
+    recorded: &'a [(String, Node, String)],
+    max_line: u64,
+) -> Result<Pending<'a>, RecordError> {
+    let mut blobs = Vec::new();
+    let mut payload = 0;
+    let entries: Vec<Entry> = recorded
+        .iter()
+        .map(|(path, node, print)| Entry {
+            path: path.clone(),
+            before: stored(node, &mut blobs, &mut payload),
+            before_print: print.clone(),
+            after: None,
+        })
+        .collect();
+    let holds_content = recorded
+        .iter()
+        .any(|(_, node, _)| !matches!(node, Node::Absent));
+    let record = Record::Call {
+        paths,
+        entries,
+        payload,
+    };
+    let line = record.line()?;
+    if line.len() as u64 > max_line {
+        return Err(RecordError::TooLarge {
+            size: line.len() as u64,
+            limit: max_line,
+        });
+    }
+    Ok(Pending {
+        record,
+        line,
+        blobs,
+        holds_content,
+    })
+}
+
+/// Drops the content of the run `head` describes in the project's `checkpoints` folder (it
+/// stays listed, as no longer available): the log is replaced by one with neither content
+/// nor entries, only the paths the run named and whether it changed anything (all its head
+/// holds), atomically, and its head is written again. Returns the bytes the log and its
+/// head take then.
+pub(super) fn evict(checkpoints: &Dir, head: &Head) -> io::Result<u64> {
+    let mut manifest = Manifest::new(
+        &head.conversation,
+        head.run.clone(),
+        head.message,
+        head.created_at,
+    );
+    manifest.paths = head.paths.clone();
+    manifest.undone = head.undone;
+    manifest.evicted = true;
+    manifest.changed = head.changed;
     let name = manifest.file_name();
     let temp = format!("{name}.tmp");
     let mut file = checkpoints.create(&temp)?;
-    let mut entries = manifest.entries.clone();
-    for entry in &mut entries {
-        entry.before.drop_content();
-    }
     let records = [
         Record::Run {
             version: VERSION,
@@ -458,27 +637,41 @@ pub(super) fn evict(checkpoints: &Dir, manifest: &mut Manifest) -> io::Result<()
             message: manifest.message,
             created_at: manifest.created_at,
             evicted: true,
+            changed: manifest.changed,
         },
         Record::Call {
             paths: manifest.paths.clone(),
-            entries,
+            entries: Vec::new(),
             payload: 0,
-        },
-        Record::After {
-            prints: manifest.entries.iter().map(|e| e.after.clone()).collect(),
         },
     ];
     for record in records
         .iter()
         .chain(manifest.undone.then_some(&Record::Undone))
     {
-        file.write_all(&record.line()?)?;
+        let line = record.line()?;
+        file.write_all(&line)?;
+        manifest.len += line.len() as u64;
     }
     file.sync_all()?;
-    checkpoints.rename(&temp, checkpoints, name)?;
+    checkpoints.rename(&temp, checkpoints, &name)?;
     sync_dir(checkpoints)?;
-    manifest.evicted = true;
-    manifest.bytes = 0;
+    let head = super::head::write(checkpoints, &manifest).unwrap_or(0);
+    Ok(manifest.len + head)
+}
+
+/// Removes the log of `run` of `conversation` and its head (a dropped run the budget now
+/// drops from the listing too).
+pub(super) fn remove(checkpoints: &Dir, conversation: &str, run: &str) -> io::Result<()> {
+    for name in [
+        log_name(conversation, run),
+        super::head::name(conversation, run),
+    ] {
+        match checkpoints.remove_file(&name) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
     Ok(())
 }
 
@@ -520,15 +713,6 @@ impl StoredNode {
             StoredNode::Absent | StoredNode::Symlink { .. } => {}
         }
     }
-
-    /// Forgets where the files' bytes were (an evicted log has none).
-    fn drop_content(&mut self) {
-        match self {
-            StoredNode::File { at, .. } => *at = 0,
-            StoredNode::Folder { entries, .. } => entries.values_mut().for_each(Self::drop_content),
-            StoredNode::Absent | StoredNode::Symlink { .. } => {}
-        }
-    }
 }
 
 /// Syncs a folder, so the names in it survive a crash: through its own handle when that was
@@ -555,6 +739,19 @@ pub(super) use crate::storage::open_or_create_dir as open_or_create;
 mod tests {
     use super::*;
 
+    /// The longest record line in these tests.
+    const MAX: u64 = 1 << 20;
+
+    /// Appends one call's record to `log`.
+    fn record(
+        log: &mut Log,
+        paths: Vec<String>,
+        recorded: Vec<(String, Node, String)>,
+    ) -> io::Result<bool> {
+        let pending = prepare(paths, &recorded, MAX).map_err(io::Error::other)?;
+        log.record_call(pending)
+    }
+
     fn folder() -> (tempfile::TempDir, Dir) {
         let temp = tempfile::tempdir().expect("temp");
         let dir = Dir::open_ambient_dir(temp.path(), cap_std::ambient_authority()).expect("open");
@@ -574,7 +771,7 @@ mod tests {
 
     /// The manifest of [`run`]'s log as a reader finds it.
     fn read_back(dir: &Dir) -> Manifest {
-        Manifest::read(dir, "conv.0000000000001-0.log")
+        Manifest::read(dir, "conv.0000000000001-0.log", MAX)
             .expect("read")
             .expect("a log")
     }
@@ -596,8 +793,9 @@ mod tests {
     #[test]
     fn fingerprints_already_recorded_are_not_appended_again() {
         let (_temp, dir) = folder();
-        let mut log = Log::create(dir.try_clone().unwrap(), run()).expect("create");
-        log.record_call(
+        let mut log = Log::create(dir.try_clone().unwrap(), run(), MAX).expect("create");
+        record(
+            &mut log,
             vec!["a".into()],
             vec![("a".into(), Node::Absent, "p".into())],
         )
@@ -618,23 +816,23 @@ mod tests {
     #[test]
     fn records_read_back_with_their_content_and_fingerprints() {
         let (_temp, dir) = folder();
-        let mut log = Log::create(dir.try_clone().unwrap(), run()).expect("create");
+        let mut log = Log::create(dir.try_clone().unwrap(), run(), MAX).expect("create");
         let tree = Node::Folder {
             mode: 0o755,
             entries: BTreeMap::from([("a".into(), file(b"one")), ("b".into(), file(b"two!"))]),
         };
-        assert!(!log
-            .record_call(
-                vec!["new".into()],
-                vec![("new".into(), Node::Absent, "p0".into())]
-            )
-            .expect("absence"));
-        assert!(log
-            .record_call(
-                vec!["docs".into()],
-                vec![("docs".into(), tree.clone(), "p1".into())]
-            )
-            .expect("content"));
+        assert!(!record(
+            &mut log,
+            vec!["new".into()],
+            vec![("new".into(), Node::Absent, "p0".into())]
+        )
+        .expect("absence"));
+        assert!(record(
+            &mut log,
+            vec!["docs".into()],
+            vec![("docs".into(), tree.clone(), "p1".into())]
+        )
+        .expect("content"));
         log.record_after(vec![Some("q0".into()), None])
             .expect("after");
         drop(log);
@@ -644,20 +842,28 @@ mod tests {
         assert_eq!(read.bytes, 7);
         let afters: Vec<_> = read.entries.iter().map(|e| e.after.clone()).collect();
         assert_eq!(afters, [Some("q0".to_owned()), None]);
-        let log = Log::open(&dir, "conv", &read.run).expect("open");
+        let log = Log::open(&dir, "conv", &read.run, MAX).expect("open");
         assert_eq!(log.load(&read.entries[1].before).expect("load"), tree);
-        assert!(Manifest::read(&dir, "notes.txt").expect("skip").is_none());
-        assert!(Manifest::read(&dir, "conv.log").expect("skip").is_none());
-        assert!(is_log_of("conv.0000000000001-0.log", "conv"));
-        assert!(!is_log_of("conv2.0000000000001-0.log", "conv"));
-        assert!(!is_log_of("conv.0000000000001-0.log.tmp", "conv"));
+        assert!(Manifest::read(&dir, "notes.txt", MAX)
+            .expect("skip")
+            .is_none());
+        assert!(Manifest::read(&dir, "conv.log", MAX)
+            .expect("skip")
+            .is_none());
+        assert_eq!(
+            log_parts("conv.0000000000001-0.log"),
+            Some(("conv", "0000000000001-0"))
+        );
+        assert_eq!(log_parts("conv.0000000000001-0.log.tmp"), None);
+        assert_eq!(log_parts("conv.0000000000001-0.head"), None);
     }
 
     #[test]
     fn a_torn_last_record_is_ignored_and_overwritten_by_the_next() {
         let (_temp, dir) = folder();
-        let mut log = Log::create(dir.try_clone().unwrap(), run()).expect("create");
-        log.record_call(
+        let mut log = Log::create(dir.try_clone().unwrap(), run(), MAX).expect("create");
+        record(
+            &mut log,
             vec!["a".into()],
             vec![("a".into(), file(b"kept"), "p".into())],
         )
@@ -671,7 +877,7 @@ mod tests {
             .expect("torn");
         drop(log);
 
-        let mut log = Log::open(&dir, "conv", "0000000000001-0").expect("open");
+        let mut log = Log::open(&dir, "conv", "0000000000001-0", MAX).expect("open");
         assert_eq!(log.manifest.len, whole);
         assert_eq!(log.manifest.paths, ["a"]);
         log.record_undone().expect("undone");
@@ -684,22 +890,55 @@ mod tests {
     }
 
     #[test]
+    fn a_line_over_the_limit_is_refused_when_written_and_not_taken_for_a_torn_end_when_read() {
+        let (_temp, dir) = folder();
+        let mut log = Log::create(dir.try_clone().unwrap(), run(), MAX).expect("create");
+        let many: Vec<(String, Node, String)> = (0..64)
+            .map(|i| (format!("file-{i:04}"), Node::Absent, "p".to_owned()))
+            .collect();
+        match prepare(Vec::new(), &many, 256) {
+            Err(RecordError::TooLarge { size, limit: 256 }) => assert!(size > 256),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        record(&mut log, vec!["a".into()], many.clone()).expect("within MAX");
+        record(
+            &mut log,
+            vec!["b".into()],
+            vec![("b".into(), file(b"x"), "q".into())],
+        )
+        .expect("a later record");
+        drop(log);
+        // Read with a smaller limit (a host whose limit was lowered): the long record is
+        // followed by another, so it is not a torn end, and the log is not cut short there.
+        let error = Manifest::read(&dir, "conv.0000000000001-0.log", 256).expect_err("refused");
+        assert_eq!(error.kind(), io::ErrorKind::InvalidData);
+        assert!(
+            error.to_string().contains("checkpoint_record_bytes"),
+            "{error}"
+        );
+        assert_eq!(read_back(&dir).paths, ["a", "b"]);
+    }
+
+    #[test]
     fn an_evicted_log_keeps_its_listing_but_no_content() {
         let (_temp, dir) = folder();
-        let mut log = Log::create(dir.try_clone().unwrap(), run()).expect("create");
-        log.record_call(
+        let mut log = Log::create(dir.try_clone().unwrap(), run(), MAX).expect("create");
+        record(
+            &mut log,
             vec!["a".into()],
             vec![("a".into(), file(b"content"), "p".into())],
         )
         .expect("record");
-        let mut manifest = log.manifest.clone();
+        log.record_after(vec![Some("q".into())]).expect("after");
+        let head = super::super::head::Head::of(&log.manifest);
         drop(log);
-        evict(&dir, &mut manifest).expect("evict");
+        evict(&dir, &head).expect("evict");
         let read = read_back(&dir);
         assert!(read.evicted);
         assert_eq!(read.bytes, 0);
         assert_eq!(read.paths, ["a"]);
-        assert_eq!(read.entries[0].before_print, "p");
+        assert!(read.entries.is_empty(), "no entries kept");
+        assert!(read.changed_anything(), "still listed as a change");
         let size = dir
             .metadata("conv.0000000000001-0.log")
             .expect("stat")

@@ -126,6 +126,8 @@ pub(super) struct RawLimits {
     pub(super) max_conversation_page_bytes: Option<usize>,
     pub(super) max_upload_bytes: Option<usize>,
     pub(super) checkpoint_bytes: Option<usize>,
+    pub(super) checkpoint_record_bytes: Option<usize>,
+    pub(super) checkpoint_memory_bytes: Option<usize>,
     pub(super) approval_timeout_secs: Option<f64>,
     pub(super) max_mcp_sessions: Option<usize>,
     pub(super) max_mcp_sessions_per_token: Option<usize>,

@@ -223,6 +223,10 @@ pub(super) async fn upload(
             .project_root(&project)
             .map_err(|e| ApiError::internal("opening the project folder", e))?;
         let dir = ProjectDir::new(root, limits);
+        // The project lock, shared, while writing: an undo does not check and restore the
+        // project meanwhile (docs/security.md, "Undo holds the project's lock").
+        let _change = (state.agent.checkpoints.hold_for_change(&project))
+            .map_err(|e| ApiError::internal("taking the project lock", e))?;
         let written = dir
             .write_bytes(&path, &bytes, if_exists)
             .map_err(|e| match e {

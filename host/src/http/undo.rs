@@ -28,6 +28,10 @@ struct UndoBody {
     /// Undo even over changes made since the run.
     #[serde(default)]
     force: bool,
+    /// The run to undo (its id from the listing): refused unless it is the last one not
+    /// yet undone.
+    #[serde(default)]
+    run: Option<String>,
 }
 
 pub(super) async fn list(
@@ -57,7 +61,7 @@ pub(super) async fn undo(
     } else {
         serde_json::from_slice(&body).map_err(|e| {
             ApiError::BadRequest(format!(
-                "the body must be empty or {{\"force\": true}} ({e})"
+                "the body must be empty or {{\"run\": \"<run id>\", \"force\": true}} (both optional) ({e})"
             ))
         })?
     };
@@ -65,7 +69,7 @@ pub(super) async fn undo(
     let undone = state
         .agent
         .checkpoints
-        .undo(&project, &id, body.force)
+        .undo(&project, &id, body.force, body.run)
         .await;
     lease.release().await;
     match undone {
@@ -79,10 +83,15 @@ pub(super) async fn undo(
                 .into_response())
         }
         Err(e @ UndoError::Nothing) => Err(ApiError::NotFound(e.to_string())),
-        Err(e @ (UndoError::Evicted(_) | UndoError::Damaged(_))) => {
+        Err(e @ (UndoError::Evicted(_) | UndoError::Damaged(_) | UndoError::Unreadable(..))) => {
             Err(ApiError::Gone(e.to_string()))
         }
-        Err(e @ UndoError::Restore(_)) => Err(ApiError::Conflict(e.to_string())),
+        Err(
+            e @ (UndoError::Restore(_)
+            | UndoError::NotLast { .. }
+            | UndoError::Busy(_)
+            | UndoError::Memory),
+        ) => Err(ApiError::Conflict(e.to_string())),
         Err(UndoError::Io(e)) => Err(ApiError::internal("undoing file changes", e)),
     }
 }
@@ -118,7 +127,9 @@ pub(super) async fn before(
         Err(e @ (BeforeError::NoRun(_) | BeforeError::NotRecorded(_))) => {
             Err(ApiError::NotFound(e.to_string()))
         }
-        Err(e @ BeforeError::Evicted(_)) => Err(ApiError::Gone(e.to_string())),
+        Err(e @ (BeforeError::Evicted(_) | BeforeError::Unreadable(..))) => {
+            Err(ApiError::Gone(e.to_string()))
+        }
         Err(e @ BeforeError::NotText(_)) => Err(ApiError::Unprocessable(e.to_string())),
         Err(e @ BeforeError::TooLarge { .. }) => Err(ApiError::TooLarge(e.to_string())),
         Err(BeforeError::Io(e)) => Err(ApiError::internal("reading a checkpoint", e)),

@@ -51,3 +51,4 @@ mod support;
 mod tools_api;
 mod trust;
 mod undo;
+mod undo_bounds;

@@ -26,7 +26,7 @@ use crate::support::{
 type Tree = BTreeMap<String, (char, u32, Vec<u8>)>;
 
 /// Every entry under `root`, links not followed.
-fn tree(root: &Path) -> Tree {
+pub(crate) fn tree(root: &Path) -> Tree {
     let mut entries = Tree::new();
     walk(root, root, &mut entries);
     entries
@@ -56,7 +56,7 @@ fn walk(root: &Path, folder: &Path, entries: &mut Tree) {
 
 /// The run logs of `conversation` beside the project `root` (docs/api.md: one file per run,
 /// `checkpoints/<conversationId>.<run>.log`).
-fn logs_of(root: &Path, conversation: &str) -> Vec<std::path::PathBuf> {
+pub(crate) fn logs_of(root: &Path, conversation: &str) -> Vec<std::path::PathBuf> {
     let folder = root
         .parent()
         .expect("the project folder")
@@ -74,17 +74,23 @@ fn logs_of(root: &Path, conversation: &str) -> Vec<std::path::PathBuf> {
 }
 
 /// A host with all seven built-in tools, `limits` added to its config.
-async fn host_with(turns: Vec<Turn>, limits: &str) -> (TestHost, ScriptedUpstream) {
+pub(crate) async fn host_with(turns: Vec<Turn>, limits: &str) -> (TestHost, ScriptedUpstream) {
     let upstream = ScriptedUpstream::start(turns).await;
-    let mut config = HostConfig::builtins().upstream(&upstream).with(limits);
+    let config = config_with(&upstream, limits);
+    (TestHost::start(config).await, upstream)
+}
+
+/// The config of [`host_with`].
+pub(crate) fn config_with(upstream: &ScriptedUpstream, limits: &str) -> HostConfig {
+    let mut config = HostConfig::builtins().upstream(upstream).with(limits);
     config.load.push(plugin_lib("rojos_tool_move_path"));
     config.load.push(plugin_lib("rojos_tool_delete_path"));
-    (TestHost::start(config).await, upstream)
+    config
 }
 
 /// Sends `message` (in `conversation`, or a new one) and reads the run to its end; returns
 /// the conversation id and the run's tool results.
-async fn run(
+pub(crate) async fn run(
     host: &TestHost,
     conversation: Option<&str>,
     message: &str,
@@ -97,7 +103,7 @@ async fn run(
     (stream.done().0, stream.results())
 }
 
-async fn call(
+pub(crate) async fn call(
     host: &TestHost,
     method: Method,
     token: Option<&str>,
@@ -114,20 +120,20 @@ async fn call(
     request.send().await.expect("request reaches the host")
 }
 
-async fn undo(host: &TestHost, conversation: &str, body: Option<Value>) -> (u16, Value) {
+pub(crate) async fn undo(host: &TestHost, conversation: &str, body: Option<Value>) -> (u16, Value) {
     let path = format!("/conversations/{conversation}/undo");
     let response = call(host, Method::POST, Some(TOKEN), &path, body).await;
     let status = response.status().as_u16();
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-async fn get(host: &TestHost, path: &str) -> (u16, Value) {
+pub(crate) async fn get(host: &TestHost, path: &str) -> (u16, Value) {
     let response = call(host, Method::GET, Some(TOKEN), path, None).await;
     let status = response.status().as_u16();
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-async fn checkpoints(host: &TestHost, conversation: &str) -> Vec<Value> {
+pub(crate) async fn checkpoints(host: &TestHost, conversation: &str) -> Vec<Value> {
     let path = format!("/conversations/{conversation}/checkpoints");
     let response = call(host, Method::GET, Some(TOKEN), &path, None).await;
     assert_eq!(response.status(), 200);
@@ -135,7 +141,7 @@ async fn checkpoints(host: &TestHost, conversation: &str) -> Vec<Value> {
     body["checkpoints"].as_array().expect("a list").clone()
 }
 
-fn write(path: &str, text: &str) -> (String, &'static str, Value) {
+pub(crate) fn write(path: &str, text: &str) -> (String, &'static str, Value) {
     (
         "w".to_owned() + path,
         "write_text_content",
@@ -144,7 +150,7 @@ fn write(path: &str, text: &str) -> (String, &'static str, Value) {
 }
 
 /// Tool calls with ids made unique by their index.
-fn calls(list: Vec<(String, &'static str, Value)>) -> Turn {
+pub(crate) fn calls(list: Vec<(String, &'static str, Value)>) -> Turn {
     let ids: Vec<String> = (0..list.len()).map(|i| format!("call_{i}")).collect();
     let calls: Vec<(&str, &str, Value)> = list
         .iter()
@@ -413,14 +419,14 @@ async fn the_budget_drops_the_oldest_checkpoint_and_refuses_a_change_too_large_t
             calls(vec![write("huge.txt", "3")]),
             Turn::text("three"),
         ],
-        "[limits]\ncheckpoint_bytes = 100\n",
+        "[limits]\ncheckpoint_bytes = 6000\n",
     )
     .await;
     let root = host.project_root("demo");
     std::fs::create_dir_all(&root).unwrap();
-    std::fs::write(root.join("one.txt"), [b'a'; 60]).unwrap();
-    std::fs::write(root.join("two.txt"), [b'b'; 60]).unwrap();
-    std::fs::write(root.join("huge.txt"), [b'c'; 101]).unwrap();
+    std::fs::write(root.join("one.txt"), [b'a'; 3000]).unwrap();
+    std::fs::write(root.join("two.txt"), [b'b'; 3000]).unwrap();
+    std::fs::write(root.join("huge.txt"), [b'c'; 6001]).unwrap();
 
     let (conversation, _) = run(&host, None, "one").await;
     let (conversation2, _) = run(&host, Some(&conversation), "two").await;
@@ -435,13 +441,13 @@ async fn the_budget_drops_the_oldest_checkpoint_and_refuses_a_change_too_large_t
     assert!(text.contains("checkpoint_bytes"), "{text}");
     assert_eq!(
         std::fs::read(root.join("huge.txt")).unwrap(),
-        [b'c'; 101],
+        [b'c'; 6001],
         "not written"
     );
 
     let (status, body) = undo(&host, &conversation, None).await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(std::fs::read(root.join("two.txt")).unwrap(), [b'b'; 60]);
+    assert_eq!(std::fs::read(root.join("two.txt")).unwrap(), [b'b'; 3000]);
     let (status, body) = undo(&host, &conversation, None).await;
     assert_eq!(status, 410, "{body}");
     let evicted = listed[0]["run"].as_str().unwrap();
@@ -472,7 +478,7 @@ async fn a_new_folder_in_a_folder_over_the_budget_is_undoable_and_the_big_folder
             calls(vec![mkdir("big"), mkdir("big/new/deeper")]),
             Turn::text("made"),
         ],
-        "[limits]\ncheckpoint_bytes = 100\n",
+        "[limits]\ncheckpoint_bytes = 3000\n",
     )
     .await;
     let root = host.project_root("demo");

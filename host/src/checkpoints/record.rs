@@ -1,0 +1,329 @@
+//! Recording around one changing call (see the module above): before it, under a share of
+//! the project lock held until after it, the earlier state of the paths it names, within the
+//! memory and disk budgets; after it, their fingerprints.
+
+use std::{
+    io,
+    sync::{Arc, Mutex},
+};
+
+use cap_fs_ext::DirExt;
+use cap_std::fs::Dir;
+use rojos_conversations::ConversationId;
+use rojos_fs_guard::{PathError, ProjectDir};
+use rojos_plugin_api::Limits;
+
+use super::{
+    covered, fingerprint, head, now_ms, related, stored, through_link, Change, Checkpoints, Held,
+    Log, Manifest, RecordError, Refused,
+};
+use crate::{plugins::AroundCall, storage::ProjectId};
+
+/// What a record's head beside its log takes at most, beyond the paths it lists.
+const HEAD_BYTES: u64 = 512;
+
+/// [`super::RunCheckpoint::around`]: what one call's thread records.
+pub(super) struct Recording {
+    pub(super) store: Arc<Checkpoints>,
+    pub(super) project: ProjectId,
+    pub(super) conversation: ConversationId,
+    pub(super) message: u64,
+    pub(super) log: Arc<Mutex<Option<Log>>>,
+    pub(super) paths: Vec<Change>,
+    pub(super) root: Arc<Dir>,
+    /// The project's files as the recording reads them, from before the call to after it.
+    pub(super) dir: Option<ProjectDir>,
+    /// The paths the call may change, as fs-guard resolved them before it ran; `None`: every
+    /// recorded path is fingerprinted again after it (one of them goes through a link).
+    pub(super) touched: Option<Vec<String>>,
+    /// The share of the project lock, from before the recording to after the fingerprints.
+    pub(super) held: Option<Held>,
+}
+
+impl AroundCall for Recording {
+    fn before(&mut self) -> Result<(), String> {
+        let held = self
+            .store
+            .hold_for_change(&self.project)
+            .map_err(Checkpoints::unrecorded)?;
+        let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = ProjectDir::new(
+            self.root.try_clone().map_err(Checkpoints::unrecorded)?,
+            Limits::default(),
+        );
+        self.touched = self.store.record(
+            &self.project,
+            &self.conversation,
+            self.message,
+            &mut log,
+            &self.paths,
+            &dir,
+        )?;
+        self.dir = Some(dir);
+        self.held = Some(held);
+        Ok(())
+    }
+
+    fn after(&mut self) {
+        let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        if let (Some(log), Some(dir)) = (log.as_mut(), self.dir.as_ref()) {
+            let touched = self.touched.as_deref();
+            if let Err(e) = self
+                .store
+                .fingerprint_after(&self.project, log, dir, touched)
+            {
+                tracing::error!(error = %e, "checkpoint fingerprints not stored");
+            }
+        }
+        self.held = None;
+    }
+}
+
+/// [`Checkpoints::sharing`]: a share of the project lock around one changing call made
+/// outside a chat run (nothing is recorded: such calls cannot be undone).
+struct Sharing {
+    store: Arc<Checkpoints>,
+    project: ProjectId,
+    held: Option<Held>,
+}
+
+impl AroundCall for Sharing {
+    fn before(&mut self) -> Result<(), String> {
+        let held = self.store.hold_for_change(&self.project);
+        self.held = Some(held.map_err(Checkpoints::unrecorded)?);
+        Ok(())
+    }
+
+    fn after(&mut self) {
+        self.held = None;
+    }
+}
+
+impl Checkpoints {
+    /// What holds a share of `project`'s lock around one changing call made outside a chat
+    /// run (over `/mcp`): an undo in the project neither checks nor
+    /// restores while it runs.
+    pub fn sharing(self: &Arc<Self>, project: &ProjectId) -> Box<dyn AroundCall> {
+        Box::new(Sharing {
+            store: Arc::clone(self),
+            project: project.clone(),
+            held: None,
+        })
+    }
+}
+
+impl Checkpoints {
+    /// What [`super::RunCheckpoint::around`] records before a call: the run's log is created
+    /// by its first call that records anything. Returns the paths the call may change, as
+    /// fs-guard resolved them (`None` when one of them goes through a symbolic link: what
+    /// it changes is then not known by name).
+    fn record(
+        &self,
+        project: &ProjectId,
+        conversation: &ConversationId,
+        message: u64,
+        log: &mut Option<Log>,
+        paths: &[Change],
+        dir: &ProjectDir,
+    ) -> Result<Option<Vec<String>>, String> {
+        let lock = self.project_lock(project);
+        let mut state = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let failed = Self::unrecorded;
+        // The folder the run's log keeps open, or the one its first record creates it in.
+        let mut opened = None;
+        let checkpoints = match log.as_ref() {
+            Some(log) => &log.folder,
+            None => opened.insert(
+                self.project_dir(project, true)
+                    .map_err(failed)?
+                    .ok_or_else(|| failed(io::ErrorKind::NotFound.into()))?,
+            ),
+        };
+        // The run's log so far, or the manifest of the log its first record creates.
+        let mut fresh = None;
+        let manifest = match log.as_ref() {
+            Some(log) => &log.manifest,
+            None => {
+                let now = now_ms();
+                let run = format!("{now:013}-{message}");
+                fresh.insert(Manifest::new(conversation.as_str(), run, message, now))
+            }
+        };
+        let mut new_paths = Vec::new();
+        let mut touched = Vec::new();
+        let mut recorded = Vec::new();
+        let mut content = manifest.bytes;
+        // The content read, held in the host's checkpoint memory until it is written.
+        let mut memory = self.memory.take_free(0);
+        for change in paths {
+            let (snapshot, held) = match change {
+                Change::Whole(path) => {
+                    self.snapshot_held(dir, path, self.budget.saturating_sub(content))
+                }
+                Change::Creation(path) => dir
+                    .snapshot_creation(path)
+                    .map(|r| (r, self.memory.take_free(0)))
+                    .map_err(Refused::from),
+            }
+            .map_err(|e| self.refusal(e))?;
+            memory.absorb(held);
+            for r in snapshot {
+                touched.push(r.path.clone());
+                let earlier = manifest.entries.iter().map(|e| e.path.as_str());
+                let so_far = recorded.iter().map(|(p, _, _): &(String, _, _)| p.as_str());
+                if covered(earlier.chain(so_far), &r.path) {
+                    continue;
+                }
+                content += r.node.content_bytes();
+                let print = fingerprint(&r.node);
+                recorded.push((r.path, r.node, print));
+            }
+            let path = change.path();
+            if !manifest.paths.iter().chain(&new_paths).any(|p| p == path) {
+                new_paths.push(path.to_owned());
+            }
+        }
+        let touched = (!through_link(dir.root(), &touched)).then_some(touched);
+        if recorded.is_empty() && new_paths.is_empty() {
+            return Ok(touched); // every path was recorded by an earlier call of the run
+        }
+        // What the record takes on disk: its line and content, the head beside the log
+        // (it lists every path the run named), and a new log's first line.
+        let listed: u64 = manifest
+            .paths
+            .iter()
+            .chain(&new_paths)
+            .map(|p| p.len() as u64 + 3)
+            .sum();
+        let run = manifest.run.clone();
+        let (run_line, disk_before) = match log.as_ref() {
+            Some(log) => (0, log.disk()),
+            None => (HEAD_BYTES, 0),
+        };
+        let pending =
+            stored::prepare(new_paths, &recorded, self.record_bytes).map_err(|e| match e {
+                RecordError::TooLarge { .. } => format!(
+                    "not run: this change could not be made undoable: {e}. Change fewer \
+                     files at a time (a smaller folder), or raise the limit"
+                ),
+                RecordError::Io(e) => failed(e),
+            })?;
+        let needed = pending.size() + HEAD_BYTES + listed + run_line;
+        let used = match state.kept {
+            Some(used) => used,
+            None => head::disk_bytes(checkpoints).map_err(failed)?,
+        };
+        let used = if used.saturating_add(needed) <= self.budget {
+            used
+        } else {
+            let total = self
+                .make_room(checkpoints, conversation.as_str(), &run, needed)
+                .map_err(failed)?;
+            if total.saturating_add(needed) > self.budget {
+                state.kept = Some(total);
+                return Err(format!(
+                    "not run: this change could not be made undoable: its checkpoint would \
+                     take {needed} bytes on disk (the earlier content with every name and \
+                     folder in it), more than the {} bytes undo keeps per project ([limits] \
+                     checkpoint_bytes in rojos.toml: raise it), or change a smaller part at a \
+                     time",
+                    self.budget
+                ));
+            }
+            total
+        };
+        let log = match log {
+            Some(log) => log,
+            None => {
+                let missing = || failed(io::ErrorKind::NotFound.into());
+                let manifest = fresh.ok_or_else(missing)?;
+                let folder = opened.ok_or_else(missing)?;
+                log.insert(Log::create(folder, manifest, self.record_bytes).map_err(failed)?)
+            }
+        };
+        let synced = log.record_call(pending).map_err(failed)?;
+        drop(memory);
+        state.kept = Some(used + log.disk().saturating_sub(disk_before));
+        if synced && !log.names_synced {
+            // The names on the way to the run's log must survive a crash with its content.
+            if !state.folder_synced {
+                let project_dir = self.storage.dir().open_dir_nofollow(project.as_str());
+                stored::sync_dir(&project_dir.map_err(failed)?).map_err(failed)?;
+                state.folder_synced = true;
+            }
+            stored::sync_dir(&log.folder).map_err(failed)?;
+            log.names_synced = true;
+        }
+        Ok(touched)
+    }
+
+    /// The refusal for a call whose earlier state could not be written (logged).
+    pub(super) fn unrecorded(e: io::Error) -> String {
+        tracing::error!(error = %e, "checkpoint not written");
+        "not run: the change could not be recorded for undo (the server's checkpoint \
+         storage failed); try again later"
+            .to_owned()
+    }
+
+    /// The refusal for a path whose earlier state cannot be recorded.
+    fn refusal(&self, refused: Refused) -> String {
+        let error = match refused {
+            Refused::Memory => {
+                return "not run: the server is recording or undoing other large changes and \
+                        has no room for this one now ([limits] checkpoint_memory_bytes); try \
+                        again in a moment"
+                    .to_owned()
+            }
+            Refused::Path(error) => error,
+        };
+        match error {
+            PathError::SnapshotTooLarge { .. } => format!(
+                "not run: this change could not be made undoable: {error}. Undo keeps at most \
+                 {} bytes per project ([limits] checkpoint_bytes in rojos.toml: raise it) and \
+                 holds at most {} bytes of content in memory at once ([limits] \
+                 checkpoint_memory_bytes), or change a smaller part at a time",
+                self.budget,
+                self.memory.cap()
+            ),
+            PathError::NotUndoable { .. } => {
+                format!("not run: this change could not be made undoable: {error}")
+            }
+            other => format!("not run: {other}"),
+        }
+    }
+
+    /// What [`super::RunCheckpoint::around`] records after a call.
+    /// The recorded paths related to one of `touched` (the same, inside it, or holding it)
+    /// are fingerprinted again; the others keep their fingerprints, so a change made to them
+    /// by anyone else meanwhile still counts as a change since the run. `None`: all of them.
+    fn fingerprint_after(
+        &self,
+        project: &ProjectId,
+        log: &mut Log,
+        dir: &ProjectDir,
+        touched: Option<&[String]>,
+    ) -> io::Result<()> {
+        let lock = self.project_lock(project);
+        let mut state = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let prints = log
+            .manifest
+            .entries
+            .iter()
+            .map(|entry| {
+                let again =
+                    touched.is_none_or(|touched| touched.iter().any(|t| related(t, &entry.path)));
+                if again {
+                    self.current(dir, &entry.path)
+                } else {
+                    entry.after.clone()
+                }
+            })
+            .collect();
+        let before = log.disk();
+        log.record_after(prints)?;
+        if let Some(kept) = state.kept.as_mut() {
+            *kept += log.disk().saturating_sub(before);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,274 @@
+//! What bounds undo over real HTTP (docs/security.md, the undo subsections): a checkpoint
+//! record over `[limits] checkpoint_record_bytes` is refused before its change runs, and one
+//! a host cannot read is listed as unreadable and stops the undo instead of letting it revert
+//! an earlier run; an undo names the run it reverts; an upload during an undo waits for it
+//! and is not removed by it; `checkpoint_bytes` counts names and empty files (what the
+//! records take on disk), and listing reads the small heads, not the records; content over
+//! `[limits] checkpoint_memory_bytes` is not held.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::{
+    support::{
+        host::{client, TOKEN},
+        upstream::Turn,
+    },
+    undo::{calls, checkpoints, config_with, host_with, run, tree, undo, write},
+};
+
+fn delete(path: &str) -> (String, &'static str, Value) {
+    (
+        "d".to_owned() + path,
+        "delete_path",
+        json!({"path": path, "recursive": true}),
+    )
+}
+
+fn moved(from: &str, to: &str) -> (String, &'static str, Value) {
+    (
+        "m".to_owned() + from,
+        "move_path",
+        json!({"from": from, "to": to}),
+    )
+}
+
+/// Makes `folder` under `root` with `count` empty files of long names.
+fn empty_files(root: &Path, folder: &str, count: usize) {
+    let folder = root.join(folder);
+    std::fs::create_dir_all(&folder).unwrap();
+    for i in 0..count {
+        std::fs::write(
+            folder.join(format!("an-empty-file-with-a-long-name-{i:06}")),
+            "",
+        )
+        .unwrap();
+    }
+}
+
+/// The bytes every file of the project's `checkpoints` folder takes.
+fn checkpoint_disk(root: &Path) -> u64 {
+    let folder = root.parent().unwrap().join("checkpoints");
+    std::fs::read_dir(folder)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum()
+}
+
+const SMALL_RECORDS: &str = "[limits]\ncheckpoint_record_bytes = 4096\n";
+const LARGE_RECORDS: &str = "[limits]\ncheckpoint_record_bytes = 1048576\n";
+
+#[tokio::test]
+async fn a_record_over_the_limit_is_refused_before_its_change_and_an_unreadable_one_is_never_skipped(
+) {
+    let (host, upstream) = host_with(
+        vec![
+            calls(vec![write("a.txt", "first run")]),
+            Turn::text("one"),
+            calls(vec![delete("big")]),
+            Turn::text("refused"),
+            calls(vec![delete("big")]),
+            Turn::text("deleted"),
+        ],
+        SMALL_RECORDS,
+    )
+    .await;
+    let root = host.project_root("demo");
+    empty_files(&root, "big", 200);
+    let big = tree(&root.join("big"));
+
+    let (conversation, _) = run(&host, None, "one").await;
+    let (_, results) = run(&host, Some(&conversation), "two").await;
+    let (_, ok, text) = &results[0];
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("checkpoint_record_bytes") && text.contains("4096"),
+        "the refusal names the limit: {text}"
+    );
+    assert_eq!(tree(&root.join("big")), big, "not run");
+    let listed = checkpoints(&host, &conversation).await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let first = listed[0]["run"].as_str().unwrap().to_owned();
+
+    // A host with a larger limit records the delete.
+    let host = host.restart(config_with(&upstream, LARGE_RECORDS)).await;
+    let (_, results) = run(&host, Some(&conversation), "three").await;
+    assert!(results[0].1, "{results:?}");
+    assert!(!root.join("big").exists());
+    let listed = checkpoints(&host, &conversation).await;
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    let last = listed[1]["run"].as_str().unwrap().to_owned();
+
+    // One with the smaller limit again cannot read that record: it is listed as unreadable
+    // (not left out, the earlier run then taken for the last), and undo stops at it.
+    let host = host.restart(config_with(&upstream, SMALL_RECORDS)).await;
+    let listed = checkpoints(&host, &conversation).await;
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert_eq!(listed[1]["run"], last.as_str());
+    assert_eq!(listed[1]["available"], false, "{listed:?}");
+    assert!(
+        listed[1]["unreadable"]
+            .as_str()
+            .is_some_and(|why| why.contains("checkpoint_record_bytes")),
+        "{listed:?}"
+    );
+    let (status, body) = undo(&host, &conversation, None).await;
+    assert_eq!(status, 410, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("no earlier run is undone"),
+        "{body}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "first run",
+        "the earlier run is left alone"
+    );
+    // An undo that names a run other than the last is refused, changing nothing.
+    let (status, body) = undo(&host, &conversation, Some(json!({"run": first}))).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body["error"].as_str().unwrap().contains(&last), "{body}");
+    assert!(root.join("a.txt").exists() && !root.join("big").exists());
+
+    // Back at the larger limit, the run named is undone.
+    let host = host.restart(config_with(&upstream, LARGE_RECORDS)).await;
+    let (status, body) = undo(&host, &conversation, Some(json!({"run": last}))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["undone"]["run"], last.as_str());
+    assert_eq!(tree(&root.join("big")), big);
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "first run"
+    );
+}
+
+#[tokio::test]
+async fn an_upload_into_a_folder_while_its_deletion_is_undone_waits_and_is_not_removed() {
+    let (host, _upstream) = host_with(
+        vec![
+            calls(vec![delete("docs"), delete("big")]),
+            Turn::text("deleted"),
+        ],
+        "",
+    )
+    .await;
+    let root = host.project_root("demo");
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    std::fs::write(root.join("docs/keep.txt"), "kept").unwrap();
+    empty_files(&root, "big", 1000);
+    let (conversation, results) = run(&host, None, "delete both").await;
+    assert!(results.iter().all(|(_, ok, _)| *ok), "{results:?}");
+    assert!(!root.join("docs").exists() && !root.join("big").exists());
+
+    let url = format!("{}/conversations/{conversation}/undo", host.url);
+    let undoing = tokio::spawn(async move {
+        let response = client().post(url).bearer_auth(TOKEN).send().await.unwrap();
+        let status = response.status().as_u16();
+        (
+            status,
+            response.json::<Value>().await.unwrap_or(Value::Null),
+        )
+    });
+    // The undo puts entries back in reverse: `big` first (a thousand files), `docs` last.
+    // Once `big` is back, the undo is past its check and `docs` is not restored yet.
+    while !root.join("big").exists() {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    let upload = client()
+        .put(format!(
+            "{}/projects/demo/files/content?path=docs/new.txt",
+            host.url
+        ))
+        .bearer_auth(TOKEN)
+        .body("uploaded during the undo")
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = undoing.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(upload.status().as_u16(), 201);
+    assert_eq!(
+        std::fs::read_to_string(root.join("docs/new.txt")).unwrap(),
+        "uploaded during the undo",
+        "an acknowledged upload is not lost"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("docs/keep.txt")).unwrap(),
+        "kept"
+    );
+    assert_eq!(std::fs::read_dir(root.join("big")).unwrap().count(), 1000);
+}
+
+#[tokio::test]
+async fn names_and_empty_files_count_against_the_budget_and_listing_reads_the_heads() {
+    let mut turns = Vec::new();
+    for i in 0..8 {
+        let (from, to) = if i % 2 == 0 { ("a", "b") } else { ("b", "a") };
+        turns.push(calls(vec![moved(from, to)]));
+        turns.push(Turn::text("moved"));
+    }
+    let budget = 65536;
+    let (host, _upstream) =
+        host_with(turns, &format!("[limits]\ncheckpoint_bytes = {budget}\n")).await;
+    let root = host.project_root("demo");
+    empty_files(&root, "a", 300);
+    let files = tree(&root.join("a"));
+
+    let (conversation, _) = run(&host, None, "move 0").await;
+    for i in 1..8 {
+        let (_, results) = run(&host, Some(&conversation), &format!("move {i}")).await;
+        assert!(results[0].1, "{results:?}");
+        assert!(
+            checkpoint_disk(&root) <= budget,
+            "after move {i}: {} bytes of checkpoints under a budget of {budget}",
+            checkpoint_disk(&root)
+        );
+    }
+    assert_eq!(tree(&root.join("a")), files, "eight moves: back in `a`");
+    let listed = checkpoints(&host, &conversation).await;
+    let last = listed.last().unwrap();
+    assert_eq!(last["available"], true, "{listed:?}");
+    assert!(
+        listed.iter().any(|run| run["available"] == false) || listed.len() < 8,
+        "older runs were dropped: {listed:?}"
+    );
+
+    // Listing reads each run's head, not its record: an older log overwritten with other
+    // bytes of the same length is listed as before.
+    let older = &listed[listed.len() - 2];
+    let run_id = older["run"].as_str().unwrap();
+    let log = root
+        .parent()
+        .unwrap()
+        .join(format!("checkpoints/{conversation}.{run_id}.log"));
+    let len = std::fs::metadata(&log).unwrap().len();
+    std::fs::write(&log, vec![b'x'; len as usize]).unwrap();
+    assert_eq!(&checkpoints(&host, &conversation).await, &listed);
+
+    let (status, body) = undo(&host, &conversation, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(tree(&root.join("b")), files, "the last move undone");
+    assert!(!root.join("a").exists());
+}
+
+#[tokio::test]
+async fn earlier_content_over_the_checkpoint_memory_is_refused_before_the_change_runs() {
+    let (host, _upstream) = host_with(
+        vec![calls(vec![delete("blob.bin")]), Turn::text("refused")],
+        "[limits]\ncheckpoint_memory_bytes = 65536\n",
+    )
+    .await;
+    let root = host.project_root("demo");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("blob.bin"), vec![7u8; 100 << 10]).unwrap();
+    let (_, results) = run(&host, None, "delete it").await;
+    let (_, ok, text) = &results[0];
+    assert!(!ok && text.contains("checkpoint_memory_bytes"), "{text}");
+    assert_eq!(
+        std::fs::read(root.join("blob.bin")).unwrap().len(),
+        100 << 10
+    );
+}
