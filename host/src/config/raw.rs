@@ -127,6 +127,9 @@ pub(super) struct RawLimits {
     pub(super) max_upload_bytes: Option<usize>,
     pub(super) checkpoint_bytes: Option<usize>,
     pub(super) approval_timeout_secs: Option<f64>,
+    pub(super) body_timeout_secs: Option<f64>,
+    pub(super) max_transfers: Option<usize>,
+    pub(super) max_transfers_per_token: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]

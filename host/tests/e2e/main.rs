@@ -45,5 +45,6 @@ mod stale_writes;
 mod stored_steps;
 mod support;
 mod tools_api;
+mod transfers;
 mod trust;
 mod undo;

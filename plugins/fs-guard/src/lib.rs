@@ -15,7 +15,9 @@
 //!   from `io::Error`/errno.
 //! - [`project`]: [`ProjectDir`] and its operations, in two halves: reading
 //!   ([`ProjectDir::meta`], [`ProjectDir::read_text`], [`ProjectDir::read_bytes`],
-//!   [`ProjectDir::list`]) and changing ([`ProjectDir::write_text`], [`ProjectDir::write_bytes`], [`ProjectDir::create_dir`], [`ProjectDir::delete`],
+//!   [`ProjectDir::open_file`] for a read in pieces, [`ProjectDir::list`]) and changing
+//!   ([`ProjectDir::write_text`], [`ProjectDir::write_bytes`], [`ProjectDir::stage_write`]
+//!   for a write in pieces, [`ProjectDir::create_dir`], [`ProjectDir::delete`],
 //!   [`ProjectDir::delete_recursive`] and [`ProjectDir::rename`], which never replaces:
 //!   `renameat2(RENAME_NOREPLACE)`).
 //! - [`version`]: [`ContentVersion`], a file content's version for stale-write checks.
@@ -49,7 +51,7 @@ pub use args::parse_args;
 pub use error::{from_io, Current, PathError, Shown};
 pub use path::{check_path, PathUse, RelPath, MAX_NAME_BYTES, MAX_PATH_BYTES};
 pub use project::{
-    EntryType, IfExists, ListEntry, Listing, Node, PathMeta, ProjectDir, Recorded, Written,
-    MAX_DELETE_DEPTH,
+    EntryType, IfExists, ListEntry, Listing, Node, OpenedFile, PathMeta, ProjectDir, Recorded,
+    StagedWrite, Written, MAX_DELETE_DEPTH,
 };
 pub use version::{BadVersion, ContentVersion};
