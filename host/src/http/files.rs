@@ -80,7 +80,7 @@ pub(super) async fn list(
     State(state): State<AppState>,
     Path(id): Path<String>,
     query: Result<Query<ListQuery>, QueryRejection>,
-) -> Result<Json<FolderListing>, ApiError> {
+) -> Result<Response, ApiError> {
     let project = authorized_project(&caller, &id)?;
     let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let path = query.path.unwrap_or_else(|| ".".to_owned());
@@ -137,7 +137,23 @@ pub(super) async fn list(
         })
     })
     .await?;
-    Ok(Json(listing))
+    shown_json(&listing)
+}
+
+/// `value` as a JSON answer whose invisible characters (in names made outside Rojos) are
+/// JSON escapes: the same value for the panel, nothing invisible for a person reading it
+/// (docs/security.md, "Invisible characters in names").
+fn shown_json(value: &impl Serialize) -> Result<Response, ApiError> {
+    let text = serde_json::to_string(value).map_err(|e| ApiError::internal("answering", e))?;
+    let text = rojos_fs_guard::json_escaped(&text).into_owned();
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        text,
+    )
+        .into_response())
 }
 
 pub(super) async fn content(
@@ -349,14 +365,16 @@ fn child(folder: &str, name: &str) -> String {
 }
 
 /// The bytes of `path` as a download: `application/octet-stream`, never rendered by the
-/// browser, named by its last part (RFC 6266: an ASCII `filename` and the exact UTF-8
-/// `filename*`).
+/// browser, named by its last part (RFC 6266: an ASCII `filename` and the UTF-8 `filename*`),
+/// with its invisible characters written as `\u{XXXX}` (as the files pane shows them), so a
+/// bidirectional override cannot make the saved name read as another.
 fn attachment(path: &str, body: Body) -> Response {
     let name = path
         .trim_end_matches('/')
         .rsplit('/')
         .next()
         .unwrap_or("download");
+    let name = rojos_fs_guard::escaped(name);
     let ascii: String = name
         .chars()
         .map(|c| {
@@ -415,6 +433,19 @@ mod tests {
             value,
             "attachment; filename=\"r__sum____.txt\"; \
              filename*=UTF-8''r%C3%A9%22sum%C3%A9%3B%0D%0A.txt"
+        );
+    }
+
+    #[test]
+    fn a_download_name_shows_its_invisible_characters_escaped() {
+        let response = attachment("docs/invoice\u{202e}txt.exe", Body::from("x"));
+        let value = response.headers()[header::CONTENT_DISPOSITION]
+            .to_str()
+            .expect("ASCII header");
+        assert_eq!(
+            value,
+            "attachment; filename=\"invoice_u_202e_txt.exe\"; \
+             filename*=UTF-8''invoice%5Cu%7B202e%7Dtxt.exe"
         );
     }
 

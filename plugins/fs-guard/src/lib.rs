@@ -11,6 +11,8 @@
 //!
 //! - [`args`]: [`parse_args`], the model's arguments as a JSON object only.
 //! - [`path`]: syntactic checks on the model's path string ([`check_path`]).
+//! - [`names`]: which characters of a name are invisible ([`is_invisible`]: refused in new
+//!   names) and how every output shows them escaped ([`escaped`], [`json_escaped`]).
 //! - [`error`]: [`PathError`], the messages the model reads, and [`from_io`], the one mapping
 //!   from `io::Error`/errno.
 //! - [`project`]: [`ProjectDir`] and its operations, in two halves: reading
@@ -41,6 +43,7 @@
 
 pub mod args;
 pub mod error;
+pub mod names;
 pub mod path;
 pub mod project;
 #[cfg(any(test, feature = "testing"))]
@@ -49,6 +52,7 @@ pub mod version;
 
 pub use args::parse_args;
 pub use error::{from_io, Current, PathError, Shown};
+pub use names::{escaped, is_invisible, json_escaped};
 pub use path::{check_path, PathUse, RelPath, MAX_NAME_BYTES, MAX_PATH_BYTES};
 pub use project::{
     EntryType, IfExists, ListEntry, Listing, Node, OpenedFile, PathMeta, ProjectDir, Recorded,

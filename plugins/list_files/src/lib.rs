@@ -8,11 +8,14 @@
 //!   entries, the result is instead
 //!   `{"entries":[…the first max_list_entries…],"truncated":true,"total":N,"omitted":M}`,
 //!   the first entries in the same order (so every folder is kept before any file).
+//! - Names holding invisible characters (control, format and bidirectional characters, made
+//!   outside Rojos: new ones are refused) are written with JSON escapes (`"a\u200bb"`), so
+//!   the result shows them and still parses to the exact names.
 //! - Errors: `not_found`, `outside_root`, `refused` (not a folder), `invalid_arguments`.
 
 #![forbid(unsafe_code)]
 
-use rojos_fs_guard::{parse_args, ProjectDir};
+use rojos_fs_guard::{json_escaped, parse_args, ProjectDir};
 use rojos_plugin_api::{export_tool, CallContext, Tool, ToolError, ToolSpec};
 use serde::Deserialize;
 use serde_json::json;
@@ -35,7 +38,10 @@ pub struct Args {
 ///
 /// See the crate documentation.
 pub fn run(dir: &ProjectDir, args: Args) -> Result<String, ToolError> {
-    Ok(dir.list(&args.path)?.to_json().to_string())
+    let result = dir.list(&args.path)?.to_json().to_string();
+    // Names made outside Rojos may hold invisible characters: the model reads each as a
+    // JSON escape (`\u202e`), and gives the exact name back by writing the same escape.
+    Ok(json_escaped(&result).into_owned())
 }
 
 impl Tool for ListFiles {
@@ -280,11 +286,20 @@ mod tests {
     }
 
     #[test]
-    fn files_with_control_or_bidi_names_are_listed_as_they_are() {
+    fn names_with_invisible_characters_are_listed_escaped_and_exact() {
         let fx = Fixture::new();
         fx.write("rlo\u{202e}txt.exe", b"");
-        let names: Value = serde_json::from_str(&list(&fx, ".").unwrap()).unwrap();
+        fx.write("zero\u{200b}width", b"");
+        let text = list(&fx, ".").unwrap();
+        assert!(text.contains(r#""name":"rlo\u202etxt.exe""#), "{text}");
+        assert!(text.contains(r#""name":"zero\u200bwidth""#), "{text}");
+        assert!(
+            !text.contains('\u{202e}') && !text.contains('\u{200b}'),
+            "{text}"
+        );
+        let names: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(names[2]["name"], "rlo\u{202e}txt.exe");
+        assert_eq!(names[3]["name"], "zero\u{200b}width");
     }
 
     #[test]

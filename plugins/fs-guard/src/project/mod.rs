@@ -251,6 +251,8 @@ mod nfs_like_tests;
 #[cfg(test)]
 mod snapshot_tests;
 #[cfg(test)]
+mod staged_tests;
+#[cfg(test)]
 mod stale_tests;
 #[cfg(test)]
 mod tests;

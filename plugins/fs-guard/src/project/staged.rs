@@ -65,9 +65,13 @@ impl ProjectDir {
                 }
                 (folder, true)
             }
-            // Missing (or not a folder): the commit creates it, or says why it cannot. The
-            // pieces wait in the root meanwhile, so a failed upload creates no folder.
-            Err(_) => (self.open_folder(".").map_err(io)?, false),
+            // Missing: the commit creates it, or says why it cannot. The pieces wait in the
+            // root meanwhile, so a failed upload creates no folder.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                (self.open_folder(".").map_err(io)?, false)
+            }
+            // A file on the way, a link that leads out: refused before a byte comes.
+            Err(e) => return Err(io(e)),
         };
         let (temp_name, file) = temp_file(&staging).map_err(io)?;
         Ok(StagedWrite {

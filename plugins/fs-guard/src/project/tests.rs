@@ -112,18 +112,19 @@ fn list_reports_in_root_links_with_their_target_type_and_omits_the_rest() {
     assert_eq!(
         got,
         [
+            ("in-dir", EntryType::Directory),
+            ("sub", EntryType::Directory),
             ("hello.txt", EntryType::File),
             ("in-chain", EntryType::File),
-            ("in-dir", EntryType::Directory),
             ("in-file", EntryType::File),
-            ("sub", EntryType::Directory),
         ]
     );
     let sub = fx.project_dir().list("in-dir").unwrap();
     let names: Vec<&str> = sub.entries.iter().map(|e| e.name.as_str()).collect();
-    assert_eq!(names, ["deeper", "inner.txt", "up", "up-dir"]);
-    assert_eq!(sub.entries[2].kind, EntryType::File);
-    assert_eq!(sub.entries[3].kind, EntryType::Directory);
+    assert_eq!(names, ["deeper", "up-dir", "inner.txt", "up"]);
+    // `up-dir` links to a folder, `up` to a file: each listed with its target's type.
+    assert_eq!(sub.entries[1].kind, EntryType::Directory);
+    assert_eq!(sub.entries[3].kind, EntryType::File);
     fx.assert_clean(&listing.to_json().to_string());
 }
 
@@ -657,7 +658,7 @@ fn names_that_are_not_utf8_are_left_out_of_listings() {
         .into_iter()
         .map(|e| e.name)
         .collect();
-    assert_eq!(names, ["hello.txt", "sub"]);
+    assert_eq!(names, ["sub", "hello.txt"]);
 }
 
 #[test]
