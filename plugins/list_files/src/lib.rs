@@ -125,8 +125,8 @@ mod tests {
             r#"[{"name":"in-dir","type":"directory"},{"name":"sub","type":"directory"},{"name":"hello.txt","type":"file"},{"name":"in-chain","type":"file"},{"name":"in-file","type":"file"}]"#
         );
         let inner: Value = serde_json::from_str(&list(&fx, "in-dir").unwrap()).unwrap();
-        assert_eq!(inner[2], json!({"name": "up", "type": "file"}));
-        assert_eq!(inner[3], json!({"name": "up-dir", "type": "directory"}));
+        assert_eq!(inner[1], json!({"name": "up-dir", "type": "directory"}));
+        assert_eq!(inner[3], json!({"name": "up", "type": "file"}));
     }
 
     #[test]
