@@ -43,10 +43,16 @@ window.RojosFiles = (() => {
     return e;
   }
 
+  // The characters that show as nothing or reorder the text around them, as the server's
+  // rojos-fs-guard `is_invisible` (docs/security.md, "Invisible characters in names"): each is
+  // shown as `\u{XXXX}`, so a name made outside Rojos cannot pass for another.
+  const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\u034F\u115F\u1160\u17B4\u17B5\u180B-\u180F\u3164\uFFA0]/gu;
+  const shown = (name) => name.replace(INVISIBLE, (c) => '\\u{' + c.codePointAt(0).toString(16).padStart(4, '0') + '}');
+
   const join = (folder, name) => (folder === '.' ? name : folder + '/' + name);
   const parentOf = (path) => (path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : '.');
   const baseName = (path) => path.slice(path.lastIndexOf('/') + 1);
-  const shownFolder = (path) => (path === '.' ? 'the project root' : path + '/');
+  const shownFolder = (path) => (path === '.' ? 'the project root' : shown(path) + '/');
 
   function url(route, path, extra) {
     let q = '/projects/' + encodeURIComponent(state.project()) + route + '?path=' + encodeURIComponent(path);
@@ -91,7 +97,7 @@ window.RojosFiles = (() => {
     button.dataset.path = path;
     button.append(
       node('span', 'files-icon', isDir ? '\u25B8' : ''),
-      node('span', 'files-name', entry.name),
+      node('span', 'files-name', shown(entry.name)),
     );
     if (entry.symlink) button.append(node('span', 'files-link', '\u2192 link'));
     if (!isDir) button.append(node('span', 'files-size', size(entry.size)));
@@ -134,7 +140,7 @@ window.RojosFiles = (() => {
     }
     const items = listing.entries.map((entry) => item(path, entry, seq));
     if (items.length === 0) items.push(node('li', 'files-empty muted small', path === '.' ? 'No files yet.' : 'Empty folder.'));
-    if (listing.truncated) items.push(node('li', 'muted small', (listing.total - listing.entries.length) + ' more not shown'));
+    if (listing.truncated) items.push(node('li', 'muted small', listing.omitted + ' more not shown'));
     ul.replaceChildren(...items);
   }
 
@@ -212,7 +218,7 @@ window.RojosFiles = (() => {
     const current = [...el.tree.querySelectorAll('.files-item.file')].find((b) => b.dataset.path === path);
     if (current) current.setAttribute('aria-current', 'true');
     el.view.hidden = false;
-    el.viewPath.textContent = path;
+    el.viewPath.textContent = shown(path);
     if (!options.quiet) {
       el.viewMeta.textContent = '';
       el.viewBody.replaceChildren(node('p', 'muted small', 'Loading\u2026'));
@@ -257,7 +263,7 @@ window.RojosFiles = (() => {
     const blob = await response.blob();
     const link = node('a');
     link.href = URL.createObjectURL(blob);
-    link.download = baseName(path);
+    link.download = shown(baseName(path));
     document.body.appendChild(link);
     link.click();
     link.remove();
@@ -268,7 +274,7 @@ window.RojosFiles = (() => {
 
   async function upload(file, overwrite) {
     const path = join(state.folder, file.name);
-    say('Uploading ' + file.name + '\u2026', 'busy');
+    say('Uploading ' + shown(file.name) + '\u2026', 'busy');
     let response;
     try {
       response = await state.api(url('/files/content', path, overwrite ? 'overwrite=1' : ''), { method: 'PUT', body: file });
@@ -280,7 +286,7 @@ window.RojosFiles = (() => {
       const replace = node('button', 'btn files-replace', 'Replace it');
       replace.type = 'button';
       replace.addEventListener('click', () => upload(file, true));
-      say(file.name + ' already exists in ' + shownFolder(state.folder) + '.', 'error', replace);
+      say(shown(file.name) + ' already exists in ' + shownFolder(state.folder) + '.', 'error', replace);
       replace.focus();
       return;
     }

@@ -23,11 +23,13 @@ mod parse_error;
 mod provider;
 mod raw;
 mod store;
+mod transfers;
 
 pub use approve::{ApprovalRule, DEFAULT_APPROVAL_TIMEOUT};
 pub use mcp::{HttpServer, McpServerConfig, McpTransport, PerProject, StdioServer};
 pub use provider::ProviderConfig;
 pub use store::StoreConfig;
+pub use transfers::{TransferLimits, TRANSFER_BUFFER_BYTES};
 
 use raw::{RawConfig, RawLimits, RawNames, RawPlugins, RawProvider, RawRojo, RawServer, RawToken};
 
@@ -105,6 +107,9 @@ pub struct Config {
     /// Largest file uploaded or downloaded through `/projects/{id}/files/content` (`413`
     /// beyond; docs/api.md "Project files").
     pub max_upload_bytes: usize,
+    /// How long an upload's body may take, and how many transfers run at once
+    /// (docs/configuration.md, "Transfers").
+    pub transfers: TransferLimits,
     /// Most bytes one project's undo checkpoints keep; the oldest are dropped first
     /// (docs/configuration.md, docs/api.md "Undo of file changes").
     pub checkpoint_bytes: usize,
@@ -407,6 +412,7 @@ impl ConfigFile {
             10 << 20,
             1,
         )?;
+        let transfers = transfers::parse_transfers(limits_raw)?;
         // 0 turns undo off (no checkpoint is recorded).
         let checkpoint_bytes = at_least(
             "limits.checkpoint_bytes",
@@ -455,6 +461,7 @@ impl ConfigFile {
             budgets,
             max_conversation_page_bytes,
             max_upload_bytes,
+            transfers,
             checkpoint_bytes,
             checkpoint_record_bytes,
             checkpoint_memory_bytes,
@@ -1121,6 +1128,43 @@ tools = ["list_files"]
         assert_eq!(c.max_chats_per_token, 32);
         assert_eq!(c.max_conversation_page_bytes, 1 << 20);
         assert_eq!(c.max_upload_bytes, 10 << 20);
+        assert_eq!(c.transfers, TransferLimits::default());
+    }
+
+    #[test]
+    fn the_transfer_limits_are_read_and_checked() {
+        let c = parse(
+            "[limits]\nbody_timeout_secs = 2.5\nmax_transfers = 3\nmax_transfers_per_token = 2\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.transfers,
+            TransferLimits {
+                body_timeout: Duration::from_millis(2500),
+                max_transfers: 3,
+                max_transfers_per_token: 2,
+            }
+        );
+        assert_eq!(c.transfers.buffered_bytes(), 3 * TRANSFER_BUFFER_BYTES);
+        for (toml, expected) in [
+            (
+                "body_timeout_secs = 0",
+                "limits.body_timeout_secs: must be between 0 and 3600 seconds",
+            ),
+            (
+                "max_transfers = 0",
+                "limits.max_transfers: must be at least 1",
+            ),
+            (
+                "max_transfers_per_token = 0",
+                "limits.max_transfers_per_token: must be at least 1",
+            ),
+        ] {
+            let e = parse(&format!("[limits]\n{toml}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(expected), "{e}");
+        }
     }
 
     #[test]

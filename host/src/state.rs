@@ -10,7 +10,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use crate::{
     agent::Agent,
     config::{Config, ConfigError, ConfigFile},
-    http::{auth::Auth, limits::ChatLimits},
+    http::{auth::Auth, limits::ChatLimits, transfers::TransferSlots},
     live::{Live, ProviderError, Settings},
     mcp::client::McpClients,
     metrics::Metrics,
@@ -41,6 +41,8 @@ pub struct AppState {
     /// How many chats may stream at once (in all, and per token), and how often each token
     /// may start one.
     pub limits: Arc<ChatLimits>,
+    /// How many file uploads and downloads may run at once (in all, and per token).
+    pub transfers: Arc<TransferSlots>,
     /// The rojos and providers, reloaded when `rojos.toml` changes.
     pub live: Arc<Live>,
     /// What the provider checks found. The checks themselves run only under
@@ -138,6 +140,7 @@ impl AppState {
             ChatLimits::new(config.max_concurrent_chats, config.rate_limit_per_minute)
                 .with_per_token(config.max_chats_per_token),
         );
+        let transfers = Arc::new(TransferSlots::new(&config.transfers));
         Ok(AppState {
             auth: Arc::new(Auth::from_config(&config.tokens)),
             config: Arc::new(config),
@@ -147,6 +150,7 @@ impl AppState {
             agent: Arc::new(agent),
             metrics,
             limits,
+            transfers,
             live,
             statuses: Arc::new(StatusBoard::default()),
             mcp: Arc::new(mcp),

@@ -2,7 +2,7 @@
 // upstream: a file written by a tool appears without a reload and opens with line numbers; a
 // binary file shows the note; download gives the bytes; upload puts a file on disk, asks
 // before replacing one and shows the server's reason for a refused name; hostile names and
-// content stay text; a write_text_content line shows the written text and opens the file in
+// content stay text; invisible characters in names are shown (and downloaded) escaped; a write_text_content line shows the written text and opens the file in
 // the pane. Screenshots (light, dark, phone) go to test-output/browser/.
 
 import assert from 'node:assert/strict';
@@ -178,6 +178,32 @@ describe('the files pane', () => {
     ]);
     assert.equal(await page.$$eval('#files-pane img, #files-pane script', (e) => e.length), 0);
     assert.equal(await page.evaluate(() => window.pwned), undefined);
+    assert.deepEqual(problems, []);
+  });
+
+  test('invisible characters in names are shown escaped, and downloaded escaped', async (t) => {
+    const { page, host, problems } = await session(t, browser, []);
+    // A right-to-left override would make `invoice\u202etxt.exe` read as `invoiceexe.txt`.
+    const name = 'invoice\u202etxt.exe';
+    const shown = 'invoice\\u{202e}txt.exe';
+    fs.writeFileSync(path.join(host.projectRoot('demo'), name), 'MZ');
+    fs.writeFileSync(path.join(host.projectRoot('demo'), 'zero\u200bwidth.md'), '# z\n');
+    await openPanel(page, host);
+    await openPane(page);
+    await page.waitForSelector(item(name));
+    const names = await page.$$eval('#files-tree .files-name', (e) => e.map((n) => n.textContent));
+    assert.deepEqual(names, [shown, 'zero\\u{200b}width.md']);
+    await page.click(item(name));
+    await page.waitForSelector('#files-view-body .files-line');
+    assert.equal(await page.textContent('#files-view-path'), shown);
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.click('#files-download'),
+    ]);
+    const saved = download.suggestedFilename();
+    assert.ok(!saved.includes('\u202e'), `the saved name holds the override: ${saved}`);
+    assert.ok(saved.endsWith('u{202e}txt.exe'), saved);
+    assert.deepEqual(fs.readFileSync(await download.path()), Buffer.from('MZ'));
     assert.deepEqual(problems, []);
   });
 

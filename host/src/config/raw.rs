@@ -132,6 +132,9 @@ pub(super) struct RawLimits {
     pub(super) max_mcp_sessions: Option<usize>,
     pub(super) max_mcp_sessions_per_token: Option<usize>,
     pub(super) mcp_session_idle_secs: Option<f64>,
+    pub(super) body_timeout_secs: Option<f64>,
+    pub(super) max_transfers: Option<usize>,
+    pub(super) max_transfers_per_token: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -61,6 +61,18 @@ pub enum ApiError {
     /// the message says what and how to fix it.
     #[error("{0}")]
     Unavailable(String),
+    /// 503: the server is at a limit of work running at once (file transfers); the
+    /// message names it, `Retry-After` says when to try again.
+    #[error("{message}")]
+    Busy {
+        /// What limit, for the user.
+        message: String,
+        /// Seconds to wait before retrying.
+        retry_after: u64,
+    },
+    /// 408: the request's body did not arrive within its time limit.
+    #[error("{0}")]
+    RequestTimeout(String),
     /// 500: something failed inside the server; what was being done and why (with every
     /// source) is logged, not returned.
     #[error("internal error")]
@@ -107,7 +119,8 @@ impl IntoResponse for ApiError {
             ApiError::PayloadTooLarge(_) | ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable(_) | ApiError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             ApiError::Internal { context, source } => {
                 let cause = source
                     .as_deref()
@@ -118,7 +131,9 @@ impl IntoResponse for ApiError {
             }
         };
         let mut response = (status, Json(json!({ "error": self.to_string() }))).into_response();
-        if let ApiError::TooManyRequests { retry_after, .. } = &self {
+        if let ApiError::TooManyRequests { retry_after, .. } | ApiError::Busy { retry_after, .. } =
+            &self
+        {
             response.headers_mut().insert(
                 axum::http::header::RETRY_AFTER,
                 axum::http::HeaderValue::from(*retry_after),

@@ -6,6 +6,10 @@
 //! - `PUT /projects/{id}/files/content?path=FILE`: an upload, never replacing a file unless
 //!   `overwrite=1`.
 //!
+//! Uploads and downloads stream (`upload`, `download`): each holds one buffer at a time, an
+//! upload's body has a time limit, and `super::transfers` caps how many run at once
+//! (docs/configuration.md, "Transfers").
+//!
 //! Every path goes through `rojos-fs-guard`'s [`ProjectDir`], the same confinement and
 //! refusal messages as the file tools (docs/security.md, "Tools cannot leave the project"):
 //! nothing here checks a path itself. File system work runs on the blocking pool.
@@ -17,11 +21,13 @@ use axum::{
     response::{IntoResponse, Response},
     Json,
 };
-use futures_util::StreamExt;
 use rojos_fs_guard::{check_path, EntryType, IfExists, PathError, PathUse, ProjectDir};
 use rojos_plugin_api::{ErrorKind, Limits};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+
+mod download;
+mod upload;
 
 use super::{auth::Caller, error::ApiError};
 use crate::{state::AppState, storage::ProjectId};
@@ -64,6 +70,9 @@ pub(super) struct FolderListing {
     truncated: bool,
     /// How many entries the folder has that could be listed.
     total: usize,
+    /// How many of them were left out: a cut listing keeps its folders first, then the
+    /// first files.
+    omitted: usize,
 }
 
 pub(super) async fn list(
@@ -71,7 +80,7 @@ pub(super) async fn list(
     State(state): State<AppState>,
     Path(id): Path<String>,
     query: Result<Query<ListQuery>, QueryRejection>,
-) -> Result<Json<FolderListing>, ApiError> {
+) -> Result<Response, ApiError> {
     let project = authorized_project(&caller, &id)?;
     let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let path = query.path.unwrap_or_else(|| ".".to_owned());
@@ -91,6 +100,7 @@ pub(super) async fn list(
                     entries: Vec::new(),
                     truncated: false,
                     total: 0,
+                    omitted: 0,
                 })
             } else {
                 Err(refusal(PathError::NotFound {
@@ -100,7 +110,7 @@ pub(super) async fn list(
         };
         let dir = ProjectDir::new(root, limits);
         let listing = dir.list(&path).map_err(refusal)?;
-        let mut entries: Vec<FileEntry> = listing
+        let entries: Vec<FileEntry> = listing
             .entries
             .iter()
             .filter_map(|entry| {
@@ -116,17 +126,34 @@ pub(super) async fn list(
                 })
             })
             .collect();
-        // Folders first, then files; each group keeps fs-guard's order by name.
-        entries.sort_by_key(|entry| entry.kind != EntryType::Directory);
+        // fs-guard lists folders first, then files, each group by name, and a cut listing
+        // keeps the folders first; an entry removed meanwhile only shortens it.
         Ok(FolderListing {
             path,
             entries,
             truncated: listing.truncated(),
             total: listing.total,
+            omitted: listing.total.saturating_sub(listing.entries.len()),
         })
     })
     .await?;
-    Ok(Json(listing))
+    shown_json(&listing)
+}
+
+/// `value` as a JSON answer whose invisible characters (in names made outside Rojos) are
+/// JSON escapes: the same value for the panel, nothing invisible for a person reading it
+/// (docs/security.md, "Invisible characters in names").
+fn shown_json(value: &impl Serialize) -> Result<Response, ApiError> {
+    let text = serde_json::to_string(value).map_err(|e| ApiError::internal("answering", e))?;
+    let text = rojos_fs_guard::json_escaped(&text).into_owned();
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        text,
+    )
+        .into_response())
 }
 
 pub(super) async fn content(
@@ -149,6 +176,11 @@ pub(super) async fn content(
     } else {
         state.agent.limits
     };
+    let permit = if download {
+        Some(state.transfers.admit(caller.token(), &state.metrics)?)
+    } else {
+        None
+    };
     blocking("reading a project file", move || {
         let root = state
             .storage
@@ -161,9 +193,9 @@ pub(super) async fn content(
             }));
         };
         let dir = ProjectDir::new(root, limits);
-        if download {
-            let bytes = dir.read_bytes(&path).map_err(refusal)?;
-            return Ok(attachment(&path, bytes));
+        if let Some(permit) = permit {
+            let opened = dir.open_file(&path).map_err(refusal)?;
+            return Ok(attachment(&path, download::body(opened, permit)));
         }
         let meta = dir.meta(&path).map_err(refusal)?;
         let shown = |field: &str, value: String| {
@@ -212,38 +244,73 @@ pub(super) async fn upload(
     // Refused before a byte of a large body is read or anything is created.
     check_path(&path, PathUse::Create).map_err(refusal)?;
     let limit = state.config.max_upload_bytes;
-    let bytes = read_upload(&headers, body, limit).await?;
+    let announced = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > limit as u64) {
+        return Err(too_large(limit));
+    }
+    let _permit = state.transfers.admit(caller.token(), &state.metrics)?;
+    // The whole body must have arrived by then, however it trickles in.
+    let deadline = tokio::time::Instant::now() + state.config.transfers.body_timeout;
     let limits = Limits {
         max_write_bytes: limit as u64,
         ..state.agent.limits
     };
-    blocking("writing a project file", move || {
-        let root = state
-            .storage
-            .project_root(&project)
+    let storage = std::sync::Arc::clone(&state.storage);
+    let staged_path = path.clone();
+    let staged_project = project.clone();
+    let staged = blocking("starting an upload", move || {
+        let root = storage
+            .project_root(&staged_project)
             .map_err(|e| ApiError::internal("opening the project folder", e))?;
-        let dir = ProjectDir::new(root, limits);
-        // The project lock, shared, while writing: an undo does not check and restore the
-        // project meanwhile (docs/security.md, "Undo holds the project's lock").
+        ProjectDir::new(root, limits)
+            .stage_write(&staged_path, if_exists)
+            .map_err(upload_refusal)
+    })
+    .await?;
+    let staged = upload::receive(staged, body, deadline, state.config.transfers.body_timeout)
+        .await
+        .map_err(|e| match e {
+            upload::Failed::Refused(e) => upload_refusal(e),
+            other => other.into(),
+        })?;
+    let size = staged.written();
+    blocking("writing a project file", move || {
+        // Everything has arrived: the file takes its name now, in one rename, under a share
+        // of the project lock, so an undo does not check and restore the project meanwhile
+        // (docs/security.md, "Undo holds the project's lock").
         let _change = (state.agent.checkpoints.hold_for_change(&project))
             .map_err(|e| ApiError::internal("taking the project lock", e))?;
-        let written = dir
-            .write_bytes(&path, &bytes, if_exists)
-            .map_err(|e| match e {
-                PathError::AlreadyExists { .. } => ApiError::Conflict(format!(
-                    "{e}: upload with overwrite=1 to replace it, or choose another name"
-                )),
-                other => refusal(other),
-            })?;
+        let written = staged.commit().map_err(upload_refusal)?;
         let status = if written.replaced {
             StatusCode::OK
         } else {
             StatusCode::CREATED
         };
-        let answer = json!({ "path": path, "size": bytes.len(), "replaced": written.replaced });
+        let answer = json!({ "path": path, "size": size, "replaced": written.replaced });
         Ok((status, Json(answer)).into_response())
     })
     .await
+}
+
+/// An upload's refusal: `409` for a file at the name (with what to do), else as [`refusal`].
+fn upload_refusal(error: PathError) -> ApiError {
+    match error {
+        PathError::AlreadyExists { .. } => ApiError::Conflict(format!(
+            "{error}: upload with overwrite=1 to replace it, or choose another name"
+        )),
+        PathError::TextTooLarge { limit, .. } => too_large(limit as usize),
+        other => refusal(other),
+    }
+}
+
+/// The refusal of an upload over `max_upload_bytes`.
+fn too_large(limit: usize) -> ApiError {
+    ApiError::TooLarge(format!(
+        "the file is over the upload limit of {limit} bytes ([limits] max_upload_bytes)"
+    ))
 }
 
 /// The project `id`, checked for shape (`400`) and for the caller's scope (`403`).
@@ -270,35 +337,6 @@ fn flag(name: &str, value: Option<u8>) -> Result<bool, ApiError> {
         Some(1) => Ok(true),
         Some(_) => Err(ApiError::BadRequest(format!("{name} must be 0 or 1"))),
     }
-}
-
-/// The body of an upload, at most `limit` bytes: `413` as soon as it is known to be longer
-/// (from `Content-Length`, or while it streams in).
-async fn read_upload(headers: &HeaderMap, body: Body, limit: usize) -> Result<Vec<u8>, ApiError> {
-    let too_large = || {
-        ApiError::TooLarge(format!(
-            "the file is over the upload limit of {limit} bytes ([limits] max_upload_bytes)"
-        ))
-    };
-    let announced = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if announced.is_some_and(|n| n > limit as u64) {
-        return Err(too_large());
-    }
-    let mut bytes = Vec::with_capacity(announced.map_or(0, |n| n as usize));
-    let mut stream = body.into_data_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| {
-            ApiError::BadRequest(format!("the upload was cut off before its end: {e}"))
-        })?;
-        if bytes.len().saturating_add(chunk.len()) > limit {
-            return Err(too_large());
-        }
-        bytes.extend_from_slice(&chunk);
-    }
-    Ok(bytes)
 }
 
 /// A fs-guard refusal as the answer, with fs-guard's own message: `404` for a missing name,
@@ -332,14 +370,16 @@ fn child(folder: &str, name: &str) -> String {
 }
 
 /// The bytes of `path` as a download: `application/octet-stream`, never rendered by the
-/// browser, named by its last part (RFC 6266: an ASCII `filename` and the exact UTF-8
-/// `filename*`).
-fn attachment(path: &str, bytes: Vec<u8>) -> Response {
+/// browser, named by its last part (RFC 6266: an ASCII `filename` and the UTF-8 `filename*`),
+/// with its invisible characters written as `\u{XXXX}` (as the files pane shows them), so a
+/// bidirectional override cannot make the saved name read as another.
+fn attachment(path: &str, body: Body) -> Response {
     let name = path
         .trim_end_matches('/')
         .rsplit('/')
         .next()
         .unwrap_or("download");
+    let name = rojos_fs_guard::escaped(name);
     let ascii: String = name
         .chars()
         .map(|c| {
@@ -361,7 +401,7 @@ fn attachment(path: &str, bytes: Vec<u8>) -> Response {
         })
         .collect();
     let disposition = format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}");
-    let mut response = Body::from(bytes).into_response();
+    let mut response = body.into_response();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
@@ -389,15 +429,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_download_name_is_plain_ascii_with_the_exact_name_encoded_beside_it() {
-        let response = attachment("docs/ré\"sumé;\r\n.txt", b"x".to_vec());
+    fn a_download_name_is_plain_ascii_with_the_name_encoded_beside_it() {
+        let response = attachment("docs/ré\"sumé;\r\n.txt", Body::from("x"));
         let value = response.headers()[header::CONTENT_DISPOSITION]
             .to_str()
             .expect("ASCII header");
         assert_eq!(
             value,
-            "attachment; filename=\"r__sum____.txt\"; \
-             filename*=UTF-8''r%C3%A9%22sum%C3%A9%3B%0D%0A.txt"
+            "attachment; filename=\"r__sum___u_000d__u_000a_.txt\"; \
+             filename*=UTF-8''r%C3%A9%22sum%C3%A9%3B%5Cu%7B000d%7D%5Cu%7B000a%7D.txt"
+        );
+    }
+
+    #[test]
+    fn a_download_name_shows_its_invisible_characters_escaped() {
+        let response = attachment("docs/invoice\u{202e}txt.exe", Body::from("x"));
+        let value = response.headers()[header::CONTENT_DISPOSITION]
+            .to_str()
+            .expect("ASCII header");
+        assert_eq!(
+            value,
+            "attachment; filename=\"invoice_u_202e_txt.exe\"; \
+             filename*=UTF-8''invoice%5Cu%7B202e%7Dtxt.exe"
         );
     }
 

@@ -18,6 +18,7 @@ mod replace;
 mod rojos;
 pub(crate) mod server;
 mod tools;
+pub mod transfers;
 mod undo;
 
 use axum::{

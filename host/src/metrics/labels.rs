@@ -22,11 +22,12 @@ pub(crate) const NO_RESULT: &str = "no_result";
 pub(super) const TOOL_OUTCOMES: &[&str] = &["ok", "error", "cancelled"];
 
 /// `rojos_requests_limited_total{limit}`: chats' limits (`docs/configuration.md`, "Chat
-/// limits"), then MCP sessions' (`docs/mcp.md`, "Sessions").
+/// limits"), file transfers' ("Transfers"), then MCP sessions' (`docs/mcp.md`, "Sessions").
 pub(super) const LIMITS: &[&str] = &[
     "concurrency",
     "token",
     "rate",
+    "transfers",
     "mcp_sessions_per_token",
     "mcp_sessions",
 ];

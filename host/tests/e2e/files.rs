@@ -423,8 +423,8 @@ async fn hostile_paths_get_fs_guard_refusals_and_reach_nothing_outside() {
     .await;
     assert_eq!(
         body["error"],
-        "'a\\u{000a}b.txt': new names may not contain control or bidirectional formatting \
-         characters (found U+000A)"
+        "'a\\u{000a}b.txt': new names may not contain control, invisible or bidirectional \
+         formatting characters (found U+000A); choose a name without it"
     );
     assert_eq!(
         std::fs::read_to_string(host.dir.path().join("secret.txt")).unwrap(),

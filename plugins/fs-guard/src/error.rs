@@ -12,8 +12,9 @@ use rustix::io::Errno;
 
 use crate::path::{MAX_NAME_BYTES, MAX_PATH_BYTES};
 
-/// The model's path as shown in a message: quoted, with control and bidi characters escaped
-/// and anything past 200 bytes cut, so an error can never be used to smuggle formatting.
+/// The model's path as shown in a message: quoted, with invisible characters escaped as
+/// [`crate::names::escaped`] does and anything past 200 bytes cut, so an error can never be
+/// used to smuggle formatting.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Shown(String);
 
@@ -39,7 +40,7 @@ impl fmt::Display for Shown {
                 write!(f, "…' ({} bytes)", self.0.len())?;
                 return Ok(());
             }
-            if c.is_control() || crate::path::is_bidi_control(c) {
+            if crate::names::is_invisible(c) {
                 write!(f, "\\u{{{:04x}}}", c as u32)?;
             } else {
                 write!(f, "{c}")?;
@@ -87,8 +88,8 @@ pub enum PathError {
         /// The model's path.
         path: Shown,
     },
-    /// A name the model creates holds a control or bidi formatting character.
-    #[error("{path}: new names may not contain control or bidirectional formatting characters (found U+{code:04X})")]
+    /// A name the model creates holds an invisible character ([`crate::names::is_invisible`]).
+    #[error("{path}: new names may not contain control, invisible or bidirectional formatting characters (found U+{code:04X}); choose a name without it")]
     ForbiddenChar {
         /// The model's path.
         path: Shown,

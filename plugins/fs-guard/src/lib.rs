@@ -11,11 +11,15 @@
 //!
 //! - [`args`]: [`parse_args`], the model's arguments as a JSON object only.
 //! - [`path`]: syntactic checks on the model's path string ([`check_path`]).
+//! - [`names`]: which characters of a name are invisible ([`is_invisible`]: refused in new
+//!   names) and how every output shows them escaped ([`escaped`], [`json_escaped`]).
 //! - [`error`]: [`PathError`], the messages the model reads, and [`from_io`], the one mapping
 //!   from `io::Error`/errno.
 //! - [`project`]: [`ProjectDir`] and its operations, in two halves: reading
 //!   ([`ProjectDir::meta`], [`ProjectDir::read_text`], [`ProjectDir::read_bytes`],
-//!   [`ProjectDir::list`]) and changing ([`ProjectDir::write_text`], [`ProjectDir::write_bytes`], [`ProjectDir::create_dir`], [`ProjectDir::delete`],
+//!   [`ProjectDir::open_file`] for a read in pieces, [`ProjectDir::list`]) and changing
+//!   ([`ProjectDir::write_text`], [`ProjectDir::write_bytes`], [`ProjectDir::stage_write`]
+//!   for a write in pieces, [`ProjectDir::create_dir`], [`ProjectDir::delete`],
 //!   [`ProjectDir::delete_recursive`] and [`ProjectDir::rename`], which never replaces:
 //!   `renameat2(RENAME_NOREPLACE)`).
 //! - [`version`]: [`ContentVersion`], a file content's version for stale-write checks.
@@ -39,6 +43,7 @@
 
 pub mod args;
 pub mod error;
+pub mod names;
 pub mod path;
 pub mod project;
 #[cfg(any(test, feature = "testing"))]
@@ -47,9 +52,10 @@ pub mod version;
 
 pub use args::parse_args;
 pub use error::{from_io, Current, PathError, Shown};
+pub use names::{escaped, is_invisible, json_escaped};
 pub use path::{check_path, PathUse, RelPath, MAX_NAME_BYTES, MAX_PATH_BYTES};
 pub use project::{
-    EntryType, IfExists, ListEntry, Listing, Node, PathMeta, ProjectDir, Recorded, Written,
-    MAX_DELETE_DEPTH,
+    EntryType, IfExists, ListEntry, Listing, Node, OpenedFile, PathMeta, ProjectDir, Recorded,
+    StagedWrite, Written, MAX_DELETE_DEPTH,
 };
 pub use version::{BadVersion, ContentVersion};

@@ -10,7 +10,7 @@ pub const MAX_PATH_BYTES: usize = 4096;
 pub const MAX_NAME_BYTES: usize = 255;
 
 /// Whether the path names something that must exist, or something the model creates (which
-/// also refuses control and bidi formatting characters).
+/// also refuses invisible characters: [`crate::names::is_invisible`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PathUse {
     /// Read, stat, list, delete: the name exists already.
@@ -109,7 +109,8 @@ impl<'a> RelPath<'a> {
 
 /// Checks the model's `path` for `use_`: non-empty, relative, at most [`MAX_PATH_BYTES`] and
 /// [`MAX_NAME_BYTES`] per name, no NUL, no backslash, no drive prefix; for
-/// [`PathUse::Create`] also no C0/C1 control, DEL or bidi formatting character.
+/// [`PathUse::Create`] also no invisible character ([`crate::names::is_invisible`]: controls,
+/// format characters such as zero-width spaces and bidirectional controls, separators).
 ///
 /// # Errors
 ///
@@ -136,7 +137,7 @@ pub fn check_path(path: &str, use_: PathUse) -> Result<RelPath<'_>, PathError> {
         return Err(PathError::NameTooLong { path: shown() });
     }
     if use_ == PathUse::Create {
-        if let Some(c) = path.chars().find(|&c| c.is_control() || is_bidi_control(c)) {
+        if let Some(c) = crate::names::first_invisible(path) {
             return Err(PathError::ForbiddenChar {
                 path: shown(),
                 code: c as u32,
@@ -150,13 +151,6 @@ pub fn check_path(path: &str, use_: PathUse) -> Result<RelPath<'_>, PathError> {
 fn has_drive_prefix(path: &str) -> bool {
     let bytes = path.as_bytes();
     bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':'
-}
-
-/// The bidirectional formatting characters that can make a name display as another:
-/// embeddings and overrides U+202A–U+202E, isolates U+2066–U+2069, and the marks LRM, RLM
-/// and ALM.
-pub(crate) fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}')
 }
 
 #[cfg(test)]
@@ -241,7 +235,7 @@ mod tests {
     }
 
     #[test]
-    fn control_and_bidi_characters_are_refused_only_in_created_names() {
+    fn control_bidi_and_invisible_format_characters_are_refused_only_in_created_names() {
         for path in [
             "a\u{1}b",
             "a\nb",
@@ -250,6 +244,13 @@ mod tests {
             "x\u{202e}txt.exe",
             "\u{2066}a",
             "\u{200f}",
+            "zero\u{200b}width.txt",
+            "dir\u{2060}/x",
+            "\u{feff}bom",
+            "soft\u{ad}hyphen",
+            "tag\u{e0041}",
+            "line\u{2028}sep",
+            "filler\u{3164}",
         ] {
             let (kind, message) = refusal(path, PathUse::Create);
             assert_eq!(kind, ErrorKind::INVALID_ARGUMENTS);

@@ -1,16 +1,21 @@
 //! The `list_files` tool: the entries of a folder in the project.
 //!
 //! - Args: `{"path": "<relative folder path>"}` (`.` is the project root).
-//! - Result: `[{"name":"a.txt","type":"file"},{"name":"src","type":"directory"}]`, sorted by
-//!   name (byte order). In-root symlinks appear with their target's type; links leading out,
-//!   dangling links, loops, FIFOs, sockets, devices and non-UTF-8 names are left out. When the
-//!   folder has more than `max_list_entries` entries, the result is instead
-//!   `{"entries":[…the first max_list_entries…],"truncated":true,"total":N}`.
+//! - Result: `[{"name":"src","type":"directory"},{"name":"a.txt","type":"file"}]`, folders
+//!   first, then files, each group sorted by name (byte order). In-root symlinks appear with
+//!   their target's type; links leading out, dangling links, loops, FIFOs, sockets, devices
+//!   and non-UTF-8 names are left out. When the folder has more than `max_list_entries`
+//!   entries, the result is instead
+//!   `{"entries":[…the first max_list_entries…],"truncated":true,"total":N,"omitted":M}`,
+//!   the first entries in the same order (so every folder is kept before any file).
+//! - Names holding invisible characters (control, format and bidirectional characters, made
+//!   outside Rojos: new ones are refused) are written with JSON escapes (`"a\u200bb"`), so
+//!   the result shows them and still parses to the exact names.
 //! - Errors: `not_found`, `outside_root`, `refused` (not a folder), `invalid_arguments`.
 
 #![forbid(unsafe_code)]
 
-use rojos_fs_guard::{parse_args, ProjectDir};
+use rojos_fs_guard::{json_escaped, parse_args, ProjectDir};
 use rojos_plugin_api::{export_tool, CallContext, Tool, ToolError, ToolSpec};
 use serde::Deserialize;
 use serde_json::json;
@@ -33,17 +38,22 @@ pub struct Args {
 ///
 /// See the crate documentation.
 pub fn run(dir: &ProjectDir, args: Args) -> Result<String, ToolError> {
-    Ok(dir.list(&args.path)?.to_json().to_string())
+    let result = dir.list(&args.path)?.to_json().to_string();
+    // Names made outside Rojos may hold invisible characters: the model reads each as a
+    // JSON escape (`\u202e`), and gives the exact name back by writing the same escape.
+    Ok(json_escaped(&result).into_owned())
 }
 
 impl Tool for ListFiles {
     fn spec() -> ToolSpec {
         ToolSpec::new(
             "list_files",
-            "List the files and folders directly inside a folder of the project, sorted by name: \
-             an array of {name, type} with type 'file' or 'directory'. Use '.' for the project \
-             root, then list subfolders to explore deeper. A very large folder returns \
-             {entries, truncated: true, total} with only the first entries.",
+            "List the files and folders directly inside a folder of the project, folders first, \
+             then files, each sorted by name: an array of {name, type} with type 'file' or \
+             'directory'. Use '.' for the project root, then list subfolders to explore \
+             deeper. A very large folder returns {entries, truncated: true, total, omitted} \
+             with only the first entries (folders kept first); omitted says how many were \
+             left out.",
         )
         .parameters(json!({
             "type": "object",
@@ -93,7 +103,7 @@ mod tests {
         fx.mkdir("b-folder");
         assert_eq!(
             list(&fx, ".").unwrap(),
-            r#"[{"name":"Zebra.md","type":"file"},{"name":"apple.txt","type":"file"},{"name":"b-folder","type":"directory"},{"name":"hello.txt","type":"file"},{"name":"sub","type":"directory"}]"#
+            r#"[{"name":"b-folder","type":"directory"},{"name":"sub","type":"directory"},{"name":"Zebra.md","type":"file"},{"name":"apple.txt","type":"file"},{"name":"hello.txt","type":"file"}]"#
         );
         assert_eq!(
             list(&fx, "sub").unwrap(),
@@ -112,11 +122,11 @@ mod tests {
         fx.assert_clean(&result);
         assert_eq!(
             result,
-            r#"[{"name":"hello.txt","type":"file"},{"name":"in-chain","type":"file"},{"name":"in-dir","type":"directory"},{"name":"in-file","type":"file"},{"name":"sub","type":"directory"}]"#
+            r#"[{"name":"in-dir","type":"directory"},{"name":"sub","type":"directory"},{"name":"hello.txt","type":"file"},{"name":"in-chain","type":"file"},{"name":"in-file","type":"file"}]"#
         );
         let inner: Value = serde_json::from_str(&list(&fx, "in-dir").unwrap()).unwrap();
-        assert_eq!(inner[2], json!({"name": "up", "type": "file"}));
-        assert_eq!(inner[3], json!({"name": "up-dir", "type": "directory"}));
+        assert_eq!(inner[1], json!({"name": "up-dir", "type": "directory"}));
+        assert_eq!(inner[3], json!({"name": "up", "type": "file"}));
     }
 
     #[test]
@@ -176,35 +186,38 @@ mod tests {
                 .unwrap();
         assert_eq!(result["truncated"], true);
         assert_eq!(result["total"], 12);
+        assert_eq!(result["omitted"], 2);
         let entries = result["entries"].as_array().unwrap();
         assert_eq!(entries.len(), 10);
         assert_eq!(entries[0]["name"], "f00");
         assert_eq!(entries[9]["name"], "f09");
     }
 
-    /// What `list_files` returned before listings were read through a bounded heap: every
-    /// name, sorted, cut at `max`, with the count of all (the folder holds only files and
-    /// folders, so nothing is left out by type).
+    /// The listing computed naively: every name, sorted, folders moved first, cut at `max`,
+    /// with the count of all (the folder holds only files and folders, so nothing is left
+    /// out by type).
     fn naive_listing(fx: &Fixture, folder: &str, max: usize) -> Value {
         let names = fx.names(folder);
         let total = names.len();
-        let entries: Vec<Value> = names
+        let (folders, files): (Vec<String>, Vec<String>) = names
             .into_iter()
+            .partition(|name| fx.is_dir(&format!("{folder}/{name}")));
+        let entries: Vec<Value> = folders
+            .into_iter()
+            .map(|name| json!({"name": name, "type": "directory"}))
+            .chain(
+                files
+                    .into_iter()
+                    .map(|name| json!({"name": name, "type": "file"})),
+            )
             .take(max)
-            .map(|name| {
-                let kind = if fx.is_dir(&format!("{folder}/{name}")) {
-                    "directory"
-                } else {
-                    "file"
-                };
-                json!({"name": name, "type": kind})
-            })
             .collect();
-        json!({"entries": entries, "truncated": true, "total": total})
+        let omitted = total - entries.len();
+        json!({"entries": entries, "truncated": true, "total": total, "omitted": omitted})
     }
 
     #[test]
-    fn a_folder_of_fifty_thousand_entries_gives_the_same_first_ten_and_total() {
+    fn a_folder_of_fifty_thousand_entries_gives_the_first_ten_folders_and_the_total() {
         let fx = Fixture::new();
         // Created in a scrambled order, names of mixed case and length, some folders.
         for i in 0..50_000u64 {
@@ -225,6 +238,39 @@ mod tests {
         assert_eq!(result, naive_listing(&fx, "big", 10));
         assert_eq!(result["total"], 50_000);
         assert_eq!(result["entries"].as_array().unwrap().len(), 10);
+        assert_eq!(result["entries"][0]["type"], "directory");
+    }
+
+    #[test]
+    fn a_capped_listing_keeps_its_folders_though_every_file_name_sorts_first() {
+        let fx = Fixture::new();
+        for i in 0..20 {
+            fx.write(&format!("capped/a{i:02}.txt"), b"");
+        }
+        fx.mkdir("capped/src");
+        fx.mkdir("capped/tests");
+        let ctx = fx.context_with(Limits {
+            max_list_entries: 5,
+            ..Limits::default()
+        });
+        let result: Value =
+            serde_json::from_str(&ListFiles::call(ctx.ctx(), r#"{"path":"capped"}"#).unwrap())
+                .unwrap();
+        assert_eq!(
+            result,
+            json!({
+                "entries": [
+                    {"name": "src", "type": "directory"},
+                    {"name": "tests", "type": "directory"},
+                    {"name": "a00.txt", "type": "file"},
+                    {"name": "a01.txt", "type": "file"},
+                    {"name": "a02.txt", "type": "file"},
+                ],
+                "truncated": true,
+                "total": 22,
+                "omitted": 17,
+            })
+        );
     }
 
     #[test]
@@ -240,11 +286,20 @@ mod tests {
     }
 
     #[test]
-    fn files_with_control_or_bidi_names_are_listed_as_they_are() {
+    fn names_with_invisible_characters_are_listed_escaped_and_exact() {
         let fx = Fixture::new();
         fx.write("rlo\u{202e}txt.exe", b"");
-        let names: Value = serde_json::from_str(&list(&fx, ".").unwrap()).unwrap();
-        assert_eq!(names[1]["name"], "rlo\u{202e}txt.exe");
+        fx.write("zero\u{200b}width", b"");
+        let text = list(&fx, ".").unwrap();
+        assert!(text.contains(r#""name":"rlo\u202etxt.exe""#), "{text}");
+        assert!(text.contains(r#""name":"zero\u200bwidth""#), "{text}");
+        assert!(
+            !text.contains('\u{202e}') && !text.contains('\u{200b}'),
+            "{text}"
+        );
+        let names: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(names[2]["name"], "rlo\u{202e}txt.exe");
+        assert_eq!(names[3]["name"], "zero\u{200b}width");
     }
 
     #[test]

@@ -311,7 +311,7 @@ mod tests {
                 &ErrorKind::INVALID_ARGUMENTS,
             );
             assert!(
-                message.contains("new names may not contain control or bidirectional"),
+                message.contains("new names may not contain control, invisible or bidirectional"),
                 "{message}"
             );
         }

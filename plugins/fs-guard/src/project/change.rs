@@ -92,7 +92,7 @@ impl ProjectDir {
     }
 
     /// Creates the folder `parent` of `path` and its missing parents, for a write.
-    fn create_parents(&self, path: &str, parent: &str) -> Result<(), PathError> {
+    pub(super) fn create_parents(&self, path: &str, parent: &str) -> Result<(), PathError> {
         self.dir.create_dir_all(parent).map_err(|e| {
             if e.kind() != std::io::ErrorKind::AlreadyExists {
                 return from_io(path, e);
@@ -408,7 +408,7 @@ impl ProjectDir {
 
     /// What stands at `leaf` before a write: `None` if nothing, the mode of a regular file to
     /// keep (its [`KEPT_MODE_BITS`]), or the refusal for anything else (including any symlink).
-    fn existing_file_permissions(
+    pub(super) fn existing_file_permissions(
         &self,
         folder: &Dir,
         leaf: &str,
@@ -458,7 +458,7 @@ impl ProjectDir {
 
     /// The error for a write or delete whose path ends in `/`, `.` or `..`: what it resolves
     /// to if that fails, else that it names a folder.
-    fn not_a_file_name(&self, path: &str) -> PathError {
+    pub(super) fn not_a_file_name(&self, path: &str) -> PathError {
         match self.dir.metadata(path) {
             Ok(meta) if !meta.is_dir() => PathError::NotADirectory {
                 path: Shown::new(path),
@@ -480,15 +480,15 @@ const TEMP_NAME_ATTEMPTS: u32 = 16;
 /// A version a replacement must still find at its name, and how much of the current file
 /// may be read to compare it.
 #[derive(Debug, Clone, Copy)]
-struct VersionCheck {
-    expected: ContentVersion,
-    read_limit: u64,
+pub(super) struct VersionCheck {
+    pub(super) expected: ContentVersion,
+    pub(super) read_limit: u64,
 }
 
 impl VersionCheck {
     /// Compares the content at `folder`/`leaf` (opened without following a symlink and
     /// without blocking on a FIFO swapped in) with the expected version.
-    fn verify(self, folder: &Dir, leaf: &str, path: &str) -> Result<(), PathError> {
+    pub(super) fn verify(self, folder: &Dir, leaf: &str, path: &str) -> Result<(), PathError> {
         let stale = |current| PathError::Stale {
             path: Shown::new(path),
             expected: self.expected,
@@ -587,7 +587,7 @@ pub(super) fn create_new_file(
 }
 
 /// A new, empty file of `folder` under a name no other entry has (`O_EXCL`), and that name.
-fn temp_file(folder: &Dir) -> std::io::Result<(String, cap_std::fs::File)> {
+pub(super) fn temp_file(folder: &Dir) -> std::io::Result<(String, cap_std::fs::File)> {
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())

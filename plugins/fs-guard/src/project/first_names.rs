@@ -1,42 +1,53 @@
-//! `FirstNames`: the listing entries with the smallest names among all those seen, at most a
-//! fixed number of them, and a count of all. A folder of millions of entries is read through
-//! it holding only `max_list_entries` entries: the largest name kept sits at the top of a
-//! max-heap and is dropped when a smaller one arrives. Knows nothing about folders.
+//! `FirstNames`: the first listing entries among all those seen, in listing order (folders
+//! before files, each group by name), at most a fixed number of them, and a count of all. A
+//! folder of millions of entries is read through it holding only `max_list_entries` entries:
+//! the last entry kept sits at the top of a max-heap and is dropped when an earlier one
+//! arrives. So a capped listing keeps its folders first, then the files with the smallest
+//! names.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use super::ListEntry;
+use super::{EntryType, ListEntry};
 
-/// A listing entry ordered by its name only (names in one folder are unique).
+/// A listing entry in listing order: folders before files, then by name (names in one folder
+/// are unique).
 #[derive(Debug)]
-struct ByName(ListEntry);
+struct InListingOrder(ListEntry);
 
-impl PartialEq for ByName {
+impl PartialEq for InListingOrder {
     fn eq(&self, other: &Self) -> bool {
-        self.0.name == other.0.name
+        self.cmp(other) == Ordering::Equal
     }
 }
 
-impl Eq for ByName {}
+impl Eq for InListingOrder {}
 
-impl PartialOrd for ByName {
+impl PartialOrd for InListingOrder {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl Ord for ByName {
+impl Ord for InListingOrder {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.0.name.cmp(&other.0.name)
+        listing_order(&self.0, &other.0)
     }
 }
 
-/// The at most `max` entries with the smallest names, and how many entries were offered.
+/// Folders before files, then by name (byte order).
+pub(super) fn listing_order(a: &ListEntry, b: &ListEntry) -> Ordering {
+    let is_file = |e: &ListEntry| e.kind != EntryType::Directory;
+    is_file(a)
+        .cmp(&is_file(b))
+        .then_with(|| a.name.cmp(&b.name))
+}
+
+/// The at most `max` first entries in listing order, and how many entries were offered.
 #[derive(Debug)]
 pub(super) struct FirstNames {
     max: usize,
-    kept: BinaryHeap<ByName>,
+    kept: BinaryHeap<InListingOrder>,
     total: usize,
 }
 
@@ -51,18 +62,18 @@ impl FirstNames {
         }
     }
 
-    /// Counts `entry`, and keeps it if its name is among the `max` smallest so far.
+    /// Counts `entry`, and keeps it if it is among the `max` first so far.
     pub(super) fn offer(&mut self, entry: ListEntry) {
         self.total += 1;
         if self.kept.len() < self.max {
-            self.kept.push(ByName(entry));
+            self.kept.push(InListingOrder(entry));
             return;
         }
         let Some(mut largest) = self.kept.peek_mut() else {
             return; // `max` is 0: nothing is ever kept.
         };
-        if entry.name < largest.0.name {
-            *largest = ByName(entry);
+        if listing_order(&entry, &largest.0) == Ordering::Less {
+            *largest = InListingOrder(entry);
         }
     }
 
@@ -72,7 +83,7 @@ impl FirstNames {
         self.kept.len()
     }
 
-    /// The kept entries sorted by name, and the number of entries offered.
+    /// The kept entries in listing order, and the number of entries offered.
     pub(super) fn finish(self) -> (Vec<ListEntry>, usize) {
         let entries = self
             .kept
@@ -87,7 +98,6 @@ impl FirstNames {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::EntryType;
 
     fn entry(name: String) -> ListEntry {
         ListEntry {
@@ -130,5 +140,32 @@ mod tests {
         let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(names, ["B", "Z", "_"]);
         assert_eq!(total, 6);
+    }
+
+    #[test]
+    fn folders_are_kept_before_any_file_however_their_names_sort() {
+        let mut first = FirstNames::new(3);
+        for i in 0..50 {
+            first.offer(entry(format!("a-file-{i:02}")));
+        }
+        for name in ["zz-last", "y-folder"] {
+            first.offer(ListEntry {
+                name: name.to_owned(),
+                kind: EntryType::Directory,
+                symlink: false,
+            });
+        }
+        let (entries, total) = first.finish();
+        let shown: Vec<(&str, EntryType)> =
+            entries.iter().map(|e| (e.name.as_str(), e.kind)).collect();
+        assert_eq!(
+            shown,
+            [
+                ("y-folder", EntryType::Directory),
+                ("zz-last", EntryType::Directory),
+                ("a-file-00", EntryType::File),
+            ]
+        );
+        assert_eq!(total, 52);
     }
 }

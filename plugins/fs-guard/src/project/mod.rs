@@ -20,11 +20,14 @@ mod first_names;
 mod move_fallback;
 mod read;
 mod snapshot;
+mod staged;
 mod tree;
 
 use first_names::FirstNames;
 
+pub use read::OpenedFile;
 pub use snapshot::{Node, Recorded};
+pub use staged::StagedWrite;
 pub use tree::MAX_DELETE_DEPTH;
 
 /// The permission bits a rewritten file keeps from the file it replaces: read, write and
@@ -91,10 +94,11 @@ pub struct ListEntry {
     pub symlink: bool,
 }
 
-/// A folder listing, sorted by name, cut at `max_list_entries`.
+/// A folder listing in listing order (folders first, then files, each group by name), cut at
+/// `max_list_entries`: a cut listing keeps its folders first, then the first files.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Listing {
-    /// The entries returned, at most `max_list_entries`.
+    /// The entries returned, at most `max_list_entries`, folders first.
     pub entries: Vec<ListEntry>,
     /// How many entries could have been listed.
     pub total: usize,
@@ -106,8 +110,13 @@ impl Listing {
         self.total > self.entries.len()
     }
 
-    /// The tool result: the plain array, or `{"entries":[…],"truncated":true,"total":N}`
-    /// when the listing was cut.
+    /// How many entries were left out because of `max_list_entries`.
+    pub fn omitted(&self) -> usize {
+        self.total.saturating_sub(self.entries.len())
+    }
+
+    /// The tool result: the plain array, or
+    /// `{"entries":[…],"truncated":true,"total":N,"omitted":M}` when the listing was cut.
     pub fn to_json(&self) -> Value {
         let entries = Value::Array(
             self.entries
@@ -116,7 +125,12 @@ impl Listing {
                 .collect(),
         );
         if self.truncated() {
-            json!({ "entries": entries, "truncated": true, "total": self.total })
+            json!({
+                "entries": entries,
+                "truncated": true,
+                "total": self.total,
+                "omitted": self.omitted(),
+            })
         } else {
             entries
         }
@@ -236,6 +250,8 @@ mod nfs_like_mount;
 mod nfs_like_tests;
 #[cfg(test)]
 mod snapshot_tests;
+#[cfg(test)]
+mod staged_tests;
 #[cfg(test)]
 mod stale_tests;
 #[cfg(test)]

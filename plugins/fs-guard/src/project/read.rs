@@ -15,6 +15,17 @@ use super::{
 use crate::error::{from_io, PathError, Shown};
 use crate::path::{check_path, PathUse};
 
+/// A regular file open for reading, from [`ProjectDir::open_file`].
+#[derive(Debug)]
+pub struct OpenedFile {
+    /// The open file.
+    pub file: cap_std::fs::File,
+    /// Its size when it was opened, at most [`OpenedFile::limit`].
+    pub size: u64,
+    /// `max_read_bytes`: a reader stops here, and fails past it.
+    pub limit: u64,
+}
+
 impl ProjectDir {
     /// Type, size and modification time of a file or folder, following in-root symlinks.
     ///
@@ -74,6 +85,33 @@ impl ProjectDir {
     /// Too large (size and limit named), grew past the limit, not a regular file, and the
     /// resolution errors.
     pub fn read_bytes(&self, path: &str) -> Result<Vec<u8>, PathError> {
+        let opened = self.open_file(path)?;
+        let limit = self.limits.max_read_bytes;
+        let capacity = usize::try_from(opened.size).unwrap_or(0);
+        let mut bytes = Vec::with_capacity(capacity);
+        opened
+            .file
+            .take(limit.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| from_io(path, e))?;
+        if bytes.len() as u64 > limit {
+            return Err(PathError::FileGrew {
+                path: Shown::new(path),
+                limit,
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// A regular file opened for reading in pieces (a download that streams out), opened and
+    /// checked as [`ProjectDir::read_bytes`] does: never a special file, never blocking, its
+    /// size at most `max_read_bytes` when opened. The reader must still stop at
+    /// `max_read_bytes` ([`OpenedFile::limit`]) if the file grows.
+    ///
+    /// # Errors
+    ///
+    /// Too large (size and limit named), not a regular file, and the resolution errors.
+    pub fn open_file(&self, path: &str) -> Result<OpenedFile, PathError> {
         check_path(path, PathUse::Existing)?;
         let io = |e| from_io(path, e);
         let limit = self.limits.max_read_bytes;
@@ -86,19 +124,7 @@ impl ProjectDir {
             .custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32);
         let file = self.dir.open_with(path, &options).map_err(io)?;
         let size = regular_size(path, &file.metadata().map_err(io)?, limit)?;
-
-        let capacity = usize::try_from(size.min(limit)).unwrap_or(0);
-        let mut bytes = Vec::with_capacity(capacity);
-        file.take(limit.saturating_add(1))
-            .read_to_end(&mut bytes)
-            .map_err(io)?;
-        if bytes.len() as u64 > limit {
-            return Err(PathError::FileGrew {
-                path: Shown::new(path),
-                limit,
-            });
-        }
-        Ok(bytes)
+        Ok(OpenedFile { file, size, limit })
     }
 
     /// The entries of a folder (in-root symlinks followed), sorted by name, at most

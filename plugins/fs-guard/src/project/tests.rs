@@ -112,18 +112,19 @@ fn list_reports_in_root_links_with_their_target_type_and_omits_the_rest() {
     assert_eq!(
         got,
         [
+            ("in-dir", EntryType::Directory),
+            ("sub", EntryType::Directory),
             ("hello.txt", EntryType::File),
             ("in-chain", EntryType::File),
-            ("in-dir", EntryType::Directory),
             ("in-file", EntryType::File),
-            ("sub", EntryType::Directory),
         ]
     );
     let sub = fx.project_dir().list("in-dir").unwrap();
     let names: Vec<&str> = sub.entries.iter().map(|e| e.name.as_str()).collect();
-    assert_eq!(names, ["deeper", "inner.txt", "up", "up-dir"]);
-    assert_eq!(sub.entries[2].kind, EntryType::File);
-    assert_eq!(sub.entries[3].kind, EntryType::Directory);
+    assert_eq!(names, ["deeper", "up-dir", "inner.txt", "up"]);
+    // `up-dir` links to a folder, `up` to a file: each listed with its target's type.
+    assert_eq!(sub.entries[1].kind, EntryType::Directory);
+    assert_eq!(sub.entries[3].kind, EntryType::File);
     fx.assert_clean(&listing.to_json().to_string());
 }
 
@@ -519,7 +520,7 @@ fn a_hundred_nested_folders_can_be_written_listed_and_read_back() {
         .into_iter()
         .map(|e| e.name)
         .collect();
-    assert_eq!(names, ["deep.txt", "more"]);
+    assert_eq!(names, ["more", "deep.txt"]);
     assert_eq!(dir.meta(&nested).unwrap().kind, EntryType::Directory);
 }
 
@@ -533,7 +534,7 @@ fn a_listing_over_the_entry_limit_is_cut_and_says_so() {
     assert!(listing.truncated());
     assert_eq!(
         listing.to_json().to_string(),
-        r#"{"entries":[{"name":"a","type":"file"},{"name":"b","type":"file"},{"name":"c","type":"file"}],"total":5,"truncated":true}"#
+        r#"{"entries":[{"name":"a","type":"file"},{"name":"b","type":"file"},{"name":"c","type":"file"}],"omitted":2,"total":5,"truncated":true}"#
     );
     let full = fx.project_dir_with(limits(10, 10, 5)).list("many").unwrap();
     assert!(!full.truncated());
@@ -657,7 +658,7 @@ fn names_that_are_not_utf8_are_left_out_of_listings() {
         .into_iter()
         .map(|e| e.name)
         .collect();
-    assert_eq!(names, ["hello.txt", "sub"]);
+    assert_eq!(names, ["sub", "hello.txt"]);
 }
 
 #[test]
@@ -826,7 +827,7 @@ fn meta_reports_type_size_and_rfc3339_time_in_whole_seconds() {
 }
 
 #[test]
-fn list_is_sorted_by_name_with_types() {
+fn list_puts_folders_first_then_files_each_by_name_with_types() {
     let fx = Fixture::new();
     fx.write("B.txt", b"");
     fx.write("a.txt", b"");
@@ -834,8 +835,27 @@ fn list_is_sorted_by_name_with_types() {
     let json = fx.project_dir().list(".").unwrap().to_json().to_string();
     assert_eq!(
         json,
-        r#"[{"name":"B.txt","type":"file"},{"name":"a.txt","type":"file"},{"name":"c","type":"directory"},{"name":"hello.txt","type":"file"},{"name":"sub","type":"directory"}]"#
+        r#"[{"name":"c","type":"directory"},{"name":"sub","type":"directory"},{"name":"B.txt","type":"file"},{"name":"a.txt","type":"file"},{"name":"hello.txt","type":"file"}]"#
     );
+}
+
+#[test]
+fn a_cut_listing_keeps_every_folder_before_the_files_with_the_smallest_names() {
+    let fx = Fixture::new();
+    for name in ["a1", "a2", "a3", "a4"] {
+        fx.write(&format!("mixed/{name}"), b"");
+    }
+    fx.mkdir("mixed/y-folder");
+    fx.mkdir("mixed/z-folder");
+    let listing = fx
+        .project_dir_with(limits(10, 10, 3))
+        .list("mixed")
+        .unwrap();
+    assert_eq!(
+        listing.to_json().to_string(),
+        r#"{"entries":[{"name":"y-folder","type":"directory"},{"name":"z-folder","type":"directory"},{"name":"a1","type":"file"}],"omitted":3,"total":6,"truncated":true}"#
+    );
+    assert_eq!(listing.omitted(), 3);
 }
 
 #[test]
