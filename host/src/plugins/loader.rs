@@ -18,16 +18,23 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use abi_stable::library::{lib_header_from_path, LibraryError, RootModule};
+use abi_stable::std_types::RString;
 use rojos_llm::ToolDefinition;
 use rojos_plugin_api::{Manifest, ToolModuleRef, JSON_API};
+use rojos_plugin_worker::{
+    module::{self, host_api_version, ModuleError},
+    probe::{self, ProbeError},
+    protocol::Refusal,
+    WorkerPool,
+};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
 use super::{
     copies, elf,
-    trust::{self, Distrust, PathIoError, Refusal},
+    isolation::{Isolation, WorkerSettings},
+    trust::{self, Distrust, PathIoError, Refusal as Untrusted},
 };
 use crate::hex::hex;
 
@@ -101,6 +108,12 @@ pub enum LoadFailure {
     /// schema, `panic = "abort"` build).
     #[error("{0}")]
     BadManifest(String),
+    /// Its worker could not put the sandbox in place (`[plugins].sandbox = "required"`).
+    #[error("{0}")]
+    Sandbox(String),
+    /// Its worker could not be started, or died or hung while opening it.
+    #[error("{0}")]
+    Worker(String),
     /// Another plugin already provides this tool name.
     #[error("tool name '{name}' is already provided by '{}'", other.display())]
     DuplicateName {
@@ -123,7 +136,23 @@ pub struct Library {
     pub definition: Value,
     /// `definition` as every model request sends it, sanitised once here.
     pub offered: ToolDefinition,
-    pub(crate) module: ToolModuleRef,
+    /// Where its code runs.
+    pub(crate) runner: Runner,
+}
+
+/// Where a library's code runs.
+pub(crate) enum Runner {
+    /// Opened in the server's own process.
+    InProcess(ToolModuleRef),
+    /// Opened only by its workers, one per project it is called on.
+    Worker(Arc<WorkerPool>),
+}
+
+impl Library {
+    /// Whether its calls run in worker processes.
+    pub fn isolated(&self) -> bool {
+        matches!(self.runner, Runner::Worker(_))
+    }
 }
 
 impl fmt::Debug for Library {
@@ -157,8 +186,9 @@ impl Tool {
 #[derive(Debug)]
 pub struct Loader {
     cache: tempfile::TempDir,
-    seen: Mutex<HashMap<String, Result<Arc<Library>, LoadFailure>>>,
+    seen: Mutex<HashMap<(String, Isolation), Result<Arc<Library>, LoadFailure>>>,
     max_concurrent_calls: usize,
+    workers: Mutex<WorkerSettings>,
 }
 
 impl Loader {
@@ -174,15 +204,46 @@ impl Loader {
             cache,
             seen: Mutex::new(HashMap::new()),
             max_concurrent_calls,
+            workers: Mutex::new(WorkerSettings::default()),
         })
     }
 
-    /// Loads the plugin at `path`.
+    /// The binary started as `PROGRAM plugin-worker` for workers (default: this process's
+    /// own executable; the tests, whose executable is not `rojos`, name the built binary).
+    #[must_use]
+    pub fn with_worker_program(self, program: impl Into<PathBuf>) -> Loader {
+        lock(&self.workers).program = program.into();
+        self
+    }
+
+    /// Sets the sandbox, limits and idle time of the workers of libraries loaded from now on
+    /// (`[plugins]` in the config); the worker program is kept.
+    pub fn configure_workers(
+        &self,
+        sandbox: rojos_plugin_worker::SandboxSettings,
+        idle: std::time::Duration,
+    ) {
+        let mut workers = lock(&self.workers);
+        workers.sandbox = sandbox;
+        workers.idle = idle;
+    }
+
+    /// Loads the plugin at `path` to run in the server's process.
     ///
     /// # Errors
     ///
     /// [`LoadError`] naming `path` and what is wrong with it.
     pub fn load(&self, path: &Path) -> Result<Arc<Tool>, LoadError> {
+        self.load_as(path, Isolation::InProcess)
+    }
+
+    /// Loads the plugin at `path` to run as `isolation` says: in a worker, the library is
+    /// never opened in the server (its manifest is read by a sandboxed worker).
+    ///
+    /// # Errors
+    ///
+    /// [`LoadError`] naming `path` and what is wrong with it.
+    pub fn load_as(&self, path: &Path, isolation: Isolation) -> Result<Arc<Tool>, LoadError> {
         let _span = tracing::info_span!("plugin_load", path = %path.display()).entered();
         let error = |reason| LoadError {
             path: path.to_owned(),
@@ -190,7 +251,7 @@ impl Loader {
         };
         let source = open_trusted(path).map_err(error)?;
         let staged = self.stage(source, path).map_err(error)?;
-        let library = self.library_for(staged).map_err(error)?;
+        let library = self.library_for(staged, isolation).map_err(error)?;
         Ok(Arc::new(Tool {
             source: path.to_owned(),
             library,
@@ -228,36 +289,52 @@ impl Loader {
         })
     }
 
-    fn library_for(&self, staged: Staged) -> Result<Arc<Library>, LoadFailure> {
+    fn library_for(
+        &self,
+        staged: Staged,
+        isolation: Isolation,
+    ) -> Result<Arc<Library>, LoadFailure> {
         // One load at a time: dlopen runs the library's constructors, and two loads of the
         // same new content must not both copy and open it.
         let mut seen = self
             .seen
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(known) = seen.get(&staged.hash) {
+        let key = (staged.hash.clone(), isolation);
+        if let Some(known) = seen.get(&key) {
             // Known content: the staged copy is removed when dropped.
             return known.clone();
         }
-        let hash = staged.hash.clone();
-        let result = self.load_new(staged).map(Arc::new);
-        seen.insert(hash, result.clone());
+        let result = self.load_new(staged, isolation).map(Arc::new);
+        seen.insert(key, result.clone());
         result
     }
 
-    fn load_new(&self, staged: Staged) -> Result<Library, LoadFailure> {
+    fn load_new(&self, staged: Staged, isolation: Isolation) -> Result<Library, LoadFailure> {
         elf::check_complete(&object::ReadCache::new(staged.copy.as_file()))?;
         let hash = staged.hash;
         let copy = self.cache.path().join(format!("{hash}.so"));
-        staged
-            .copy
-            .persist(&copy)
-            .map_err(|e| LoadFailure::Copy(Arc::new(e.error)))?;
-        let header = lib_header_from_path(&copy).map_err(describe_library_error)?;
-        let module = header
-            .init_root_module::<ToolModuleRef>()
-            .map_err(describe_library_error)?;
-        let manifest = read_manifest(module)?;
+        if !copy.exists() {
+            staged
+                .copy
+                .persist(&copy)
+                .map_err(|e| LoadFailure::Copy(Arc::new(e.error)))?;
+        }
+        let (manifest, runner) = match isolation {
+            Isolation::InProcess => {
+                let module = module::open(&copy).map_err(LoadFailure::from)?;
+                (
+                    read_manifest(
+                        module.manifest()()
+                            .into_result()
+                            .map(RString::into_string)
+                            .map_err(RString::into_string),
+                    )?,
+                    Runner::InProcess(module),
+                )
+            }
+            Isolation::Worker => self.probe(copy)?,
+        };
         let validator = jsonschema::validator_for(&manifest.spec.parameters)
             .map_err(|e| LoadFailure::InvalidSchema(Arc::new(e.to_owned())))?;
         tracing::info!(tool = %manifest.spec.name, hash = %&hash[..12], "plugin loaded");
@@ -270,9 +347,48 @@ impl Loader {
             hash,
             manifest,
             validator,
-            module,
+            runner,
         })
     }
+
+    /// Reads the manifest of the library at `copy` in a worker, and makes its worker pool.
+    fn probe(&self, copy: PathBuf) -> Result<(Manifest, Runner), LoadFailure> {
+        let settings = lock(&self.workers).clone();
+        let probed = probe::manifest(
+            &settings.program,
+            &copy,
+            settings.sandbox,
+            settings.start_timeout,
+        )
+        .map_err(|e| match e {
+            ProbeError::Refused(Refusal::Module(module)) => LoadFailure::from(module),
+            ProbeError::Refused(Refusal::Sandbox(why)) => LoadFailure::Sandbox(why),
+            other => LoadFailure::Worker(other.to_string()),
+        })?;
+        if !probed.missing.is_empty() {
+            tracing::warn!(missing = %probed.missing.join(", "), "plugin workers run without part of their sandbox on this kernel ([plugins].sandbox = \"best-effort\")");
+        }
+        let manifest = read_manifest(probed.manifest)?;
+        let pool = WorkerPool::new(settings.pool(copy, &manifest.spec.name));
+        Ok((manifest, Runner::Worker(pool)))
+    }
+}
+
+impl From<ModuleError> for LoadFailure {
+    fn from(e: ModuleError) -> LoadFailure {
+        match e {
+            ModuleError::Dlopen(why) => LoadFailure::Dlopen(Arc::new(std::io::Error::other(why))),
+            ModuleError::NotAPlugin(why) => LoadFailure::NotAPlugin(why),
+            ModuleError::Version { found, expected } => LoadFailure::Version { found, expected },
+            ModuleError::Layout { expected, summary } => LoadFailure::Layout { expected, summary },
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A plugin's bytes copied into the copy folder under a temporary name, and their hash.
@@ -287,8 +403,8 @@ struct Staged {
 /// [`MAX_PLUGIN_BYTES`] by its size.
 fn open_trusted(path: &Path) -> Result<File, LoadFailure> {
     let file = trust::open_library(path).map_err(|refusal| match refusal {
-        Refusal::Io(error) => LoadFailure::Read(error),
-        Refusal::Untrusted(distrust) => LoadFailure::Untrusted(distrust),
+        Untrusted::Io(error) => LoadFailure::Read(error),
+        Untrusted::Untrusted(distrust) => LoadFailure::Untrusted(distrust),
     })?;
     if file
         .metadata()
@@ -299,10 +415,9 @@ fn open_trusted(path: &Path) -> Result<File, LoadFailure> {
     Ok(file)
 }
 
-fn read_manifest(module: ToolModuleRef) -> Result<Manifest, LoadFailure> {
-    let json = module.manifest()()
-        .into_result()
-        .map_err(|e| LoadFailure::BadManifest(format!("manifest failed: {e}")))?;
+/// Checks the manifest a plugin gave (or the error it gave instead).
+fn read_manifest(given: Result<String, String>) -> Result<Manifest, LoadFailure> {
+    let json = given.map_err(|e| LoadFailure::BadManifest(format!("manifest failed: {e}")))?;
     let manifest: Manifest =
         serde_json::from_str(&json).map_err(|e| LoadFailure::InvalidManifest(Arc::new(e)))?;
     let name = &manifest.spec.name;
@@ -332,70 +447,6 @@ fn read_manifest(module: ToolModuleRef) -> Result<Manifest, LoadFailure> {
         ));
     }
     Ok(manifest)
-}
-
-fn host_api_version() -> String {
-    ToolModuleRef::VERSION_STRINGS.version.as_str().to_owned()
-}
-
-fn describe_library_error(e: LibraryError) -> LoadFailure {
-    match e {
-        LibraryError::OpenError { err, .. } => LoadFailure::Dlopen(Arc::new(*err)),
-        LibraryError::GetSymbolError { .. } => LoadFailure::NotAPlugin(
-            "it exports no abi_stable root module (was it built with rojos-plugin-api?)".to_owned(),
-        ),
-        LibraryError::IncompatibleVersionNumber {
-            actual_version,
-            expected_version,
-            ..
-        } => LoadFailure::Version {
-            found: actual_version.to_string(),
-            expected: expected_version.to_string(),
-        },
-        LibraryError::AbiInstability(report) => {
-            let report = report.to_string();
-            tracing::debug!(%report, "abi_stable layout report");
-            layout_failure(&report)
-        }
-        other => LoadFailure::NotAPlugin(other.to_string()),
-    }
-}
-
-/// Reads the `Error:` / `Expected:` / `Found:` triples of abi_stable's layout report; a
-/// different package version of plugin-api is reported as [`LoadFailure::Version`].
-fn layout_failure(report: &str) -> LoadFailure {
-    let mut problems = Vec::new();
-    let mut lines = report.lines().map(str::trim);
-    while let Some(line) = lines.next() {
-        if let Some(error) = line.strip_prefix("Error:") {
-            let mut value_after = |label: &str| {
-                lines.by_ref().find(|l| l.starts_with(label))?;
-                lines.next().map(str::to_owned)
-            };
-            let expected = value_after("Expected:").unwrap_or_default();
-            let found = value_after("Found:").unwrap_or_default();
-            problems.push((error.trim().to_owned(), expected, found));
-        }
-    }
-    match problems.first() {
-        Some((error, expected, found)) if error == "incompatible package versions" => {
-            LoadFailure::Version {
-                found: found.clone(),
-                expected: expected.clone(),
-            }
-        }
-        _ => LoadFailure::Layout {
-            expected: host_api_version(),
-            summary: problems
-                .iter()
-                .take(3)
-                .map(|(error, expected, found)| {
-                    format!("{error} (expected {expected}, found {found})")
-                })
-                .collect::<Vec<_>>()
-                .join("; "),
-        },
-    }
 }
 
 #[cfg(test)]

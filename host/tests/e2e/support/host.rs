@@ -368,7 +368,13 @@ fn shared_loader() -> std::sync::Arc<rojos::plugins::Loader> {
     static LOADER: std::sync::OnceLock<std::sync::Arc<rojos::plugins::Loader>> =
         std::sync::OnceLock::new();
     LOADER
-        .get_or_init(|| std::sync::Arc::new(rojos::plugins::Loader::new(8).expect("plugin loader")))
+        .get_or_init(|| {
+            // Workers are the real binary: this test executable is not `rojos`.
+            let loader = rojos::plugins::Loader::new(8)
+                .expect("plugin loader")
+                .with_worker_program(env!("CARGO_BIN_EXE_rojos"));
+            std::sync::Arc::new(loader)
+        })
         .clone()
 }
 
