@@ -288,7 +288,10 @@ fn tail(stderr: ChildStderr, label: String) -> tokio::task::JoinHandle<String> {
         while let Ok(Some(line)) = lines.next_line().await {
             let line: String = line.chars().take(300).collect();
             tracing::warn!(plugin = %label, "plugin worker: {line}");
-            last = line;
+            // Rust's hint about backtraces says nothing about the cause.
+            if !line.starts_with("note: ") {
+                last = line;
+            }
         }
         last
     })

@@ -20,6 +20,7 @@ mod dropin;
 mod files;
 mod hosts;
 mod init;
+mod isolation;
 mod limits;
 mod live_status;
 mod load;
