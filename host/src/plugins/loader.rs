@@ -182,11 +182,14 @@ impl Tool {
     }
 }
 
+/// What loading one content (as one isolation) gave.
+type Loaded = Result<Arc<Library>, LoadFailure>;
+
 /// Loads plugin files, remembering every content hash it has seen.
 #[derive(Debug)]
 pub struct Loader {
     cache: tempfile::TempDir,
-    seen: Mutex<HashMap<(String, Isolation), Result<Arc<Library>, LoadFailure>>>,
+    seen: Mutex<HashMap<(String, Isolation), Loaded>>,
     max_concurrent_calls: usize,
     workers: Mutex<WorkerSettings>,
 }
