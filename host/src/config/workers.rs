@@ -78,3 +78,47 @@ pub(super) fn parse(raw: &RawPlugins) -> Result<Workers, ConfigError> {
         idle,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(text: &str) -> Result<Workers, ConfigError> {
+        parse(&toml::from_str::<RawPlugins>(text).expect("toml"))
+    }
+
+    #[test]
+    fn defaults_keep_load_plugins_in_process_with_a_required_sandbox() {
+        let w = parsed("").unwrap();
+        assert_eq!(w.isolation, Isolation::InProcess);
+        assert_eq!(w.sandbox, SandboxSettings::default());
+        assert!(w.sandbox.required);
+        assert_eq!(w.idle, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn the_keys_are_read_and_bad_values_named() {
+        let w = parsed(
+            "isolation = \"worker\"\nsandbox = \"best-effort\"\nworker_memory_mib = 64\nworker_processes = 100\nworker_idle_secs = 5",
+        )
+        .unwrap();
+        assert_eq!(w.isolation, Isolation::Worker);
+        assert!(!w.sandbox.required);
+        assert_eq!(w.sandbox.memory_bytes, 64 << 20);
+        assert_eq!(w.sandbox.processes, Some(100));
+        assert_eq!(w.idle, Duration::from_secs(5));
+        let e = parsed("isolation = \"thread\"").err().unwrap().to_string();
+        assert!(
+            e.contains("plugins.isolation") && e.contains("\"in-process\", \"worker\""),
+            "{e}"
+        );
+        let e = parsed("sandbox = \"off\"").err().unwrap().to_string();
+        assert!(e.contains("plugins.sandbox"), "{e}");
+        let e = parsed("worker_open_files = 0").err().unwrap().to_string();
+        assert!(
+            e.contains("plugins.worker_open_files: must be at least 1")
+                || e.contains("worker_open_files"),
+            "{e}"
+        );
+    }
+}
