@@ -109,7 +109,25 @@ impl WorkerPool {
         args: String,
         deadline: tokio::time::Instant,
     ) -> Outcome {
-        let worker = match tokio::time::timeout_at(deadline, self.worker(&project, root)).await {
+        let mut outcome = self
+            .call_once(&project, root, limits, args.clone(), deadline)
+            .await;
+        if outcome == Outcome::Ended(Ended::NotSent) {
+            // The worker was ending as the call came; the call never reached it.
+            outcome = self.call_once(&project, root, limits, args, deadline).await;
+        }
+        outcome
+    }
+
+    async fn call_once(
+        self: &Arc<Self>,
+        project: &ProjectKey,
+        root: BorrowedFd<'_>,
+        limits: Limits,
+        args: String,
+        deadline: tokio::time::Instant,
+    ) -> Outcome {
+        let worker = match tokio::time::timeout_at(deadline, self.worker(project, root)).await {
             Ok(Ok(worker)) => worker,
             Ok(Err(e)) => return Outcome::NotStarted(e),
             Err(_) => return Outcome::TimedOut,
@@ -117,12 +135,12 @@ impl WorkerPool {
         match tokio::time::timeout_at(deadline, worker.call(limits, args)).await {
             Ok(Ok(result)) => Outcome::Returned(result),
             Ok(Err(ended)) => {
-                self.forget(&project, &worker, matches!(ended, Ended::Died(_)));
+                self.forget(project, &worker, matches!(ended, Ended::Died(_)));
                 Outcome::Ended(ended)
             }
             Err(_) => {
                 worker.kill();
-                self.forget(&project, &worker, false);
+                self.forget(project, &worker, false);
                 Outcome::TimedOut
             }
         }

@@ -38,6 +38,8 @@ pub enum Ended {
     Died(String),
     /// The server ended it because a call ran past its deadline.
     Stopped,
+    /// It was ending when the call came: the call was never sent (start another worker).
+    NotSent,
 }
 
 /// Why a worker did not start.
@@ -148,7 +150,7 @@ impl Worker {
         {
             guard.armed = false;
             lock(&self.pending).remove(&id);
-            return Err(Ended::Died("had already ended".to_owned()));
+            return Err(Ended::NotSent);
         }
         let answer = rx.await;
         guard.armed = false;
@@ -235,6 +237,8 @@ async fn supervise(link: Link) {
         }
     };
     drop((sink, frames));
+    // No new call is sent from now on: the pool starts another worker for the next one.
+    ended.cancel();
     let ending = match stop {
         Stop::Killed => {
             let _ = child.start_kill();
@@ -252,7 +256,6 @@ async fn supervise(link: Link) {
             Ended::Died(exit_cause(&mut child, stderr).await)
         }
     };
-    ended.cancel();
     for (_, waiting) in lock(&pending).drain() {
         let _ = waiting.send(Err(ending.clone()));
     }

@@ -106,6 +106,10 @@ pub(super) async fn call_in_worker(
             FailureKind::Crashed,
             format!("the tool plugin '{name}' {cause} while running this call; it is started again for the next call"),
         )),
+        Outcome::Ended(Ended::NotSent) => Err(ToolFailure::new(
+            FailureKind::Host,
+            format!("the tool plugin '{name}' could not take the call: its worker was ending; try again"),
+        )),
         Outcome::Ended(Ended::Stopped) => Err(ToolFailure::new(
             FailureKind::Crashed,
             format!("the tool plugin '{name}' was stopped while running this call: another of its calls on this project ran past its deadline"),

@@ -149,6 +149,45 @@ async fn an_endless_loop_is_stopped_at_the_deadline() {
 }
 
 #[tokio::test]
+async fn the_worker_of_a_call_past_its_deadline_is_gone() {
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::tool_calls(&[("p1", "hostile_tool", json!({"act": "pid"}))]),
+        Turn::text("noted"),
+        Turn::tool_calls(&[("s1", "hostile_tool", json!({"act": "spin"}))]),
+        Turn::text("gave up"),
+    ])
+    .await;
+    let host = host(&upstream).await;
+    std::fs::create_dir_all(host.project_root("victim")).unwrap();
+    let chat = || async {
+        Stream::read(
+            host.chat(json!({"projectId": "victim", "message": "go"}))
+                .await,
+        )
+        .await
+    };
+    let first = chat().await.results()[0].2.clone();
+    let pid: u32 = first
+        .parse()
+        .unwrap_or_else(|_| panic!("not a pid: {first}"));
+    let proc = std::path::PathBuf::from(format!("/proc/{pid}"));
+    assert!(proc.exists(), "the worker runs");
+    let spun = chat().await;
+    assert!(
+        spun.results()[0].2.contains("its worker was stopped"),
+        "{spun:?}"
+    );
+    // Killed and reaped: nothing is left running the plugin's code.
+    for _ in 0..200 {
+        if !proc.exists() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("worker {pid} still exists after its call's deadline");
+}
+
+#[tokio::test]
 async fn three_gib_is_refused_by_the_workers_memory_limit() {
     let (_host, result) = hostile_call(json!({"act": "alloc"})).await;
     assert_error(

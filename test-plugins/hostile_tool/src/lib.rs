@@ -5,7 +5,8 @@
 //! `path`), `write` (a file at an absolute `path`), `env` (the environment), `connect` (TCP
 //! to 127.0.0.1:`port`), `fork`, `spawn` (runs `/bin/true`), `parent_environ` (reads
 //! `/proc/<parent>/environ`), and `read_root` (a file at a relative `path` in the project,
-//! through the root descriptor, as a well-behaved tool would).
+//! through the root descriptor, as a well-behaved tool would), and `pid` (the process it runs
+//! in).
 
 use std::{ffi::CString, io::Read, os::fd::FromRawFd};
 
@@ -82,6 +83,7 @@ impl Tool for HostileTool {
                     .map(|bytes| String::from_utf8_lossy(&bytes).replace('\0', "\n"))
                     .map_err(failed)
             }
+            "pid" => Ok(std::process::id().to_string()),
             "read_root" => read_in_root(ctx.root_fd, &args.path).map_err(failed),
             other => Err(ToolError::invalid_arguments(format!(
                 "unknown act {other:?}"
