@@ -20,6 +20,7 @@ mod dropin;
 mod elf;
 mod invoke;
 mod isolation;
+mod load_error;
 mod loader;
 mod outcome;
 mod trust;
