@@ -13,7 +13,8 @@
 //! upstream (`long_conversation`); the idle memory with each built-in plugin (`idle`); then
 //! the abuse scenario (a tool-call flood, a huge SSE line, partial request heads: `abuse`), the
 //! plugin boundary cost, one tool call through each path (plugin, MCP stdio, MCP over HTTP:
-//! `mcp_paths`, `--only mcp`, `--no-mcp`) and the drop-in deploy time.
+//! `mcp_paths`, `--only mcp`, `--no-mcp`), a plugin in a sandboxed worker against in-process
+//! (warm call, cold start, idle RSS: `workers`, `--only workers`) and the drop-in deploy time.
 //! `--store postgres` runs S1–S3 on a throwaway PostgreSQL cluster instead of SQLite, and
 //! `--store both` on each, compared side by side (`store`).
 //! `--baseline OLD/rojos` runs the selected scenarios against that binary and this build
@@ -47,6 +48,7 @@ mod store;
 mod threads;
 mod upstream;
 mod watch;
+mod workers;
 
 use std::{path::PathBuf, time::Duration};
 
@@ -91,7 +93,7 @@ struct Options {
     /// Rounds of the idle memory measurement (a fresh host per configuration per round).
     #[arg(long, default_value_t = 3)]
     idle_rounds: usize,
-    /// Only run these scenarios (`S1`, `S2`, `S3`, `S4`, `idle`, `abuse`, `mcp`; e.g.
+    /// Only run these scenarios (`S1`, `S2`, `S3`, `S4`, `idle`, `abuse`, `mcp`, `workers`; e.g.
     /// `--only S2`); repeat for more.
     #[arg(long)]
     only: Vec<String>,
@@ -207,6 +209,15 @@ async fn run(options: Options) -> anyhow::Result<()> {
         report::boundary(&boundary);
         Some(boundary)
     };
+    if options.selects("workers") {
+        println!();
+        let figures = tokio::task::spawn_blocking({
+            let build = build.clone();
+            move || workers::measure(&build)
+        })
+        .await??;
+        report::workers(&figures);
+    }
     if options.selects("mcp") && !options.no_mcp {
         println!();
         let paths = mcp_paths::measure(&build, &upstream.base_url).await?;

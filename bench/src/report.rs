@@ -438,6 +438,36 @@ pub(crate) fn boundary(b: &Boundary) {
     );
 }
 
+/// A plugin in a worker against in-process.
+pub(crate) fn workers(w: &crate::workers::Workers) {
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!("plugin workers: read_path_meta on a 5-byte file through invoke");
+    println!(
+        "  warm call, in-process   {:>8.1} µs (median per call)",
+        us(w.in_process)
+    );
+    println!(
+        "  warm call, in a worker  {:>8.1} µs ({:.2}×; goal: no more than in-process)",
+        us(w.worker),
+        us(w.worker) / us(w.in_process)
+    );
+    println!(
+        "  cold start (first call on a new project: spawn, sandbox, dlopen, call) {:>7.2} ms (median of {}; goal ≤ 50 ms)",
+        us(w.cold_start) / 1000.0,
+        w.starts
+    );
+    println!(
+        "  load (manifest read in a throwaway worker) {:>7.2} ms",
+        us(w.load) / 1000.0
+    );
+    println!(
+        "  idle worker RSS {:>6.1} MiB, of which its own (anonymous) {:.1} MiB (median of {}; goal ≤ 4 MiB)",
+        w.idle_rss_kib.0 as f64 / 1024.0,
+        w.idle_rss_kib.1 as f64 / 1024.0,
+        w.starts
+    );
+}
+
 /// One tool call through each path, side by side.
 pub(crate) fn mcp_paths(p: &McpPaths) {
     let us = |d: Duration| d.as_secs_f64() * 1e6;

@@ -90,6 +90,10 @@ pub enum Command {
         #[arg(long, default_value = "default")]
         rojo: String,
     },
+    /// A sandboxed tool plugin worker: started by the server itself, on a socket it passes
+    /// (docs/plugins.md, "Isolation"); never run by hand.
+    #[command(name = "plugin-worker", hide = true)]
+    PluginWorker,
 }
 
 impl Command {
@@ -129,6 +133,7 @@ pub fn run(command: Command, config: &Path) -> Result<Next, CliError> {
         Command::Probe { provider } => commands::probe(&load_config(config)?.live, &provider)?,
         Command::Init(args) => init::run(&args, config)?,
         Command::Migrate => commands::migrate(load_config(config)?)?,
+        Command::PluginWorker => rojos_plugin_worker::worker::main(),
         Command::Mcp { project, rojo } => {
             let (state, target) = commands::mcp(load_config(config)?, &project, rojo)?;
             return Ok(Next::McpStdio(state, target));

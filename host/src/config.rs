@@ -24,6 +24,7 @@ mod provider;
 mod raw;
 mod store;
 mod transfers;
+mod workers;
 
 pub use approve::{ApprovalRule, DEFAULT_APPROVAL_TIMEOUT};
 pub use mcp::{HttpServer, McpServerConfig, McpTransport, PerProject, StdioServer};
@@ -264,6 +265,12 @@ pub struct PluginsConfig {
     pub call_timeout: Duration,
     /// How many calls of one plugin may run at once.
     pub max_concurrent_calls: usize,
+    /// Where the `load` plugins run (drop-ins always run in workers).
+    pub isolation: crate::plugins::Isolation,
+    /// The workers' sandbox and limits.
+    pub sandbox: rojos_plugin_worker::SandboxSettings,
+    /// How long a worker with no calls stays.
+    pub worker_idle: Duration,
 }
 
 /// `[rojos.NAME]`.
@@ -636,11 +643,15 @@ fn parse_plugins(
             "must be at least 1",
         ));
     }
+    let workers = workers::parse(raw)?;
     Ok(PluginsConfig {
         load: raw.load.iter().map(|p| resolve(p)).collect(),
         dir: raw.dir.as_deref().map(resolve),
         call_timeout,
         max_concurrent_calls,
+        isolation: workers.isolation,
+        sandbox: workers.sandbox,
+        worker_idle: workers.idle,
     })
 }
 

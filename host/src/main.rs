@@ -1,5 +1,5 @@
 //! The `rojos` binary: parse the command line, set up the log, then serve, or run a
-//! subcommand (`check`, `tools`, `probe`, `init`, `mcp`) — everything else lives in the library.
+//! subcommand (`check`, `tools`, `probe`, `init`, `mcp`), or become a plugin worker — everything else lives in the library.
 
 #![forbid(unsafe_code)]
 
@@ -15,6 +15,10 @@ use rojos::{
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let command = cli.command.unwrap_or(Command::Serve);
+    if matches!(command, Command::PluginWorker) {
+        // Before anything else starts a thread or opens a file: the worker sandboxes itself.
+        return rojos_plugin_worker::worker::main();
+    }
     let log = rojos::logging::init(cli.log_format, command.verbosity());
     let outcome = rojos::cli::run(command, &cli.config)
         .map_err(anyhow::Error::from)

@@ -104,6 +104,7 @@ impl AppState {
     /// [`StartError`] naming what is wrong; every plugin that failed is listed.
     pub fn start_with(file: ConfigFile, loader: Arc<Loader>) -> Result<AppState, StartError> {
         let ConfigFile { config, live } = file;
+        loader.configure_workers(config.plugins.sandbox, config.plugins.worker_idle);
         let storage = Storage::open(&config.storage).map_err(|source| StartError::Storage {
             path: config.storage.display().to_string(),
             source,
@@ -164,7 +165,7 @@ fn load_builtins(config: &Config, loader: &Loader) -> Result<Vec<RegisteredTool>
     let mut loaded = Vec::new();
     let mut errors = Vec::new();
     for path in &config.plugins.load {
-        match loader.load(path) {
+        match loader.load_as(path, config.plugins.isolation) {
             Ok(tool) => loaded.push(tool),
             Err(e) => errors.push(e),
         }

@@ -109,6 +109,13 @@ pub(super) struct RawPlugins {
     pub(super) dir: Option<PathBuf>,
     pub(super) call_timeout_secs: Option<f64>,
     pub(super) max_concurrent_calls: Option<usize>,
+    pub(super) isolation: Option<String>,
+    pub(super) sandbox: Option<String>,
+    pub(super) worker_memory_mib: Option<u64>,
+    pub(super) worker_cpu_secs: Option<u64>,
+    pub(super) worker_open_files: Option<u64>,
+    pub(super) worker_processes: Option<u64>,
+    pub(super) worker_idle_secs: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -234,7 +234,8 @@ impl DropIn {
             tracing::debug!(path = %path.display(), "not loaded: plugins.dir is not trusted");
             return false;
         }
-        let loaded = self.loader.load(path);
+        // A drop-in is anyone's code: it always runs in sandboxed workers.
+        let loaded = self.loader.load_as(path, super::Isolation::Worker);
         match &loaded {
             Ok(tool) => {
                 tracing::info!(tool = %tool.name(), path = %path.display(), hash = %&tool.library.hash[..12], "plugin loaded from the drop-in folder")

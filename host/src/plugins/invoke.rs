@@ -4,9 +4,10 @@
 //! runs on the same thread, so a changing call costs one hand-off to a thread and back, not
 //! three.
 //!
-//! A hung plugin thread cannot be killed, only abandoned: it keeps its permit until it
-//! returns, so one hung tool can use at most its own cap of threads, and costs its callers
-//! one time-out each, never the server.
+//! A plugin that runs in the server's process and hangs cannot be killed, only abandoned: its
+//! thread keeps its permit until it returns, so one hung tool can use at most its own cap of
+//! threads. A plugin isolated in workers (`isolation`) is called through its worker instead,
+//! which is ended at the deadline, so nothing is left running.
 
 use std::{
     os::fd::AsRawFd,
@@ -20,6 +21,8 @@ use rojos_plugin_api::{CallContext, ErrorKind, Limits, ToolError};
 
 use super::{
     args::{check_args, ToolArgs},
+    isolation::call_in_worker,
+    loader::Runner,
     outcome::{FailureKind, ToolFailure, ToolOutcome},
     Tool,
 };
@@ -91,13 +94,21 @@ pub async fn invoke_around(
             format!("tool {name} is no longer available"),
         ));
     };
+    let module = match &tool.library.runner {
+        Runner::InProcess(module) => *module,
+        Runner::Worker(pool) => {
+            let _held = permit;
+            let deadline = tokio::time::Instant::from_std(started + request.timeout);
+            let args = args.text().to_owned();
+            return call_in_worker(pool, name, args, request, around, deadline).await;
+        }
+    };
     let context = CallContext {
         project_id: request.project_id.clone(),
         root_fd: request.root.as_raw_fd(),
         limits: request.limits,
     };
     let context = serde_json::to_string(&context).expect("a CallContext always serialises");
-    let library = Arc::clone(&tool.library);
     let root = Arc::clone(&request.root);
     // The only serialisation of the arguments: the C ABI takes JSON text.
     let args = args.text().to_owned();
@@ -106,8 +117,7 @@ pub async fn invoke_around(
         if let Some(around) = around.as_mut() {
             around.before().map_err(Refusal)?;
         }
-        let result =
-            library.module.call()(RStr::from_str(&context), RStr::from_str(&args)).into_result();
+        let result = module.call()(RStr::from_str(&context), RStr::from_str(&args)).into_result();
         if let Some(around) = around.as_mut() {
             around.after();
         }
@@ -142,8 +152,15 @@ impl Tool {
     /// Calls the plugin's `call` on this thread, with no argument check, permit or deadline:
     /// the bare plugin boundary, for the benchmark (the server always goes through
     /// [`invoke`]). `context` is a [`CallContext`] as JSON; an error is a [`ToolError`] as JSON.
+    ///
+    /// # Panics
+    ///
+    /// The tool runs in workers (its library is not open in this process).
     pub fn call_blocking(&self, context: &str, args: &str) -> Result<String, String> {
-        self.library.module.call()(RStr::from_str(context), RStr::from_str(args))
+        let Runner::InProcess(module) = &self.library.runner else {
+            panic!("call_blocking needs a tool loaded in-process");
+        };
+        module.call()(RStr::from_str(context), RStr::from_str(args))
             .into_result()
             .map(RString::into_string)
             .map_err(RString::into_string)
@@ -152,7 +169,7 @@ impl Tool {
 
 /// The plugin's error (a [`ToolError`] as JSON) with its kind kept. Text that is not a
 /// `ToolError` breaks the plugin protocol: it is passed on whole, as an internal error.
-fn plugin_failure(json: &str) -> ToolFailure {
+pub(super) fn plugin_failure(json: &str) -> ToolFailure {
     match serde_json::from_str::<ToolError>(json) {
         Ok(error) => ToolFailure::new(FailureKind::Plugin(error.kind), error.message),
         Err(_) => ToolFailure::new(FailureKind::Plugin(ErrorKind::INTERNAL), json),

@@ -18,16 +18,24 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use abi_stable::library::{lib_header_from_path, LibraryError, RootModule};
+use abi_stable::std_types::RString;
 use rojos_llm::ToolDefinition;
 use rojos_plugin_api::{Manifest, ToolModuleRef, JSON_API};
+use rojos_plugin_worker::{
+    module::{self, host_api_version},
+    probe::{self, ProbeError},
+    protocol::Refusal,
+    WorkerPool,
+};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
+pub use super::load_error::{LoadError, LoadFailure};
 use super::{
     copies, elf,
-    trust::{self, Distrust, PathIoError, Refusal},
+    isolation::{Isolation, WorkerSettings},
+    trust::{self, PathIoError, Refusal as Untrusted},
 };
 use crate::hex::hex;
 
@@ -35,81 +43,6 @@ use crate::hex::hex;
 /// big release builds with debug info stay under 100 MB; the cap only stops a huge or endless
 /// file from filling the disk with its copy.
 pub const MAX_PLUGIN_BYTES: u64 = 256 << 20;
-
-/// Why a plugin file was not loaded, with the file named.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("plugin '{}': {reason}", path.display())]
-pub struct LoadError {
-    /// The file as configured or found.
-    pub path: PathBuf,
-    /// What is wrong with it.
-    #[source]
-    pub reason: LoadFailure,
-}
-
-/// What can be wrong with a plugin file.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum LoadFailure {
-    /// It could not be read (missing, unreadable).
-    #[error("cannot read: {0}")]
-    Read(#[source] PathIoError),
-    /// Its private copy could not be written (see docs/plugins.md).
-    #[error("cannot make a private copy: {0}")]
-    Copy(#[source] Arc<std::io::Error>),
-    /// Someone other than the server's user or root could have written its code (see
-    /// docs/plugins.md): it was never given to the dynamic loader.
-    #[error("untrusted: {0}; fix: {fix}", fix = .0.fix())]
-    Untrusted(Distrust),
-    /// Larger than [`MAX_PLUGIN_BYTES`].
-    #[error("larger than the {} MiB a plugin may have", MAX_PLUGIN_BYTES >> 20)]
-    TooLarge,
-    /// It is not a shared library at all.
-    #[error("not a plugin library: {0}")]
-    NotALibrary(String),
-    /// The dynamic loader refused it.
-    #[error("not a plugin library: {0}")]
-    Dlopen(#[source] Arc<dyn std::error::Error + Send + Sync>),
-    /// It is a damaged or partly written library.
-    #[error("incomplete or damaged library (still being copied?): {0}")]
-    Incomplete(String),
-    /// A library, but not a rojos tool plugin.
-    #[error("not a rojos tool plugin: {0}")]
-    NotAPlugin(String),
-    /// Built against an incompatible plugin-api version.
-    #[error("built against plugin-api {found}, host expects {expected}")]
-    Version {
-        /// The plugin's plugin-api version.
-        found: String,
-        /// The host's.
-        expected: String,
-    },
-    /// The plugin's interface layout differs from the host's.
-    #[error("its interface does not match the host's plugin-api {expected}: {summary}")]
-    Layout {
-        /// The host's plugin-api version.
-        expected: String,
-        /// The `Error:`/`Expected:`/`Found:` lines of abi_stable's report.
-        summary: String,
-    },
-    /// The manifest is not the JSON the host expects.
-    #[error("manifest is not valid: {0}")]
-    InvalidManifest(#[source] Arc<serde_json::Error>),
-    /// The manifest's parameters are not a valid JSON schema.
-    #[error("parameters are not a valid JSON schema: {0}")]
-    InvalidSchema(#[source] Arc<jsonschema::ValidationError<'static>>),
-    /// The manifest is unusable (the plugin failed to give it, bad name, not an object
-    /// schema, `panic = "abort"` build).
-    #[error("{0}")]
-    BadManifest(String),
-    /// Another plugin already provides this tool name.
-    #[error("tool name '{name}' is already provided by '{}'", other.display())]
-    DuplicateName {
-        /// The tool name.
-        name: String,
-        /// The plugin that keeps it.
-        other: PathBuf,
-    },
-}
 
 /// A loaded library: one per distinct file content, never unloaded.
 pub struct Library {
@@ -123,7 +56,23 @@ pub struct Library {
     pub definition: Value,
     /// `definition` as every model request sends it, sanitised once here.
     pub offered: ToolDefinition,
-    pub(crate) module: ToolModuleRef,
+    /// Where its code runs.
+    pub(crate) runner: Runner,
+}
+
+/// Where a library's code runs.
+pub(crate) enum Runner {
+    /// Opened in the server's own process.
+    InProcess(ToolModuleRef),
+    /// Opened only by its workers, one per project it is called on.
+    Worker(Arc<WorkerPool>),
+}
+
+impl Library {
+    /// Whether its calls run in worker processes.
+    pub fn isolated(&self) -> bool {
+        matches!(self.runner, Runner::Worker(_))
+    }
 }
 
 impl fmt::Debug for Library {
@@ -153,12 +102,16 @@ impl Tool {
     }
 }
 
+/// What loading one content (as one isolation) gave.
+type Loaded = Result<Arc<Library>, LoadFailure>;
+
 /// Loads plugin files, remembering every content hash it has seen.
 #[derive(Debug)]
 pub struct Loader {
     cache: tempfile::TempDir,
-    seen: Mutex<HashMap<String, Result<Arc<Library>, LoadFailure>>>,
+    seen: Mutex<HashMap<(String, Isolation), Loaded>>,
     max_concurrent_calls: usize,
+    workers: Mutex<WorkerSettings>,
 }
 
 impl Loader {
@@ -174,15 +127,46 @@ impl Loader {
             cache,
             seen: Mutex::new(HashMap::new()),
             max_concurrent_calls,
+            workers: Mutex::new(WorkerSettings::default()),
         })
     }
 
-    /// Loads the plugin at `path`.
+    /// The binary started as `PROGRAM plugin-worker` for workers (default: this process's
+    /// own executable; the tests, whose executable is not `rojos`, name the built binary).
+    #[must_use]
+    pub fn with_worker_program(self, program: impl Into<PathBuf>) -> Loader {
+        lock(&self.workers).program = program.into();
+        self
+    }
+
+    /// Sets the sandbox, limits and idle time of the workers of libraries loaded from now on
+    /// (`[plugins]` in the config); the worker program is kept.
+    pub fn configure_workers(
+        &self,
+        sandbox: rojos_plugin_worker::SandboxSettings,
+        idle: std::time::Duration,
+    ) {
+        let mut workers = lock(&self.workers);
+        workers.sandbox = sandbox;
+        workers.idle = idle;
+    }
+
+    /// Loads the plugin at `path` to run in the server's process.
     ///
     /// # Errors
     ///
     /// [`LoadError`] naming `path` and what is wrong with it.
     pub fn load(&self, path: &Path) -> Result<Arc<Tool>, LoadError> {
+        self.load_as(path, Isolation::InProcess)
+    }
+
+    /// Loads the plugin at `path` to run as `isolation` says: in a worker, the library is
+    /// never opened in the server (its manifest is read by a sandboxed worker).
+    ///
+    /// # Errors
+    ///
+    /// [`LoadError`] naming `path` and what is wrong with it.
+    pub fn load_as(&self, path: &Path, isolation: Isolation) -> Result<Arc<Tool>, LoadError> {
         let _span = tracing::info_span!("plugin_load", path = %path.display()).entered();
         let error = |reason| LoadError {
             path: path.to_owned(),
@@ -190,7 +174,7 @@ impl Loader {
         };
         let source = open_trusted(path).map_err(error)?;
         let staged = self.stage(source, path).map_err(error)?;
-        let library = self.library_for(staged).map_err(error)?;
+        let library = self.library_for(staged, isolation).map_err(error)?;
         Ok(Arc::new(Tool {
             source: path.to_owned(),
             library,
@@ -228,36 +212,52 @@ impl Loader {
         })
     }
 
-    fn library_for(&self, staged: Staged) -> Result<Arc<Library>, LoadFailure> {
+    fn library_for(
+        &self,
+        staged: Staged,
+        isolation: Isolation,
+    ) -> Result<Arc<Library>, LoadFailure> {
         // One load at a time: dlopen runs the library's constructors, and two loads of the
         // same new content must not both copy and open it.
         let mut seen = self
             .seen
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(known) = seen.get(&staged.hash) {
+        let key = (staged.hash.clone(), isolation);
+        if let Some(known) = seen.get(&key) {
             // Known content: the staged copy is removed when dropped.
             return known.clone();
         }
-        let hash = staged.hash.clone();
-        let result = self.load_new(staged).map(Arc::new);
-        seen.insert(hash, result.clone());
+        let result = self.load_new(staged, isolation).map(Arc::new);
+        seen.insert(key, result.clone());
         result
     }
 
-    fn load_new(&self, staged: Staged) -> Result<Library, LoadFailure> {
+    fn load_new(&self, staged: Staged, isolation: Isolation) -> Result<Library, LoadFailure> {
         elf::check_complete(&object::ReadCache::new(staged.copy.as_file()))?;
         let hash = staged.hash;
         let copy = self.cache.path().join(format!("{hash}.so"));
-        staged
-            .copy
-            .persist(&copy)
-            .map_err(|e| LoadFailure::Copy(Arc::new(e.error)))?;
-        let header = lib_header_from_path(&copy).map_err(describe_library_error)?;
-        let module = header
-            .init_root_module::<ToolModuleRef>()
-            .map_err(describe_library_error)?;
-        let manifest = read_manifest(module)?;
+        if !copy.exists() {
+            staged
+                .copy
+                .persist(&copy)
+                .map_err(|e| LoadFailure::Copy(Arc::new(e.error)))?;
+        }
+        let (manifest, runner) = match isolation {
+            Isolation::InProcess => {
+                let module = module::open(&copy).map_err(LoadFailure::from)?;
+                (
+                    read_manifest(
+                        module.manifest()()
+                            .into_result()
+                            .map(RString::into_string)
+                            .map_err(RString::into_string),
+                    )?,
+                    Runner::InProcess(module),
+                )
+            }
+            Isolation::Worker => self.probe(copy)?,
+        };
         let validator = jsonschema::validator_for(&manifest.spec.parameters)
             .map_err(|e| LoadFailure::InvalidSchema(Arc::new(e.to_owned())))?;
         tracing::info!(tool = %manifest.spec.name, hash = %&hash[..12], "plugin loaded");
@@ -270,9 +270,37 @@ impl Loader {
             hash,
             manifest,
             validator,
-            module,
+            runner,
         })
     }
+
+    /// Reads the manifest of the library at `copy` in a worker, and makes its worker pool.
+    fn probe(&self, copy: PathBuf) -> Result<(Manifest, Runner), LoadFailure> {
+        let settings = lock(&self.workers).clone();
+        let probed = probe::manifest(
+            &settings.program,
+            &copy,
+            settings.sandbox,
+            settings.start_timeout,
+        )
+        .map_err(|e| match e {
+            ProbeError::Refused(Refusal::Module(module)) => LoadFailure::from(module),
+            ProbeError::Refused(Refusal::Sandbox(why)) => LoadFailure::Sandbox(why),
+            other => LoadFailure::Worker(other.to_string()),
+        })?;
+        if !probed.missing.is_empty() {
+            tracing::warn!(missing = %probed.missing.join(", "), "plugin workers run without part of their sandbox on this kernel ([plugins].sandbox = \"best-effort\")");
+        }
+        let manifest = read_manifest(probed.manifest)?;
+        let pool = WorkerPool::new(settings.pool(copy, &manifest.spec.name));
+        Ok((manifest, Runner::Worker(pool)))
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A plugin's bytes copied into the copy folder under a temporary name, and their hash.
@@ -287,8 +315,8 @@ struct Staged {
 /// [`MAX_PLUGIN_BYTES`] by its size.
 fn open_trusted(path: &Path) -> Result<File, LoadFailure> {
     let file = trust::open_library(path).map_err(|refusal| match refusal {
-        Refusal::Io(error) => LoadFailure::Read(error),
-        Refusal::Untrusted(distrust) => LoadFailure::Untrusted(distrust),
+        Untrusted::Io(error) => LoadFailure::Read(error),
+        Untrusted::Untrusted(distrust) => LoadFailure::Untrusted(distrust),
     })?;
     if file
         .metadata()
@@ -299,10 +327,9 @@ fn open_trusted(path: &Path) -> Result<File, LoadFailure> {
     Ok(file)
 }
 
-fn read_manifest(module: ToolModuleRef) -> Result<Manifest, LoadFailure> {
-    let json = module.manifest()()
-        .into_result()
-        .map_err(|e| LoadFailure::BadManifest(format!("manifest failed: {e}")))?;
+/// Checks the manifest a plugin gave (or the error it gave instead).
+fn read_manifest(given: Result<String, String>) -> Result<Manifest, LoadFailure> {
+    let json = given.map_err(|e| LoadFailure::BadManifest(format!("manifest failed: {e}")))?;
     let manifest: Manifest =
         serde_json::from_str(&json).map_err(|e| LoadFailure::InvalidManifest(Arc::new(e)))?;
     let name = &manifest.spec.name;
@@ -332,70 +359,6 @@ fn read_manifest(module: ToolModuleRef) -> Result<Manifest, LoadFailure> {
         ));
     }
     Ok(manifest)
-}
-
-fn host_api_version() -> String {
-    ToolModuleRef::VERSION_STRINGS.version.as_str().to_owned()
-}
-
-fn describe_library_error(e: LibraryError) -> LoadFailure {
-    match e {
-        LibraryError::OpenError { err, .. } => LoadFailure::Dlopen(Arc::new(*err)),
-        LibraryError::GetSymbolError { .. } => LoadFailure::NotAPlugin(
-            "it exports no abi_stable root module (was it built with rojos-plugin-api?)".to_owned(),
-        ),
-        LibraryError::IncompatibleVersionNumber {
-            actual_version,
-            expected_version,
-            ..
-        } => LoadFailure::Version {
-            found: actual_version.to_string(),
-            expected: expected_version.to_string(),
-        },
-        LibraryError::AbiInstability(report) => {
-            let report = report.to_string();
-            tracing::debug!(%report, "abi_stable layout report");
-            layout_failure(&report)
-        }
-        other => LoadFailure::NotAPlugin(other.to_string()),
-    }
-}
-
-/// Reads the `Error:` / `Expected:` / `Found:` triples of abi_stable's layout report; a
-/// different package version of plugin-api is reported as [`LoadFailure::Version`].
-fn layout_failure(report: &str) -> LoadFailure {
-    let mut problems = Vec::new();
-    let mut lines = report.lines().map(str::trim);
-    while let Some(line) = lines.next() {
-        if let Some(error) = line.strip_prefix("Error:") {
-            let mut value_after = |label: &str| {
-                lines.by_ref().find(|l| l.starts_with(label))?;
-                lines.next().map(str::to_owned)
-            };
-            let expected = value_after("Expected:").unwrap_or_default();
-            let found = value_after("Found:").unwrap_or_default();
-            problems.push((error.trim().to_owned(), expected, found));
-        }
-    }
-    match problems.first() {
-        Some((error, expected, found)) if error == "incompatible package versions" => {
-            LoadFailure::Version {
-                found: found.clone(),
-                expected: expected.clone(),
-            }
-        }
-        _ => LoadFailure::Layout {
-            expected: host_api_version(),
-            summary: problems
-                .iter()
-                .take(3)
-                .map(|(error, expected, found)| {
-                    format!("{error} (expected {expected}, found {found})")
-                })
-                .collect::<Vec<_>>()
-                .join("; "),
-        },
-    }
 }
 
 #[cfg(test)]

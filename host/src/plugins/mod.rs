@@ -7,7 +7,8 @@
 //! against the tool's schema), and gives an `outcome` (the result, or a typed failure whose
 //! message becomes the model's `error: …` text); `definition` is a tool's OpenAI function
 //! definition, computed once per library; `dropin` keeps the drop-in folder's tools loaded
-//! (on the shared [`crate::watcher`]).
+//! (on the shared [`crate::watcher`]); `isolation` runs a call in the plugin's sandboxed
+//! worker process instead (the `rojos-plugin-worker` crate) when the plugin is isolated.
 //!
 //! This module sits below [`crate::registry`], which consumes the tools it produces; nothing
 //! here names the registry (the drop-in folder hands its tools to a callback).
@@ -18,6 +19,8 @@ mod definition;
 mod dropin;
 mod elf;
 mod invoke;
+mod isolation;
+mod load_error;
 mod loader;
 mod outcome;
 mod trust;
@@ -27,6 +30,7 @@ pub use args::ToolArgs;
 pub use definition::{definition, DESTRUCTIVE_MARK};
 pub use dropin::{check_folder, DropIn, FolderError, Publish};
 pub use invoke::{check_call_args, invoke, invoke_around, AroundCall, CallRequest};
+pub use isolation::{Isolation, WorkerSettings};
 pub use loader::{Library, LoadError, LoadFailure, Loader, Tool, MAX_PLUGIN_BYTES};
 pub use outcome::{model_text, FailureKind, ToolFailure, ToolOutcome};
 pub use trust::Distrust;

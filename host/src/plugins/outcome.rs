@@ -16,10 +16,13 @@ pub enum FailureKind {
     Refused,
     /// Too many of the tool's calls were still running.
     Busy,
-    /// The call did not finish in time and its thread was abandoned.
+    /// The call did not finish in time: its worker was ended (or, in-process, its thread
+    /// abandoned).
     Timeout,
     /// The host could not run or finish it (the tool was unloaded, its thread failed).
     Host,
+    /// The plugin's worker died (crashed, exited, ran out of memory) while running it.
+    Crashed,
 }
 
 /// A failed call: its kind, and what went wrong for the model.

@@ -285,7 +285,7 @@ async fn a_panicking_drop_in_gives_an_error_result_and_a_hanging_one_times_out_w
     let hung = hung.await.unwrap();
     assert_eq!(
         hung.results()[0].2,
-        "error: tool hang_tool did not finish within 8.0 s and was abandoned"
+        "error: tool hang_tool did not finish within 8.0 s; its worker was stopped"
     );
 }
 

@@ -25,6 +25,7 @@ mod file_names;
 mod files;
 mod hosts;
 mod init;
+mod isolation;
 mod limits;
 mod live_status;
 mod load;

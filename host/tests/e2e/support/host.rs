@@ -40,6 +40,8 @@ pub struct HostConfig {
     pub server: String,
     /// Extra keys of the `[auth]` table.
     pub auth: String,
+    /// Extra keys of the `[plugins]` table (e.g. `isolation = "worker"`).
+    pub plugins: String,
 }
 
 impl HostConfig {
@@ -53,6 +55,7 @@ impl HostConfig {
             call_timeout_secs: 2.0,
             server: String::new(),
             auth: String::new(),
+            plugins: String::new(),
         }
     }
 
@@ -118,6 +121,7 @@ projects = ["demo"]
 load = [{load}]
 call_timeout_secs = {call_timeout}
 {dropin}
+{plugins}
 
 [providers.scripted]
 base_url = "{provider_url}"
@@ -133,6 +137,7 @@ idle_timeout_secs = 5
             call_timeout = self.call_timeout_secs,
             server = self.server,
             auth = self.auth,
+            plugins = self.plugins,
             dropin = if self.dropin {
                 "dir = \"plugins.d\""
             } else {
@@ -368,7 +373,13 @@ fn shared_loader() -> std::sync::Arc<rojos::plugins::Loader> {
     static LOADER: std::sync::OnceLock<std::sync::Arc<rojos::plugins::Loader>> =
         std::sync::OnceLock::new();
     LOADER
-        .get_or_init(|| std::sync::Arc::new(rojos::plugins::Loader::new(8).expect("plugin loader")))
+        .get_or_init(|| {
+            // Workers are the real binary: this test executable is not `rojos`.
+            let loader = rojos::plugins::Loader::new(8)
+                .expect("plugin loader")
+                .with_worker_program(env!("CARGO_BIN_EXE_rojos"));
+            std::sync::Arc::new(loader)
+        })
         .clone()
 }
 

@@ -1,0 +1,137 @@
+//! Where a plugin's code runs ([`Isolation`]), how its workers are started
+//! ([`WorkerSettings`], from `[plugins]` in the config), and one call through a worker
+//! ([`call_in_worker`]): the server's checks and the [`AroundCall`] work stay in the server;
+//! only the plugin's `call` runs in the worker, which is ended if the deadline passes.
+
+use std::{os::fd::AsFd, path::PathBuf, sync::Arc, time::Duration};
+
+use rojos_plugin_worker::{Ended, Outcome, PoolSettings, ProjectKey, SandboxSettings, WorkerPool};
+use serde::Deserialize;
+
+use super::{
+    invoke::{plugin_failure, AroundCall, CallRequest},
+    outcome::{FailureKind, ToolFailure, ToolOutcome},
+};
+
+/// Where a plugin's code runs (`isolation` in `[plugins]`; drop-ins always in workers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    /// In the server's own process: fastest, but a crash, a leak or a hostile plugin reaches
+    /// the whole server.
+    #[default]
+    InProcess,
+    /// In sandboxed worker processes, one per project it is called on (docs/plugins.md).
+    Worker,
+}
+
+/// How workers are started.
+#[derive(Debug, Clone)]
+pub struct WorkerSettings {
+    /// The binary started as `PROGRAM plugin-worker`.
+    pub program: PathBuf,
+    /// The sandbox and limits.
+    pub sandbox: SandboxSettings,
+    /// How long a worker with no calls stays.
+    pub idle: Duration,
+    /// How long a worker may take to start and open its library.
+    pub start_timeout: Duration,
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        WorkerSettings {
+            program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("rojos")),
+            sandbox: SandboxSettings::default(),
+            idle: Duration::from_secs(60),
+            start_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl WorkerSettings {
+    /// The settings of the pool for the library at `copy`, whose tool is `tool`.
+    pub(crate) fn pool(&self, copy: PathBuf, tool: &str) -> PoolSettings {
+        PoolSettings {
+            program: self.program.clone(),
+            library: copy,
+            tool: tool.to_owned(),
+            sandbox: self.sandbox,
+            idle: self.idle,
+        }
+    }
+}
+
+/// Runs one call of tool `name` in its worker for the request's project, with `around` just
+/// before and after (on a blocking thread), ending the worker if `deadline` passes.
+pub(super) async fn call_in_worker(
+    pool: &Arc<WorkerPool>,
+    name: &str,
+    args: String,
+    request: &CallRequest,
+    mut around: Option<Box<dyn AroundCall>>,
+    deadline: tokio::time::Instant,
+) -> ToolOutcome {
+    if let Some(mut work) = around.take() {
+        let before = tokio::task::spawn_blocking(move || {
+            let refusal = work.before();
+            (work, refusal)
+        })
+        .await;
+        match before {
+            Ok((work, Ok(()))) => around = Some(work),
+            Ok((_, Err(refusal))) => return Err(ToolFailure::new(FailureKind::Refused, refusal)),
+            Err(join) => return Err(host_failure(name, &join)),
+        }
+    }
+    let outcome = match rustix::fs::fstat(request.root.as_fd()) {
+        Ok(stat) => {
+            let key = ProjectKey {
+                id: request.project_id.clone(),
+                root: (stat.st_dev, stat.st_ino),
+            };
+            pool.call(key, request.root.as_fd(), request.limits, args, deadline)
+                .await
+        }
+        Err(e) => return Err(host_failure(name, &e)),
+    };
+    // The plugin's code is no longer running (it returned, or its worker is gone).
+    if let Some(mut work) = around {
+        let _ = tokio::task::spawn_blocking(move || work.after()).await;
+    }
+    match outcome {
+        Outcome::Returned(Ok(text)) => Ok(text),
+        Outcome::Returned(Err(json)) => Err(plugin_failure(&json)),
+        Outcome::Ended(Ended::Died(cause)) => Err(ToolFailure::new(
+            FailureKind::Crashed,
+            format!("the tool plugin '{name}' {cause} while running this call; it is started again for the next call"),
+        )),
+        Outcome::Ended(Ended::NotSent) => Err(ToolFailure::new(
+            FailureKind::Host,
+            format!("the tool plugin '{name}' could not take the call: its worker was ending; try again"),
+        )),
+        Outcome::Ended(Ended::Stopped) => Err(ToolFailure::new(
+            FailureKind::Crashed,
+            format!("the tool plugin '{name}' was stopped while running this call: another of its calls on this project ran past its deadline"),
+        )),
+        Outcome::TimedOut => {
+            let timeout = request.timeout.as_secs_f64();
+            tracing::warn!(tool = %name, timeout, "tool call timed out; its worker was ended");
+            Err(ToolFailure::new(
+                FailureKind::Timeout,
+                format!("tool {name} did not finish within {timeout:.1} s; its worker was stopped"),
+            ))
+        }
+        Outcome::NotStarted(e) => Err(ToolFailure::new(
+            FailureKind::Host,
+            format!("the tool plugin '{name}' could not be started: {e}"),
+        )),
+    }
+}
+
+fn host_failure(name: &str, e: &dyn std::fmt::Display) -> ToolFailure {
+    ToolFailure::new(
+        FailureKind::Host,
+        format!("tool {name} failed inside the host: {e}"),
+    )
+}

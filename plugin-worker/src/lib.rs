@@ -1,0 +1,32 @@
+//! Tool plugins in sandboxed worker processes (docs/plugins.md, "Isolation").
+//!
+//! A plugin that runs in a worker is never opened by the server: a child process started
+//! from the server's own binary (`rojos plugin-worker`) puts itself in a sandbox, opens the
+//! library through the same `abi_stable` root module the server uses ([`module`]), and runs
+//! the calls the server sends it over a Unix socketpair ([`protocol`]). A worker that crashes,
+//! exits, runs out of memory or is ended at a call's deadline fails only its own calls.
+//!
+//! # Layout
+//!
+//! - [`protocol`]: the messages and their framing.
+//! - [`module`]: opening a library as a tool plugin (shared with in-process loading).
+//! - [`sandbox`]: what a worker confines itself to before it opens the library.
+//! - [`worker`]: the worker process's main loop.
+//! - [`spawn`], [`supervisor`], [`pool`], [`probe`]: the server's side — starting a worker,
+//!   talking to one and noticing its death, one worker per project and library, and reading
+//!   a manifest at load time.
+//! - [`status`]: an exit status in words.
+
+pub mod module;
+pub mod pool;
+pub mod probe;
+pub mod protocol;
+pub mod sandbox;
+pub mod spawn;
+pub mod status;
+pub mod supervisor;
+pub mod worker;
+
+pub use pool::{Outcome, PoolSettings, ProjectKey, WorkerPool};
+pub use sandbox::SandboxSettings;
+pub use supervisor::Ended;

@@ -1,0 +1,177 @@
+//! The wire between the server and a worker: one Unix socketpair, frames of a 4-byte length
+//! and a JSON message (tokio-util's [`LengthDelimitedCodec`]). The server's first frame is
+//! [`ToWorker::Start`]; the worker answers [`FromWorker::Ready`] once its sandbox is in place
+//! and the library is open (or [`FromWorker::Refused`] and exits). Calls then travel as
+//! [`ToWorker::Call`] with an id chosen by the server, any number at once; each ends with one
+//! [`FromWorker::Done`] of the same id, in any order. [`ToWorker::Cancel`] tells the worker
+//! the server no longer waits for a call (its result is dropped); code that runs too long is
+//! stopped by ending the worker, never by asking.
+//!
+//! Besides the socket (descriptor [`SOCKET_FD`]), a worker that serves a project inherits the
+//! project's root folder, opened by the server, as descriptor [`ROOT_FD`].
+
+use std::{
+    io::{Read, Write},
+    os::{fd::RawFd, unix::net::UnixStream},
+    path::PathBuf,
+};
+
+use bytes::{Bytes, BytesMut};
+use rojos_plugin_api::Limits;
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use tokio_util::codec::{Decoder, Encoder, LengthDelimitedCodec};
+
+use crate::{module::ModuleError, sandbox::SandboxSettings};
+
+/// The worker's end of the socketpair.
+pub const SOCKET_FD: RawFd = 3;
+/// The project root a worker serves, when it serves one.
+pub const ROOT_FD: RawFd = 4;
+/// The largest frame either side accepts: a tool's result is capped far below this by the
+/// server's own limits, so a longer frame is a broken or hostile peer.
+pub const MAX_FRAME: usize = 64 << 20;
+
+/// What the worker is for: sent once, first.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Start {
+    /// The plugin library (the server's private copy).
+    pub library: PathBuf,
+    /// The project whose root is descriptor [`ROOT_FD`]; `None`: no project (the worker only
+    /// reports the manifest).
+    pub project_id: Option<String>,
+    /// The sandbox and limits to apply before the library is opened.
+    pub sandbox: SandboxSettings,
+}
+
+/// A message from the server to a worker.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ToWorker {
+    /// The first message.
+    Start(Start),
+    /// Run the plugin's `call` on `args` (JSON text, already checked against the schema).
+    Call {
+        /// Chosen by the server; the answer carries it.
+        id: u64,
+        /// The file tools' limits for this call.
+        limits: Limits,
+        /// The model's arguments.
+        args: String,
+    },
+    /// The server no longer waits for call `id`.
+    Cancel {
+        /// The call.
+        id: u64,
+    },
+}
+
+/// Why a worker did not start serving.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum Refusal {
+    /// The library is not a usable plugin.
+    #[error(transparent)]
+    Module(ModuleError),
+    /// The sandbox is required and could not be put in place.
+    #[error("the sandbox could not be put in place: {0}")]
+    Sandbox(String),
+    /// The start message was not understood.
+    #[error("the worker did not understand its start: {0}")]
+    Protocol(String),
+}
+
+/// A message from a worker to the server.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum FromWorker {
+    /// Sandboxed and loaded: the plugin's manifest (JSON text) or the error it gave instead,
+    /// and the parts of the sandbox this kernel lacks (empty when all of it is in place).
+    Ready {
+        /// The manifest, as the plugin returned it.
+        manifest: Result<String, String>,
+        /// What could not be enforced (best-effort mode only).
+        missing: Vec<String>,
+    },
+    /// Not serving: why. The worker exits.
+    Refused(Refusal),
+    /// Call `id` returned: the plugin's text, or its error (a `ToolError` as JSON).
+    Done {
+        /// The call.
+        id: u64,
+        /// What the plugin returned.
+        result: Result<String, String>,
+    },
+}
+
+/// The frame codec both ends use.
+pub fn codec() -> LengthDelimitedCodec {
+    LengthDelimitedCodec::builder()
+        .max_frame_length(MAX_FRAME)
+        .new_codec()
+}
+
+/// `message` as a frame's payload.
+pub fn encode<T: Serialize>(message: &T) -> Bytes {
+    Bytes::from(serde_json::to_vec(message).expect("protocol messages always serialise"))
+}
+
+/// A frame's payload as a message.
+///
+/// # Errors
+///
+/// The payload is not a message of this protocol.
+pub fn decode<T: DeserializeOwned>(frame: &[u8]) -> Result<T, serde_json::Error> {
+    serde_json::from_slice(frame)
+}
+
+/// The same frames over a blocking socket, for the one exchange made outside an async
+/// runtime (reading a plugin's manifest while it is loaded).
+#[derive(Debug)]
+pub struct BlockingChannel {
+    stream: UnixStream,
+    codec: LengthDelimitedCodec,
+    buffer: BytesMut,
+}
+
+impl BlockingChannel {
+    /// Frames over `stream`.
+    pub fn new(stream: UnixStream) -> BlockingChannel {
+        BlockingChannel {
+            stream,
+            codec: codec(),
+            buffer: BytesMut::new(),
+        }
+    }
+
+    /// Sends one message.
+    ///
+    /// # Errors
+    ///
+    /// The socket failed.
+    pub fn send<T: Serialize>(&mut self, message: &T) -> std::io::Result<()> {
+        let mut frame = BytesMut::new();
+        self.codec.encode(encode(message), &mut frame)?;
+        self.stream.write_all(&frame)
+    }
+
+    /// Receives one message (blocking, up to the socket's read time-out).
+    ///
+    /// # Errors
+    ///
+    /// The socket failed or closed, or the frame is not a message.
+    pub fn recv<T: DeserializeOwned>(&mut self) -> std::io::Result<T> {
+        loop {
+            if let Some(frame) = self.codec.decode(&mut self.buffer)? {
+                return decode(&frame).map_err(std::io::Error::other);
+            }
+            let mut chunk = [0u8; 8192];
+            let n = self.stream.read(&mut chunk)?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            self.buffer.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// The socket, e.g. to set its time-outs.
+    pub fn stream(&self) -> &UnixStream {
+        &self.stream
+    }
+}

@@ -1,0 +1,307 @@
+//! One running worker, seen from the server: [`Worker::start`] spawns it and waits until it
+//! is sandboxed and loaded; [`Worker::call`] sends a call and waits for its answer (dropping
+//! the future tells the worker the answer is no longer wanted); [`Worker::kill`] ends it.
+//! A task owns the process and the socket: when the worker dies, whatever the reason, every
+//! call still waiting ends with [`Ended`], naming the cause from its exit status (and the last
+//! line it wrote on stderr, e.g. Rust's "memory allocation of N bytes failed").
+
+use std::{
+    collections::HashMap,
+    os::fd::{AsFd, BorrowedFd},
+    path::Path,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc, Mutex,
+    },
+    time::{Duration, Instant},
+};
+
+use futures_util::{SinkExt, StreamExt};
+use rojos_plugin_api::Limits;
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    net::UnixStream,
+    process::{Child, ChildStderr},
+    sync::{mpsc, oneshot},
+};
+use tokio_util::{codec::Framed, sync::CancellationToken};
+
+use crate::{
+    protocol::{codec, decode, encode, FromWorker, Refusal, Start, ToWorker},
+    spawn, status,
+};
+
+/// How a worker ended, for the calls it was running.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// It died on its own: the cause, e.g. `crashed (SIGSEGV)`.
+    Died(String),
+    /// The server ended it because a call ran past its deadline.
+    Stopped,
+    /// It was ending when the call came: the call was never sent (start another worker).
+    NotSent,
+}
+
+/// Why a worker did not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StartError {
+    /// The process could not be started.
+    #[error("cannot start a plugin worker: {0}")]
+    Spawn(String),
+    /// It refused to serve.
+    #[error(transparent)]
+    Refused(Refusal),
+    /// It died or went silent before it was ready.
+    #[error("its worker {0} while starting")]
+    Died(String),
+}
+
+type Answer = Result<Result<String, String>, Ended>;
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Answer>>>>;
+
+/// A running worker.
+#[derive(Debug)]
+pub struct Worker {
+    outbox: mpsc::UnboundedSender<ToWorker>,
+    pending: Pending,
+    next_id: AtomicU64,
+    kill: CancellationToken,
+    ended: CancellationToken,
+    last_used: Mutex<Instant>,
+    /// The parts of the sandbox this kernel lacks.
+    pub missing: Vec<String>,
+}
+
+impl Worker {
+    /// Starts `program` as a worker for `start` (with `root` as its project root when
+    /// `start.project_id` is set) and waits for it to be ready.
+    ///
+    /// # Errors
+    ///
+    /// [`StartError`].
+    pub async fn start(
+        program: &Path,
+        start: Start,
+        root: Option<BorrowedFd<'_>>,
+        label: &str,
+    ) -> Result<Arc<Worker>, StartError> {
+        let spawn_failed = |e: std::io::Error| StartError::Spawn(e.to_string());
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(spawn_failed)?;
+        let (command, inherited) =
+            spawn::command(program, theirs.as_fd(), root).map_err(spawn_failed)?;
+        let mut command = tokio::process::Command::from(command);
+        command.kill_on_drop(true);
+        let mut child = command.spawn().map_err(spawn_failed)?;
+        drop((inherited, theirs));
+        let stderr = child.stderr.take().map(|s| tail(s, label.to_owned()));
+        ours.set_nonblocking(true).map_err(spawn_failed)?;
+        let mut channel = Framed::new(UnixStream::from_std(ours).map_err(spawn_failed)?, codec());
+        let sent = channel.send(encode(&ToWorker::Start(start))).await;
+        let ready = match sent {
+            Ok(()) => channel.next().await,
+            Err(_) => None,
+        };
+        let missing = match ready.map(|frame| frame.map(|f| decode::<FromWorker>(&f))) {
+            Some(Ok(Ok(FromWorker::Ready { missing, .. }))) => missing,
+            Some(Ok(Ok(FromWorker::Refused(why)))) => return Err(StartError::Refused(why)),
+            _ => {
+                let _ = child.start_kill();
+                let cause = exit_cause(&mut child, stderr).await;
+                return Err(StartError::Died(cause));
+            }
+        };
+        let (outbox, inbox) = mpsc::unbounded_channel();
+        let worker = Arc::new(Worker {
+            outbox,
+            pending: Arc::default(),
+            next_id: AtomicU64::new(1),
+            kill: CancellationToken::new(),
+            ended: CancellationToken::new(),
+            last_used: Mutex::new(Instant::now()),
+            missing,
+        });
+        tokio::spawn(supervise(Link {
+            child,
+            channel,
+            inbox,
+            pending: Arc::clone(&worker.pending),
+            kill: worker.kill.clone(),
+            ended: worker.ended.clone(),
+            stderr,
+        }));
+        Ok(worker)
+    }
+
+    /// Runs one call; `Err` when the worker ended before answering.
+    pub async fn call(&self, limits: Limits, args: String) -> Answer {
+        *lock(&self.last_used) = Instant::now();
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id, tx);
+        let mut guard = Unwanted {
+            id,
+            worker: self,
+            armed: true,
+        };
+        if self
+            .outbox
+            .send(ToWorker::Call { id, limits, args })
+            .is_err()
+        {
+            guard.armed = false;
+            lock(&self.pending).remove(&id);
+            return Err(Ended::NotSent);
+        }
+        let answer = rx.await;
+        guard.armed = false;
+        *lock(&self.last_used) = Instant::now();
+        answer.unwrap_or_else(|_| Err(Ended::Died("ended".to_owned())))
+    }
+
+    /// Ends the worker now (SIGKILL); its waiting calls end with [`Ended::Stopped`].
+    pub fn kill(&self) {
+        self.kill.cancel();
+    }
+
+    /// Whether the worker has ended.
+    pub fn has_ended(&self) -> bool {
+        self.ended.is_cancelled()
+    }
+
+    /// Whether no call is waiting and none was made for `idle`.
+    pub fn is_idle_for(&self, idle: Duration) -> bool {
+        lock(&self.pending).is_empty() && lock(&self.last_used).elapsed() >= idle
+    }
+}
+
+/// Tells the worker a call's answer is no longer wanted, when its future is dropped.
+struct Unwanted<'a> {
+    id: u64,
+    worker: &'a Worker,
+    armed: bool,
+}
+
+impl Drop for Unwanted<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            lock(&self.worker.pending).remove(&self.id);
+            let _ = self.worker.outbox.send(ToWorker::Cancel { id: self.id });
+        }
+    }
+}
+
+/// What the supervising task owns.
+struct Link {
+    child: Child,
+    channel: Framed<UnixStream, tokio_util::codec::LengthDelimitedCodec>,
+    inbox: mpsc::UnboundedReceiver<ToWorker>,
+    pending: Pending,
+    kill: CancellationToken,
+    ended: CancellationToken,
+    stderr: Option<tokio::task::JoinHandle<String>>,
+}
+
+/// Why the supervising loop stopped.
+enum Stop {
+    Killed,
+    Idle,
+    Lost,
+}
+
+async fn supervise(link: Link) {
+    let Link {
+        mut child,
+        channel,
+        mut inbox,
+        pending,
+        kill,
+        ended,
+        stderr,
+    } = link;
+    let (mut sink, mut frames) = channel.split();
+    let stop = loop {
+        tokio::select! {
+            () = kill.cancelled() => break Stop::Killed,
+            message = inbox.recv() => match message {
+                Some(message) => if sink.send(encode(&message)).await.is_err() { break Stop::Lost },
+                None => break Stop::Idle,
+            },
+            frame = frames.next() => match frame.map(|f| f.map(|f| decode::<FromWorker>(&f))) {
+                Some(Ok(Ok(FromWorker::Done { id, result }))) => {
+                    if let Some(waiting) = lock(&pending).remove(&id) {
+                        let _ = waiting.send(Ok(result));
+                    }
+                }
+                _ => break Stop::Lost,
+            },
+        }
+    };
+    drop((sink, frames));
+    // No new call is sent from now on: the pool starts another worker for the next one.
+    ended.cancel();
+    let ending = match stop {
+        Stop::Killed => {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+            Ended::Stopped
+        }
+        // The socket closed: the worker exits on its own; a worker that does not is ended.
+        Stop::Idle | Stop::Lost => {
+            if tokio::time::timeout(Duration::from_secs(2), child.wait())
+                .await
+                .is_err()
+            {
+                let _ = child.start_kill();
+            }
+            Ended::Died(exit_cause(&mut child, stderr).await)
+        }
+    };
+    for (_, waiting) in lock(&pending).drain() {
+        let _ = waiting.send(Err(ending.clone()));
+    }
+}
+
+/// The exit status in words, with the last line the worker wrote on stderr.
+async fn exit_cause(child: &mut Child, stderr: Option<tokio::task::JoinHandle<String>>) -> String {
+    let cause = match child.wait().await {
+        Ok(status) => status::describe(status),
+        Err(e) => format!("ended ({e})"),
+    };
+    let last = match stderr {
+        Some(task) => tokio::time::timeout(Duration::from_millis(500), task)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default(),
+        None => String::new(),
+    };
+    match (cause.strip_suffix(')'), last.is_empty()) {
+        (Some(open), false) => format!("{open}: {last})"),
+        (None, false) => format!("{cause} ({last})"),
+        (_, true) => cause,
+    }
+}
+
+/// Logs what the worker writes on stderr (the plugin's own messages and panics) and keeps
+/// the last line.
+fn tail(stderr: ChildStderr, label: String) -> tokio::task::JoinHandle<String> {
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        let mut last = String::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let line: String = line.chars().take(300).collect();
+            tracing::warn!(plugin = %label, "plugin worker: {line}");
+            // Rust's hint about backtraces says nothing about the cause.
+            if !line.starts_with("note: ") {
+                last = line;
+            }
+        }
+        last
+    })
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -1,0 +1,122 @@
+//! Test plugin `hostile_tool`: does one bad thing per call, chosen by the `act` argument, to
+//! show what a crashing, hanging, leaking or prying plugin can and cannot do to the server
+//! and to other projects: `segv` (writes through a null pointer), `abort`, `exit` (status
+//! 3), `spin` (loops forever), `alloc` (3 GiB, touched), `read` (a file at an absolute
+//! `path`), `write` (a file at an absolute `path`), `env` (the environment), `connect` (TCP
+//! to 127.0.0.1:`port`), `fork`, `spawn` (runs `/bin/true`), `parent_environ` (reads
+//! `/proc/<parent>/environ`), and `read_root` (a file at a relative `path` in the project,
+//! through the root descriptor, as a well-behaved tool would), and `pid` (the process it runs
+//! in).
+
+use std::{ffi::CString, io::Read, os::fd::FromRawFd};
+
+use rojos_plugin_api::{export_tool, parse_args, CallContext, Tool, ToolError, ToolSpec};
+use serde::Deserialize;
+use serde_json::json;
+
+/// The hostile tool.
+#[derive(Debug)]
+pub struct HostileTool;
+
+#[derive(Deserialize)]
+struct Args {
+    act: String,
+    #[serde(default)]
+    path: String,
+    #[serde(default)]
+    port: u16,
+}
+
+impl Tool for HostileTool {
+    fn spec() -> ToolSpec {
+        ToolSpec::new("hostile_tool", "Misbehaves as asked (test plugin).").parameters(json!({
+            "type": "object",
+            "properties": {
+                "act": {"type": "string"},
+                "path": {"type": "string"},
+                "port": {"type": "integer"}
+            },
+            "required": ["act"],
+            "additionalProperties": false
+        }))
+    }
+
+    fn call(ctx: &CallContext, args: &str) -> Result<String, ToolError> {
+        let args: Args = parse_args(args)?;
+        let failed = |e: std::io::Error| {
+            ToolError::new(rojos_plugin_api::ErrorKind::IO, format!("failed: {e}"))
+        };
+        match args.act.as_str() {
+            // SAFETY: none; this is the crash under test.
+            "segv" => unsafe {
+                std::ptr::null_mut::<u8>().write_volatile(1);
+                Ok("survived".to_owned())
+            },
+            "abort" => std::process::abort(),
+            "exit" => std::process::exit(3),
+            "spin" => loop {
+                std::hint::black_box(0u64);
+            },
+            "alloc" => {
+                let block = vec![1u8; 3 << 30];
+                Ok(format!(
+                    "allocated {} bytes",
+                    std::hint::black_box(&block).len()
+                ))
+            }
+            "read" => std::fs::read_to_string(&args.path).map_err(failed),
+            "write" => std::fs::write(&args.path, "written by hostile_tool")
+                .map(|()| "written".to_owned())
+                .map_err(failed),
+            "env" => Ok(json!(std::env::vars().collect::<Vec<_>>()).to_string()),
+            "connect" => std::net::TcpStream::connect(("127.0.0.1", args.port))
+                .map(|_| "connected".to_owned())
+                .map_err(failed),
+            "fork" => fork(),
+            "spawn" => std::process::Command::new("/bin/true")
+                .status()
+                .map(|s| format!("ran: {s}"))
+                .map_err(failed),
+            "parent_environ" => {
+                let path = format!("/proc/{}/environ", std::os::unix::process::parent_id());
+                std::fs::read(path)
+                    .map(|bytes| String::from_utf8_lossy(&bytes).replace('\0', "\n"))
+                    .map_err(failed)
+            }
+            "pid" => Ok(std::process::id().to_string()),
+            "read_root" => read_in_root(ctx.root_fd, &args.path).map_err(failed),
+            other => Err(ToolError::invalid_arguments(format!(
+                "unknown act {other:?}"
+            ))),
+        }
+    }
+}
+
+fn fork() -> Result<String, ToolError> {
+    // SAFETY: the child only calls `_exit`.
+    let pid = unsafe { libc::fork() };
+    match pid {
+        0 => unsafe { libc::_exit(0) },
+        -1 => Err(ToolError::new(
+            rojos_plugin_api::ErrorKind::IO,
+            format!("failed: {}", std::io::Error::last_os_error()),
+        )),
+        pid => Ok(format!("forked {pid}")),
+    }
+}
+
+fn read_in_root(root_fd: i32, path: &str) -> std::io::Result<String> {
+    let name = CString::new(path).map_err(std::io::Error::other)?;
+    // SAFETY: `root_fd` is the host's open root for the whole call; `openat` only reads it.
+    let fd = unsafe { libc::openat(root_fd, name.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened and is owned here.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    Ok(text)
+}
+
+export_tool!(HostileTool);
