@@ -57,7 +57,10 @@ fn an_empty_file_is_migrated_to_the_current_schema() {
 
     assert_eq!(user_version(&path), SCHEMA_VERSION);
     let tables: Vec<String> = raw(&path)
-        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
+        .prepare(
+            "SELECT name FROM sqlite_schema WHERE type = 'table'
+             AND name NOT LIKE 'search\\_trigrams\\_%' ESCAPE '\\' ORDER BY name",
+        )
         .unwrap()
         .query_map([], |row| row.get(0))
         .unwrap()
@@ -65,8 +68,41 @@ fn an_empty_file_is_migrated_to_the_current_schema() {
         .unwrap();
     assert_eq!(
         tables,
-        ["approvals", "approved_tools", "conversations", "messages"]
+        [
+            "approvals",
+            "approved_tools",
+            "conversations",
+            "messages",
+            "search_docs",
+            "search_projects",
+            "search_trigrams"
+        ]
     );
+}
+
+#[tokio::test]
+async fn a_version_4_file_has_its_stored_messages_indexed_for_search() {
+    let (dir, store) = open_temp();
+    let id = store.create("demo", "default").await.unwrap();
+    store
+        .append(&id, vec![user("hello"), assistant("Find the Kettle")])
+        .await
+        .unwrap();
+    drop(store);
+    // Back to version 4 as it shipped: no search index.
+    raw(&db_path(&dir))
+        .execute_batch(
+            "DROP TABLE search_trigrams; DROP TABLE search_docs; DROP TABLE search_projects;
+             PRAGMA user_version = 4;",
+        )
+        .unwrap();
+
+    let store = SqliteStore::open(db_path(&dir)).unwrap();
+
+    assert_eq!(user_version(&db_path(&dir)), SCHEMA_VERSION);
+    let found = store.search("demo", "the kettle", 10).await.unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].id, id);
 }
 
 #[tokio::test]
