@@ -63,7 +63,7 @@ pub use id::ConversationId;
 pub use lease::{LeaseHolder, LocalRunLeases, RunLeases};
 pub use postgres::{
     Migration, PostgresApprovals, PostgresOptions, PostgresRunLeases, PostgresStore, PostgresTls,
-    UrlError, POSTGRES_SCHEMA_VERSION,
+    StatementMode, UrlError, POSTGRES_SCHEMA_VERSION,
 };
 pub use search::MIN_INDEXED_CHARS;
 pub use sqlite::{SqliteApprovals, SqliteOptions, SqliteStore, SCHEMA_VERSION};

@@ -87,9 +87,7 @@ pub(crate) struct SearchPattern {
 impl SearchPattern {
     /// The pattern for `text` (not empty: the caller lists instead).
     pub(crate) fn new(text: &str) -> Self {
-        Self {
-            folded: fold(text),
-        }
+        Self { folded: fold(text) }
     }
 
     /// The folded text.
@@ -148,10 +146,7 @@ mod tests {
             .as_deref(),
             Some("one\ntwo")
         );
-        assert_eq!(
-            search_text(&json!({"role": "tool", "content": "x"})),
-            None
-        );
+        assert_eq!(search_text(&json!({"role": "tool", "content": "x"})), None);
         assert_eq!(
             search_text(&json!({"role": "assistant", "content": null})),
             None

@@ -10,7 +10,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use crate::{
     agent::Agent,
     config::{Config, ConfigError, ConfigFile},
-    http::{auth::Auth, limits::ChatLimits},
+    http::{auth::Auth, limits::ChatLimits, search_slots::SearchSlots},
     live::{Live, ProviderError, Settings},
     mcp::client::McpClients,
     metrics::Metrics,
@@ -41,6 +41,8 @@ pub struct AppState {
     /// How many chats may stream at once (in all, and per token), and how often each token
     /// may start one.
     pub limits: Arc<ChatLimits>,
+    /// The tokens with a conversation search running (one at a time per token).
+    pub searches: Arc<SearchSlots>,
     /// The rojos and providers, reloaded when `rojos.toml` changes.
     pub live: Arc<Live>,
     /// What the provider checks found. The checks themselves run only under
@@ -147,6 +149,7 @@ impl AppState {
             agent: Arc::new(agent),
             metrics,
             limits,
+            searches: Arc::new(SearchSlots::default()),
             live,
             statuses: Arc::new(StatusBoard::default()),
             mcp: Arc::new(mcp),

@@ -6,35 +6,54 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool_postgres::{GenericClient, Pool};
+use deadpool_postgres::Pool;
+use tokio_postgres::types::Type;
 
 use super::failure::{client, query_failed, within};
+use super::statements::{Run, Sql, StatementMode};
 use crate::approvals::{
     gave_up_row, read_state, row_of, ApprovalState, Approvals, Decided, Decision, GaveUp,
 };
 use crate::error::StoreError;
 use crate::id::ConversationId;
 
-const ASK: &str = "INSERT INTO approvals (conversation_id, call_id, tool, state, reason)
+const ASK: Sql = Sql {
+    text: "INSERT INTO approvals (conversation_id, call_id, tool, state, reason)
      VALUES ($1, $2, $3, 'pending', NULL)
      ON CONFLICT (conversation_id, call_id) DO UPDATE
-         SET tool = excluded.tool, state = 'pending', reason = NULL";
+         SET tool = excluded.tool, state = 'pending', reason = NULL",
+    types: &[Type::TEXT, Type::TEXT, Type::TEXT],
+};
 
-const DECIDE: &str = "UPDATE approvals SET state = $3, reason = $4
+const DECIDE: Sql = Sql {
+    text: "UPDATE approvals SET state = $3, reason = $4
      WHERE conversation_id = $1 AND call_id = $2 AND state = 'pending'
-     RETURNING tool";
+     RETURNING tool",
+    types: &[Type::TEXT, Type::TEXT, Type::TEXT, Type::TEXT],
+};
 
-const ALWAYS: &str = "INSERT INTO approved_tools (conversation_id, tool) VALUES ($1, $2)
-     ON CONFLICT DO NOTHING";
+const ALWAYS: Sql = Sql {
+    text: "INSERT INTO approved_tools (conversation_id, tool) VALUES ($1, $2)
+     ON CONFLICT DO NOTHING",
+    types: &[Type::TEXT, Type::TEXT],
+};
 
-const STATE: &str =
-    "SELECT state, reason FROM approvals WHERE conversation_id = $1 AND call_id = $2";
+const STATE: Sql = Sql {
+    text: "SELECT state, reason FROM approvals WHERE conversation_id = $1 AND call_id = $2",
+    types: &[Type::TEXT, Type::TEXT],
+};
 
-const GIVE_UP: &str = "UPDATE approvals SET state = $3
-     WHERE conversation_id = $1 AND call_id = $2 AND state = 'pending'";
+const GIVE_UP: Sql = Sql {
+    text: "UPDATE approvals SET state = $3
+     WHERE conversation_id = $1 AND call_id = $2 AND state = 'pending'",
+    types: &[Type::TEXT, Type::TEXT, Type::TEXT],
+};
 
-const ALWAYS_ALLOWED: &str = "SELECT EXISTS (SELECT 1 FROM approved_tools
-     WHERE conversation_id = $1 AND tool = $2)";
+const ALWAYS_ALLOWED: Sql = Sql {
+    text: "SELECT EXISTS (SELECT 1 FROM approved_tools
+     WHERE conversation_id = $1 AND tool = $2)",
+    types: &[Type::TEXT, Type::TEXT],
+};
 
 /// The approvals in the database of a [`PostgresStore`](crate::PostgresStore), through its
 /// connection pool (see [`PostgresStore::approvals`](crate::PostgresStore::approvals)).
@@ -42,6 +61,7 @@ const ALWAYS_ALLOWED: &str = "SELECT EXISTS (SELECT 1 FROM approved_tools
 pub struct PostgresApprovals {
     pool: Pool,
     query_timeout: Duration,
+    mode: StatementMode,
 }
 
 impl std::fmt::Debug for PostgresApprovals {
@@ -51,23 +71,25 @@ impl std::fmt::Debug for PostgresApprovals {
 }
 
 impl PostgresApprovals {
-    pub(super) fn new(pool: Pool, query_timeout: Duration) -> Self {
+    pub(super) fn new(pool: Pool, query_timeout: Duration, mode: StatementMode) -> Self {
         Self {
             pool,
             query_timeout,
+            mode,
         }
     }
 }
 
 /// The stored state of a call through `client`, `None` when it was never asked.
 async fn read(
-    client: &impl GenericClient,
+    client: &impl Run,
+    mode: StatementMode,
     conversation: &ConversationId,
     call_id: &str,
     action: &(dyn Fn() -> String + Sync),
 ) -> Result<Option<ApprovalState>, StoreError> {
     let row = client
-        .query_opt(STATE, &[&conversation.as_str(), &call_id])
+        .opt(mode, &STATE, &[&conversation.as_str(), &call_id])
         .await
         .map_err(|e| query_failed(action(), e))?;
     row.map(|row| read_state(conversation, call_id, row.get(0), row.get(1)))
@@ -87,7 +109,7 @@ impl Approvals for PostgresApprovals {
         within(self.query_timeout, action, async {
             let client = client(&self.pool, action()).await?;
             client
-                .execute(ASK, &[&conversation.as_str(), &call_id, &tool])
+                .count(self.mode, &ASK, &[&conversation.as_str(), &call_id, &tool])
                 .await
                 .map_err(|e| query_failed(action(), e))
         })
@@ -110,16 +132,20 @@ impl Approvals for PostgresApprovals {
                 .await
                 .map_err(|e| query_failed(action(), e))?;
             let row = tx
-                .query_opt(DECIDE, &[&conversation.as_str(), &call_id, &state, &reason])
+                .opt(
+                    self.mode,
+                    &DECIDE,
+                    &[&conversation.as_str(), &call_id, &state, &reason],
+                )
                 .await
                 .map_err(|e| query_failed(action(), e))?;
             let Some(row) = row else {
-                let now = read(&tx, conversation, call_id, &action).await?;
+                let now = read(&tx, self.mode, conversation, call_id, &action).await?;
                 return Ok(Decided::NotPending(now));
             };
             if *decision == Decision::ApproveAlways {
                 let tool: String = row.get(0);
-                tx.execute(ALWAYS, &[&conversation.as_str(), &tool])
+                tx.count(self.mode, &ALWAYS, &[&conversation.as_str(), &tool])
                     .await
                     .map_err(|e| query_failed(action(), e))?;
             }
@@ -138,7 +164,7 @@ impl Approvals for PostgresApprovals {
             || format!("read the approval of call '{call_id}' in conversation '{conversation}'");
         within(self.query_timeout, action, async {
             let client = client(&self.pool, action()).await?;
-            read(&client, conversation, call_id, &action).await
+            read(&*client, self.mode, conversation, call_id, &action).await
         })
         .await
     }
@@ -154,13 +180,14 @@ impl Approvals for PostgresApprovals {
         within(self.query_timeout, action, async {
             let client = client(&self.pool, action()).await?;
             client
-                .execute(
-                    GIVE_UP,
+                .count(
+                    self.mode,
+                    &GIVE_UP,
                     &[&conversation.as_str(), &call_id, &gave_up_row(why)],
                 )
                 .await
                 .map_err(|e| query_failed(action(), e))?;
-            Ok(read(&client, conversation, call_id, &action)
+            Ok(read(&*client, self.mode, conversation, call_id, &action)
                 .await?
                 .unwrap_or(ApprovalState::Cancelled))
         })
@@ -176,7 +203,7 @@ impl Approvals for PostgresApprovals {
         within(self.query_timeout, action, async {
             let client = client(&self.pool, action()).await?;
             let row = client
-                .query_one(ALWAYS_ALLOWED, &[&conversation.as_str(), &tool])
+                .one(self.mode, &ALWAYS_ALLOWED, &[&conversation.as_str(), &tool])
                 .await
                 .map_err(|e| query_failed(action(), e))?;
             Ok(row.get(0))

@@ -43,8 +43,12 @@ pub(crate) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 #[async_trait]
 pub(crate) trait Run: Sync {
     /// Every row the statement returns.
-    async fn rows(&self, mode: StatementMode, sql: &Sql, params: Params<'_>)
-        -> Result<Vec<Row>, Error>;
+    async fn rows(
+        &self,
+        mode: StatementMode,
+        sql: &Sql,
+        params: Params<'_>,
+    ) -> Result<Vec<Row>, Error>;
 
     /// The one row the statement returns (an error if it returns none or several).
     async fn one(&self, mode: StatementMode, sql: &Sql, params: Params<'_>) -> Result<Row, Error>;
@@ -58,7 +62,8 @@ pub(crate) trait Run: Sync {
     ) -> Result<Option<Row>, Error>;
 
     /// How many rows the statement changed.
-    async fn count(&self, mode: StatementMode, sql: &Sql, params: Params<'_>) -> Result<u64, Error>;
+    async fn count(&self, mode: StatementMode, sql: &Sql, params: Params<'_>)
+        -> Result<u64, Error>;
 }
 
 /// The parameters with their types, as the unnamed statements take them.

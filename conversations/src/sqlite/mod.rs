@@ -20,11 +20,11 @@ pub use schema::SCHEMA_VERSION;
 
 use crate::error::StoreError;
 use crate::id::ConversationId;
+use crate::search::SearchPattern;
 use crate::step::Step;
 use crate::store::{
     Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
 };
-use crate::search::SearchPattern;
 use crate::title::check_custom_title;
 use pool::Pool;
 use schema::Migrated;

@@ -150,12 +150,15 @@ impl Pool {
         T: Send + 'static,
     {
         let deadline = Instant::now() + limit;
-        let permit =
-            match tokio::time::timeout(limit, Arc::clone(&self.search_gate).acquire_owned()).await
-            {
-                Ok(permit) => permit.map_err(|closed| StoreError::backend(action, closed))?,
-                Err(_) => return Err(StoreError::SearchTimedOut { limit }),
-            };
+        let permit = match tokio::time::timeout(
+            limit,
+            Arc::clone(&self.search_gate).acquire_owned(),
+        )
+        .await
+        {
+            Ok(permit) => permit.map_err(|closed| StoreError::backend(action, closed))?,
+            Err(_) => return Err(StoreError::SearchTimedOut { limit }),
+        };
         let stop = Arc::new(AtomicBool::new(false));
         let _stop_when_dropped = StopWhenDropped(Arc::clone(&stop));
         let pool = Arc::clone(self);
@@ -172,7 +175,10 @@ impl Pool {
             match result {
                 Err(_) if stop.load(Ordering::Relaxed) => {
                     tracing::info!("a search was stopped: its request went away");
-                    Err(StoreError::backend("search", "the search's request went away"))
+                    Err(StoreError::backend(
+                        "search",
+                        "the search's request went away",
+                    ))
                 }
                 Err(_) if Instant::now() >= deadline => Err(StoreError::SearchTimedOut { limit }),
                 result => result,
@@ -460,7 +466,9 @@ mod tests {
             matches!(failed, StoreError::SearchTimedOut { limit } if limit == Duration::from_millis(300)),
             "{failed:?}"
         );
-        assert!(failed.to_string().contains("search for a longer, more specific text"));
+        assert!(failed
+            .to_string()
+            .contains("search for a longer, more specific text"));
         assert_eq!(
             pool.search("next", Duration::from_secs(60), select_seven)
                 .await

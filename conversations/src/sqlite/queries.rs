@@ -80,8 +80,10 @@ fn insert_messages(
             Some(doc) => doc,
             None => first_free_doc(tx, project_id)?,
         };
-        tx.prepare_cached("INSERT INTO search_docs (doc, conversation_id, seq) VALUES (?1, ?2, ?3)")?
-            .execute(params![doc, id.as_str(), seq])?;
+        tx.prepare_cached(
+            "INSERT INTO search_docs (doc, conversation_id, seq) VALUES (?1, ?2, ?3)",
+        )?
+        .execute(params![doc, id.as_str(), seq])?;
         tx.prepare_cached("INSERT INTO search_trigrams (rowid, body) VALUES (?1, ?2)")?
             .execute(params![doc, fold(text)])?;
         next_doc = Some(doc + 1);
@@ -459,7 +461,12 @@ pub(crate) fn select_summaries(
         "SELECT {SUMMARY_COLUMNS} FROM conversations
          WHERE project_id = ?1 ORDER BY activity DESC LIMIT ?2"
     );
-    summaries(conn, &sql, project_id, params![project_id, sql_limit(limit)])
+    summaries(
+        conn,
+        &sql,
+        project_id,
+        params![project_id, sql_limit(limit)],
+    )
 }
 
 /// Up to `limit` conversations of `project_id` whose title, or the searchable text of one of

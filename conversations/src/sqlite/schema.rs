@@ -155,7 +155,11 @@ fn register_fold(conn: &Connection) -> rusqlite::Result<()> {
         "rojos_fold",
         1,
         FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
-        |ctx| Ok(ctx.get::<Option<String>>(0)?.map(|text| search::fold(&text))),
+        |ctx| {
+            Ok(ctx
+                .get::<Option<String>>(0)?
+                .map(|text| search::fold(&text)))
+        },
     )
 }
 

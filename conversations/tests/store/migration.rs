@@ -47,7 +47,7 @@ async fn migrating_twice_migrates_once_and_keeps_the_data() {
             to: POSTGRES_SCHEMA_VERSION
         }
     );
-    assert_eq!(versions(&database), "1,2,3,4,5");
+    assert_eq!(versions(&database), "1,2,3,4,5,6");
     let messages = store.get(&id).await.unwrap().unwrap().messages;
     assert_eq!(messages, vec![user("kept")]);
 }
@@ -70,7 +70,7 @@ async fn hosts_migrating_at_once_all_succeed_and_one_of_them_migrates() {
     assert_eq!(stores.len(), 4);
     assert_eq!(
         versions(&database),
-        "1,2,3,4,5",
+        "1,2,3,4,5,6",
         "each version recorded once"
     );
     let id = stores[0].create("demo", "default").await.unwrap();
@@ -119,6 +119,7 @@ async fn a_version_2_database_loses_its_foreign_keys_and_keeps_its_messages_and_
                  FOREIGN KEY (conversation_id) REFERENCES conversations (id) ON DELETE CASCADE;
              ALTER TABLE conversations DROP COLUMN custom_title;
              DROP TABLE approvals; DROP TABLE approved_tools;
+             ALTER TABLE messages DROP COLUMN search_text;
              DELETE FROM rojos_schema_versions WHERE version >= 3;",
         )
         .unwrap();
@@ -131,7 +132,7 @@ async fn a_version_2_database_loses_its_foreign_keys_and_keeps_its_messages_and_
 
     assert_eq!(migrated, Migration { from: 2, to: 5 });
     assert_eq!(foreign_keys(&database), "");
-    assert_eq!(versions(&database), "1,2,3,4,5");
+    assert_eq!(versions(&database), "1,2,3,4,5,6");
     store.append(&id, vec![user("after")]).await.unwrap();
     assert_eq!(
         store.get(&id).await.unwrap().unwrap().messages,
@@ -160,12 +161,13 @@ async fn a_version_3_database_gains_given_titles_and_keeps_its_derived_ones() {
         .append(&id, vec![user("derived title")])
         .await
         .unwrap();
-    // Back to version 3 as it shipped: no `custom_title`, no approvals, no version 4 or 5.
+    // Back to version 3 as it shipped: no `custom_title`, no approvals, no search text.
     cluster()
         .psql(
             &database,
             "ALTER TABLE conversations DROP COLUMN custom_title;
              DROP TABLE approvals; DROP TABLE approved_tools;
+             ALTER TABLE messages DROP COLUMN search_text;
              DELETE FROM rojos_schema_versions WHERE version >= 4;",
         )
         .unwrap();
@@ -173,7 +175,7 @@ async fn a_version_3_database_gains_given_titles_and_keeps_its_derived_ones() {
     let migrated = PostgresStore::migrate(&options).await.unwrap();
 
     assert_eq!(migrated, Migration { from: 3, to: 5 });
-    assert_eq!(versions(&database), "1,2,3,4,5");
+    assert_eq!(versions(&database), "1,2,3,4,5,6");
     let store = PostgresStore::open(&options).unwrap();
     let title = |list: Vec<rojos_conversations::ConversationSummary>| list[0].title.clone();
     assert_eq!(
@@ -214,7 +216,7 @@ async fn a_database_from_a_newer_build_is_refused_and_left_alone() {
             POSTGRES_SCHEMA_VERSION
         )
     );
-    assert_eq!(versions(&database), format!("1,2,3,4,5,{newer}"));
+    assert_eq!(versions(&database), format!("1,2,3,4,5,6,{newer}"));
 }
 
 #[tokio::test]
@@ -260,5 +262,51 @@ async fn a_server_that_is_not_there_is_unavailable() {
     assert_eq!(
         err.to_string(),
         format!("conversation store could not migrate postgres://rojos@127.0.0.1:{port}/nothing: the database is unreachable")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_5_database_has_its_stored_messages_made_searchable() {
+    let database = cluster().create_database().unwrap();
+    let store = PostgresStore::connect(&pg_options(&database))
+        .await
+        .unwrap();
+    let id = store.create("demo", "default").await.unwrap();
+    store
+        .append(
+            &id,
+            vec![
+                user("hello"),
+                serde_json::json!({"role": "assistant", "content": [
+                    {"type": "text", "text": "Find the Kettle"}
+                ]}),
+                serde_json::json!({"role": "assistant", "content": "nul \u{0} inside"}),
+            ],
+        )
+        .await
+        .unwrap();
+    // Back to version 5 as it shipped: no search text, no index.
+    cluster()
+        .psql(
+            &database,
+            "ALTER TABLE messages DROP COLUMN search_text;
+             DELETE FROM rojos_schema_versions WHERE version >= 6;",
+        )
+        .unwrap();
+
+    PostgresStore::migrate(&pg_options(&database))
+        .await
+        .unwrap();
+
+    let found = store.search("demo", "the kettle", 10).await.unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].id, id);
+    assert_eq!(
+        cluster()
+            .psql(&database, "SELECT count(search_text) FROM messages")
+            .unwrap()
+            .trim(),
+        "2",
+        "a text PostgreSQL cannot hold (NUL) is left unindexed"
     );
 }

@@ -72,7 +72,7 @@ pub(super) async fn get(
 const DEFAULT_LIMIT: usize = 50;
 const MAX_LIMIT: usize = 500;
 
-/// The longest search text, in characters.
+/// The longest search text, in characters (`docs/api.md`, "Managing conversations").
 const MAX_QUERY_CHARS: usize = 200;
 
 #[derive(Debug, Deserialize)]
@@ -108,10 +108,28 @@ pub(super) async fn list(
                  a shorter text"
             )));
         }
+        // Held until the search ends, or until this handler is dropped (its client went
+        // away), which also stops the search's query (the store's `search`).
+        let _slot =
+            state
+                .searches
+                .take(caller.token())
+                .ok_or_else(|| ApiError::TooManyRequests {
+                    message: SEARCH_BUSY.to_owned(),
+                    retry_after: 1,
+                })?;
         store.search(project.as_str(), text, limit).await
     };
-    Ok(Json(list.map_err(internal)?))
+    match list {
+        Ok(list) => Ok(Json(list)),
+        Err(e @ StoreError::SearchTimedOut { .. }) => Err(ApiError::Unavailable(e.to_string())),
+        Err(e) => Err(internal(e)),
+    }
 }
+
+/// The `429` body's text while the token's previous search still runs.
+const SEARCH_BUSY: &str = "a search of this token is still running: one search at a time per \
+     token; wait for its answer (or cancel it) before searching again";
 
 /// `PATCH /conversations/{id}` with `{"title": "…"}` (a title shown instead of the first
 /// message's text) or `{"title": null}` (back to it): `204`.
