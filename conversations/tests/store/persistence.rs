@@ -204,18 +204,21 @@ async fn a_version_2_file_gains_given_titles_and_keeps_its_derived_ones() {
         .unwrap();
     drop(store);
     let path = db_path(&dir);
-    // Back to version 2 as it shipped: no `custom_title`, no approvals (version 4).
+    // Back to version 2 as it shipped: no `custom_title`, no approvals (version 4), no
+    // search index (version 5).
     raw(&path)
         .execute_batch(
             "ALTER TABLE conversations DROP COLUMN custom_title;
-             DROP TABLE approvals; DROP TABLE approved_tools; PRAGMA user_version = 2;",
+             DROP TABLE approvals; DROP TABLE approved_tools;
+             DROP TABLE search_trigrams; DROP TABLE search_docs; DROP TABLE search_projects;
+             PRAGMA user_version = 2;",
         )
         .unwrap();
 
     let store = SqliteStore::open(&path).unwrap();
 
     assert_eq!(user_version(&path), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 4);
+    assert_eq!(SCHEMA_VERSION, 5);
     let approvals: i64 = raw(&path)
         .query_row(
             "SELECT count(*) FROM sqlite_schema WHERE name IN ('approvals', 'approved_tools')",
