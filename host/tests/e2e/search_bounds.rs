@@ -7,9 +7,7 @@
 //! keeps it running while the other token reads, which the test checks before and after.
 
 use futures_util::future::{select, Either};
-use rojos_conversations::{
-    ConversationStore, PostgresOptions, PostgresStore, SqliteStore, Step,
-};
+use rojos_conversations::{ConversationStore, PostgresOptions, PostgresStore, SqliteStore, Step};
 use serde_json::{json, Value};
 
 use crate::postgres::{cluster, PASSWORD_VAR};
@@ -20,8 +18,10 @@ use crate::support::{
     upstream::{ScriptedUpstream, Turn},
 };
 
-/// Conversations seeded in `demo`, each with an answer of [`ANSWER_BYTES`].
-const SEEDED: usize = 60;
+/// Conversations seeded in `demo`, each with an answer of [`ANSWER_BYTES`]: more for SQLite,
+/// whose check of a candidate is linear, than for PostgreSQL, whose `ILIKE` check is not.
+const SEEDED_SQLITE: usize = 150;
+const SEEDED_POSTGRES: usize = 60;
 const ANSWER_BYTES: usize = 1 << 20;
 
 /// The searched text: 200 `a`s. Every seeded answer holds runs of 199 `a`s and each of the
@@ -38,9 +38,9 @@ fn near_miss() -> String {
 }
 
 /// Seeds `store` with the conversations of `demo` (`hello 0`, `hello 1`, … and their answers).
-async fn seed(store: &dyn ConversationStore) {
+async fn seed(store: &dyn ConversationStore, count: usize) {
     let answer = near_miss();
-    for i in 0..SEEDED {
+    for i in 0..count {
         let step = Step::new(&[
             json!({"role": "user", "content": format!("hello {i}")}),
             json!({"role": "assistant", "content": answer}),
@@ -189,7 +189,7 @@ async fn on_sqlite_one_search_per_token_never_delays_others_and_stops_when_its_c
         .with("[store]\nsearch_timeout_secs = 600\n")
         .in_temp_folder();
     let store = SqliteStore::open(dir.path().join("storage/rojos.db")).unwrap();
-    seed(&store).await;
+    seed(&store, SEEDED_SQLITE).await;
     drop(store);
     let rojos = RunningBinary::start(dir.path(), "info", &[]);
     let url = rojos.url();
@@ -214,7 +214,7 @@ async fn on_postgres_one_search_per_token_never_delays_others_and_is_cancelled_w
         .unwrap()
         .with_password(&cluster.password());
     let store = PostgresStore::connect(&options).await.unwrap();
-    seed(&store).await;
+    seed(&store, SEEDED_POSTGRES).await;
     let password = cluster.password();
     let rojos = RunningBinary::start(dir.path(), "info", &[(PASSWORD_VAR, &password)]);
     let url = rojos.url();
