@@ -3,7 +3,8 @@
 //! a caller allowed on its project; `Link: <...?from=M>; rel="next"` and `Rojos-Next-From: M`
 //! say where the next page starts. `GET /conversations?projectId=X&limit=N[&q=TEXT]`: that
 //! project's conversations (those whose title or message text contains `TEXT`), the most
-//! recently updated first (the chat panel's history). `PATCH /conversations/{id}`
+//! recently updated first (the chat panel's history); one search at a time per token (`429`),
+//! stopped past `[store] search_timeout_secs` (`503`). `PATCH /conversations/{id}`
 //! `{"title": …}` renames one, `DELETE /conversations/{id}` deletes one with its undo
 //! checkpoints (`409` while a run writes in it). See `docs/api.md`, "Managing conversations".
 
