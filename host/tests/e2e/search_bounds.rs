@@ -37,12 +37,12 @@ fn near_miss() -> String {
     block.repeat(ANSWER_BYTES / block.len())
 }
 
-/// Seeds `store` with the conversations of `demo` (`hello 0`, `hello 1`, … and their answers).
+/// Seeds `store` with the conversations of `demo` (`hello 0.`, `hello 1.`, … and their answers).
 async fn seed(store: &dyn ConversationStore, count: usize) {
     let answer = near_miss();
     for i in 0..count {
         let step = Step::new(&[
-            json!({"role": "user", "content": format!("hello {i}")}),
+            json!({"role": "user", "content": format!("hello {i}.")}),
             json!({"role": "assistant", "content": answer}),
         ])
         .unwrap();
@@ -166,7 +166,7 @@ async fn searches_are_bounded(rojos: &RunningBinary, url: &str, stopped: Stopped
             }
         }
     }
-    let (status, found) = search(url.to_owned(), DEMO_TOKEN, "hello 7".to_owned()).await;
+    let (status, found) = search(url.to_owned(), DEMO_TOKEN, "hello 7.".to_owned()).await;
     assert_eq!(status, 200, "{found}");
     let titles: Vec<&str> = found
         .as_array()
@@ -174,7 +174,7 @@ async fn searches_are_bounded(rojos: &RunningBinary, url: &str, stopped: Stopped
         .iter()
         .filter_map(|c| c["title"].as_str())
         .collect();
-    assert_eq!(titles, ["hello 7"]);
+    assert_eq!(titles, ["hello 7."]);
 }
 
 fn upstream_turns() -> Vec<Turn> {
