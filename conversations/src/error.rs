@@ -99,6 +99,17 @@ pub enum StoreError {
         source: BoxError,
     },
 
+    /// A search ran out of its time (`[store] search_timeout_secs`) and was stopped: its text
+    /// matches too much of what is stored, or the searches of others kept it waiting.
+    #[error(
+        "the search was stopped after {} s, its time limit; search for a longer, more specific text, or try again in a moment",
+        limit.as_secs_f64()
+    )]
+    SearchTimedOut {
+        /// The time limit.
+        limit: std::time::Duration,
+    },
+
     /// A stored row cannot be read back (bad JSON, impossible timestamp).
     #[error("conversation database holds a corrupt row: {what}")]
     Corrupt {

@@ -14,6 +14,8 @@
 //! - `title`: a conversation's title, taken from its first user message unless the user
 //!   gave one (`rename`); the checks of appended messages and given titles; the escaped
 //!   pattern of a search.
+//! - `search`: what a search reads (each message's searchable text), how case is folded, and
+//!   the pattern and trigrams of a searched text.
 //! - `approvals`: [`Approvals`], tool calls waiting for the user's decision, kept in
 //!   each store's database ([`SqliteApprovals`], [`PostgresApprovals`]).
 //! - `lease`: [`RunLeases`], one run at a time per conversation, and its in-process
@@ -47,6 +49,7 @@ mod error;
 mod id;
 mod lease;
 mod postgres;
+mod search;
 mod sqlite;
 mod step;
 mod store;
@@ -62,8 +65,9 @@ pub use id::ConversationId;
 pub use lease::{LeaseHolder, LocalRunLeases, RunLeases};
 pub use postgres::{
     Migration, PostgresApprovals, PostgresOptions, PostgresRunLeases, PostgresStore, PostgresTls,
-    UrlError, POSTGRES_SCHEMA_VERSION,
+    StatementMode, UrlError, POSTGRES_SCHEMA_VERSION,
 };
+pub use search::MIN_INDEXED_CHARS;
 pub use sqlite::{SqliteApprovals, SqliteOptions, SqliteStore, SCHEMA_VERSION};
 pub use step::Step;
 pub use store::{

@@ -1,10 +1,12 @@
 //! One step's messages as a store writes them: checked, each message's compact JSON text,
 //! and the title its user message gives. Built once by whoever holds the messages, so the
 //! caller knows the stored size without writing the text twice, and a store only writes it.
+//! Also each message's searchable text (`crate::search`), which the stores index.
 
 use serde_json::Value;
 
 use crate::error::StoreError;
+use crate::search::search_text;
 use crate::title::{check_messages, title_of};
 
 /// The messages of one step (a user message, or an assistant message and its tool
@@ -17,6 +19,7 @@ use crate::title::{check_messages, title_of};
 pub struct Step {
     rows: Vec<String>,
     title: Option<String>,
+    search: Vec<Option<String>>,
 }
 
 impl Step {
@@ -61,6 +64,7 @@ impl Step {
         Self {
             rows,
             title: title_of(messages),
+            search: messages.iter().map(search_text).collect(),
         }
     }
 
@@ -77,6 +81,12 @@ impl Step {
     /// Each message's compact JSON text, in order.
     pub(crate) fn rows(&self) -> &[String] {
         &self.rows
+    }
+
+    /// Each message's searchable text (`crate::search::search_text`), in order: `None` for a
+    /// message search does not read.
+    pub(crate) fn search_texts(&self) -> &[Option<String>] {
+        &self.search
     }
 
     /// The title the step's first user message with text gives.

@@ -204,9 +204,15 @@ pub trait ConversationStore: Send + Sync {
 
     /// Up to `limit` conversations of `project_id` whose title or whose user or assistant
     /// message text contains `text`, ignoring case, the most recently updated first. The
-    /// text is matched literally (`%` and `_` are no wildcards). Reads every message of the
-    /// project's conversations: meant for a person's history (thousands of messages), not
-    /// for millions.
+    /// text is matched literally (`%` and `_` are no wildcards). Messages are found through a
+    /// trigram index, so a text shorter than [`MIN_INDEXED_CHARS`](crate::MIN_INDEXED_CHARS)
+    /// searches titles only. A search runs apart from the other reads (its own connections,
+    /// or a share of the pool), is stopped when the returned future is dropped, and has a
+    /// time limit.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::SearchTimedOut`] when its time limit is over.
     async fn search(
         &self,
         project_id: &str,

@@ -10,7 +10,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use crate::{
     agent::Agent,
     config::{Config, ConfigError, ConfigFile},
-    http::{auth::Auth, limits::ChatLimits, transfers::TransferSlots},
+    http::{auth::Auth, limits::ChatLimits, search_slots::SearchSlots, transfers::TransferSlots},
     live::{Live, ProviderError, Settings},
     mcp::client::McpClients,
     metrics::Metrics,
@@ -43,6 +43,8 @@ pub struct AppState {
     pub limits: Arc<ChatLimits>,
     /// How many file uploads and downloads may run at once (in all, and per token).
     pub transfers: Arc<TransferSlots>,
+    /// The tokens with a conversation search running (one at a time per token).
+    pub searches: Arc<SearchSlots>,
     /// The rojos and providers, reloaded when `rojos.toml` changes.
     pub live: Arc<Live>,
     /// What the provider checks found. The checks themselves run only under
@@ -152,6 +154,7 @@ impl AppState {
             metrics,
             limits,
             transfers,
+            searches: Arc::new(SearchSlots::default()),
             live,
             statuses: Arc::new(StatusBoard::default()),
             mcp: Arc::new(mcp),

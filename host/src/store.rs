@@ -9,7 +9,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use rojos_conversations::{
-    Approvals, ConversationStore, LocalRunLeases, PostgresStore, RunLeases, SqliteStore, StoreError,
+    Approvals, ConversationStore, LocalRunLeases, PostgresStore, RunLeases, SqliteOptions,
+    SqliteStore, StoreError,
 };
 
 use crate::config::StoreConfig;
@@ -40,8 +41,13 @@ impl std::fmt::Debug for OpenedStore {
 /// than this build's.
 pub fn open(config: &StoreConfig) -> Result<OpenedStore, StoreError> {
     match config {
-        StoreConfig::Sqlite { path } => {
-            let store = SqliteStore::open(path)?;
+        StoreConfig::Sqlite {
+            path,
+            search_timeout,
+        } => {
+            let mut options = SqliteOptions::default();
+            options.search_timeout = *search_timeout;
+            let store = SqliteStore::open_with(path, options)?;
             Ok(OpenedStore {
                 approvals: Arc::new(store.approvals()),
                 store: Arc::new(store),
@@ -67,7 +73,7 @@ pub fn open(config: &StoreConfig) -> Result<OpenedStore, StoreError> {
 /// As [`open`].
 pub fn migrate(config: &StoreConfig) -> Result<String, StoreError> {
     match config {
-        StoreConfig::Sqlite { path } => {
+        StoreConfig::Sqlite { path, .. } => {
             SqliteStore::open(path)?;
             Ok(format!(
                 "conversation database {} is at schema version {}",

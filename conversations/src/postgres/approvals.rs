@@ -6,42 +6,64 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool_postgres::{GenericClient, Pool};
+use deadpool_postgres::Pool;
+use tokio_postgres::types::Type;
 
 use super::failure::{client, query_failed, within};
+use super::statements::{Run, Sql, StatementMode};
 use crate::approvals::{
     gave_up_row, read_state, row_of, target, ApprovalState, Approvals, Decided, Decision, GaveUp,
 };
 use crate::error::StoreError;
 use crate::id::ConversationId;
 
-const ASK: &str =
-    "INSERT INTO approvals (conversation_id, approval_id, call_id, tool, state, reason)
-     VALUES ($1, $2, $3, $4, 'pending', NULL)";
+const ASK: Sql = Sql {
+    text: "INSERT INTO approvals (conversation_id, approval_id, call_id, tool, state, reason)
+     VALUES ($1, $2, $3, $4, 'pending', NULL)",
+    types: &[Type::TEXT, Type::TEXT, Type::TEXT, Type::TEXT],
+};
 
-const BY_APPROVAL_ID: &str =
-    "SELECT approval_id FROM approvals WHERE conversation_id = $1 AND approval_id = $2";
+const BY_APPROVAL_ID: Sql = Sql {
+    text: "SELECT approval_id FROM approvals WHERE conversation_id = $1 AND approval_id = $2",
+    types: &[Type::TEXT, Type::TEXT],
+};
 
 /// No index on call ids (one may be longer than an index entry can hold): the
 /// conversation's few approvals are read through the primary key's prefix.
-const BY_CALL_ID: &str =
-    "SELECT approval_id FROM approvals WHERE conversation_id = $1 AND call_id = $2 LIMIT 2";
+const BY_CALL_ID: Sql = Sql {
+    text: "SELECT approval_id FROM approvals WHERE conversation_id = $1 AND call_id = $2 LIMIT 2",
+    types: &[Type::TEXT, Type::TEXT],
+};
 
-const DECIDE: &str = "UPDATE approvals SET state = $3, reason = $4
+const DECIDE: Sql = Sql {
+    text: "UPDATE approvals SET state = $3, reason = $4
      WHERE conversation_id = $1 AND approval_id = $2 AND state = 'pending'
-     RETURNING tool, call_id";
+     RETURNING tool, call_id",
+    types: &[Type::TEXT, Type::TEXT, Type::TEXT, Type::TEXT],
+};
 
-const ALWAYS: &str = "INSERT INTO approved_tools (conversation_id, tool) VALUES ($1, $2)
-     ON CONFLICT DO NOTHING";
+const ALWAYS: Sql = Sql {
+    text: "INSERT INTO approved_tools (conversation_id, tool) VALUES ($1, $2)
+     ON CONFLICT DO NOTHING",
+    types: &[Type::TEXT, Type::TEXT],
+};
 
-const STATE: &str =
-    "SELECT state, reason FROM approvals WHERE conversation_id = $1 AND approval_id = $2";
+const STATE: Sql = Sql {
+    text: "SELECT state, reason FROM approvals WHERE conversation_id = $1 AND approval_id = $2",
+    types: &[Type::TEXT, Type::TEXT],
+};
 
-const GIVE_UP: &str = "UPDATE approvals SET state = $3
-     WHERE conversation_id = $1 AND approval_id = $2 AND state = 'pending'";
+const GIVE_UP: Sql = Sql {
+    text: "UPDATE approvals SET state = $3
+     WHERE conversation_id = $1 AND approval_id = $2 AND state = 'pending'",
+    types: &[Type::TEXT, Type::TEXT, Type::TEXT],
+};
 
-const ALWAYS_ALLOWED: &str = "SELECT EXISTS (SELECT 1 FROM approved_tools
-     WHERE conversation_id = $1 AND tool = $2)";
+const ALWAYS_ALLOWED: Sql = Sql {
+    text: "SELECT EXISTS (SELECT 1 FROM approved_tools
+     WHERE conversation_id = $1 AND tool = $2)",
+    types: &[Type::TEXT, Type::TEXT],
+};
 
 /// The approvals in the database of a [`PostgresStore`](crate::PostgresStore), through its
 /// connection pool (see [`PostgresStore::approvals`](crate::PostgresStore::approvals)).
@@ -49,6 +71,7 @@ const ALWAYS_ALLOWED: &str = "SELECT EXISTS (SELECT 1 FROM approved_tools
 pub struct PostgresApprovals {
     pool: Pool,
     query_timeout: Duration,
+    mode: StatementMode,
 }
 
 impl std::fmt::Debug for PostgresApprovals {
@@ -58,10 +81,11 @@ impl std::fmt::Debug for PostgresApprovals {
 }
 
 impl PostgresApprovals {
-    pub(super) fn new(pool: Pool, query_timeout: Duration) -> Self {
+    pub(super) fn new(pool: Pool, query_timeout: Duration, mode: StatementMode) -> Self {
         Self {
             pool,
             query_timeout,
+            mode,
         }
     }
 }
@@ -69,13 +93,14 @@ impl PostgresApprovals {
 /// The stored state of the call asked under `approval_id` through `client`, `None` when
 /// there is none.
 async fn read(
-    client: &impl GenericClient,
+    client: &impl Run,
+    mode: StatementMode,
     conversation: &ConversationId,
     approval_id: &str,
     action: &(dyn Fn() -> String + Sync),
 ) -> Result<Option<ApprovalState>, StoreError> {
     let row = client
-        .query_opt(STATE, &[&conversation.as_str(), &approval_id])
+        .opt(mode, &STATE, &[&conversation.as_str(), &approval_id])
         .await
         .map_err(|e| query_failed(action(), e))?;
     row.map(|row| read_state(conversation, approval_id, row.get(0), row.get(1)))
@@ -84,14 +109,15 @@ async fn read(
 
 /// The approval id a decision naming `key` is for ([`target`]), through `client`.
 async fn find(
-    client: &impl GenericClient,
+    client: &impl Run,
+    mode: StatementMode,
     conversation: &ConversationId,
     key: &str,
     action: &(dyn Fn() -> String + Sync),
 ) -> Result<Result<String, Decided>, StoreError> {
     let failed = |e| query_failed(action(), e);
     let by_approval_id = client
-        .query_opt(BY_APPROVAL_ID, &[&conversation.as_str(), &key])
+        .opt(mode, &BY_APPROVAL_ID, &[&conversation.as_str(), &key])
         .await
         .map_err(failed)?
         .map(|row| row.get(0));
@@ -99,7 +125,7 @@ async fn find(
         return Ok(target(by_approval_id, Vec::new()));
     }
     let by_call_id = client
-        .query(BY_CALL_ID, &[&conversation.as_str(), &key])
+        .rows(mode, &BY_CALL_ID, &[&conversation.as_str(), &key])
         .await
         .map_err(failed)?
         .iter()
@@ -121,8 +147,9 @@ impl Approvals for PostgresApprovals {
         within(self.query_timeout, action, async {
             let client = client(&self.pool, action()).await?;
             client
-                .execute(
-                    ASK,
+                .count(
+                    self.mode,
+                    &ASK,
                     &[&conversation.as_str(), &approval_id, &call_id, &tool],
                 )
                 .await
@@ -146,26 +173,27 @@ impl Approvals for PostgresApprovals {
                 .transaction()
                 .await
                 .map_err(|e| query_failed(action(), e))?;
-            let approval_id = match find(&tx, conversation, key, &action).await? {
+            let approval_id = match find(&tx, self.mode, conversation, key, &action).await? {
                 Ok(approval_id) => approval_id,
                 Err(not_taken) => return Ok(not_taken),
             };
             // Taken only from `pending`: a decision sent at the same time waits for this
             // row's lock, then finds it decided.
             let row = tx
-                .query_opt(
-                    DECIDE,
+                .opt(
+                    self.mode,
+                    &DECIDE,
                     &[&conversation.as_str(), &approval_id, &state, &reason],
                 )
                 .await
                 .map_err(|e| query_failed(action(), e))?;
             let Some(row) = row else {
-                let now = read(&tx, conversation, &approval_id, &action).await?;
+                let now = read(&tx, self.mode, conversation, &approval_id, &action).await?;
                 return Ok(Decided::NotPending(now));
             };
             if *decision == Decision::ApproveAlways {
                 let tool: String = row.get(0);
-                tx.execute(ALWAYS, &[&conversation.as_str(), &tool])
+                tx.count(self.mode, &ALWAYS, &[&conversation.as_str(), &tool])
                     .await
                     .map_err(|e| query_failed(action(), e))?;
             }
@@ -188,7 +216,7 @@ impl Approvals for PostgresApprovals {
             || format!("read the approval '{approval_id}' in conversation '{conversation}'");
         within(self.query_timeout, action, async {
             let client = client(&self.pool, action()).await?;
-            read(&client, conversation, approval_id, &action).await
+            read(&*client, self.mode, conversation, approval_id, &action).await
         })
         .await
     }
@@ -205,13 +233,14 @@ impl Approvals for PostgresApprovals {
         within(self.query_timeout, action, async {
             let client = client(&self.pool, action()).await?;
             client
-                .execute(
-                    GIVE_UP,
+                .count(
+                    self.mode,
+                    &GIVE_UP,
                     &[&conversation.as_str(), &approval_id, &gave_up_row(why)],
                 )
                 .await
                 .map_err(|e| query_failed(action(), e))?;
-            Ok(read(&client, conversation, approval_id, &action)
+            Ok(read(&*client, self.mode, conversation, approval_id, &action)
                 .await?
                 .unwrap_or(ApprovalState::Cancelled))
         })
@@ -227,7 +256,7 @@ impl Approvals for PostgresApprovals {
         within(self.query_timeout, action, async {
             let client = client(&self.pool, action()).await?;
             let row = client
-                .query_one(ALWAYS_ALLOWED, &[&conversation.as_str(), &tool])
+                .one(self.mode, &ALWAYS_ALLOWED, &[&conversation.as_str(), &tool])
                 .await
                 .map_err(|e| query_failed(action(), e))?;
             Ok(row.get(0))

@@ -12,6 +12,7 @@ use tokio_postgres::config::Host;
 
 use crate::error::StoreError;
 
+use super::statements::StatementMode;
 use super::tls;
 
 /// How the connection to the server is protected.
@@ -48,6 +49,12 @@ pub struct PostgresOptions {
     pub query_timeout: Duration,
     /// TLS. Default: [`PostgresTls::Disable`].
     pub tls: PostgresTls,
+    /// How statements are sent: [`StatementMode::Unnamed`] behind a transaction pooler
+    /// (PgBouncer in `pool_mode = transaction`). Default: [`StatementMode::Prepared`].
+    pub statements: StatementMode,
+    /// How long a search may run on the server (`statement_timeout`), and wait for its
+    /// turn: a quarter of `pool_size` searches run at once. Default: 10 seconds.
+    pub search_timeout: Duration,
 }
 
 impl fmt::Debug for PostgresOptions {
@@ -62,6 +69,8 @@ impl fmt::Debug for PostgresOptions {
             .field("connect_timeout", &self.connect_timeout)
             .field("query_timeout", &self.query_timeout)
             .field("tls", &self.tls)
+            .field("statements", &self.statements)
+            .field("search_timeout", &self.search_timeout)
             .finish()
     }
 }
@@ -116,6 +125,8 @@ impl PostgresOptions {
             connect_timeout: Duration::from_secs(5),
             query_timeout: Duration::from_secs(10),
             tls: PostgresTls::Disable,
+            statements: StatementMode::Prepared,
+            search_timeout: Duration::from_secs(10),
         })
     }
 

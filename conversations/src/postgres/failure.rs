@@ -19,10 +19,30 @@ const GOING_AWAY: [&str; 3] = ["57P01", "57P02", "57P03"];
 pub(crate) fn query_failed(action: String, error: tokio_postgres::Error) -> StoreError {
     if is_unreachable(&error) {
         StoreError::unavailable(action, error)
+    } else if is_pooled_statement(&error) {
+        StoreError::backend(action, BehindPooler(error))
     } else {
         StoreError::backend(action, error)
     }
 }
+
+/// Whether `error` is a named prepared statement missing or already there on the server
+/// connection: what a transaction pooler does to them.
+fn is_pooled_statement(error: &tokio_postgres::Error) -> bool {
+    use tokio_postgres::error::SqlState;
+    error.code().is_some_and(|code| {
+        *code == SqlState::INVALID_SQL_STATEMENT_NAME || *code == SqlState::DUPLICATE_PSTATEMENT
+    })
+}
+
+/// A prepared-statement failure, with what to do about it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "a prepared statement is missing or doubled on the server connection: if a transaction \
+     pooler (PgBouncer in pool_mode = transaction) is between Rojos and the database, set \
+     [store] prepared_statements = false (docs/deploy.md)"
+)]
+struct BehindPooler(#[source] tokio_postgres::Error);
 
 /// A connection from `pool`, or the failure to get one as a store error naming `action`.
 pub(crate) async fn client(pool: &Pool, action: String) -> Result<Object, StoreError> {

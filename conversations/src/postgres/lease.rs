@@ -7,17 +7,19 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool_postgres::{Object, Pool};
-use tokio_postgres::Statement;
+use deadpool_postgres::Pool;
+use tokio_postgres::types::Type;
 
 use super::failure::{client, query_failed, within};
+use super::statements::{Run, Sql, StatementMode};
 use crate::error::StoreError;
 use crate::id::ConversationId;
 use crate::lease::{LeaseHolder, RunLeases};
 
 /// Takes the lease when the conversation exists and its lease is free or expired: `found`
 /// says whether the conversation exists, `holder` comes back only when the lease was taken.
-const ACQUIRE: &str = "WITH conversation AS (SELECT id FROM conversations WHERE id = $1),
+const ACQUIRE: Sql = Sql {
+    text: "WITH conversation AS (SELECT id FROM conversations WHERE id = $1),
      taken AS (
          INSERT INTO run_leases (conversation_id, holder, expires_at)
          SELECT id, $2::text::uuid, now() + $3::bigint * interval '1 millisecond'
@@ -28,16 +30,23 @@ const ACQUIRE: &str = "WITH conversation AS (SELECT id FROM conversations WHERE 
          RETURNING holder
      )
      SELECT EXISTS (SELECT 1 FROM conversation) AS found,
-            EXISTS (SELECT 1 FROM taken) AS taken";
+            EXISTS (SELECT 1 FROM taken) AS taken",
+    types: &[Type::TEXT, Type::TEXT, Type::INT8],
+};
 
 /// Extends the lease while its holder still has it (not expired, not taken over).
-const RENEW: &str = "UPDATE run_leases
+const RENEW: Sql = Sql {
+    text: "UPDATE run_leases
      SET expires_at = now() + $3::bigint * interval '1 millisecond'
-     WHERE conversation_id = $1 AND holder = $2::text::uuid AND expires_at > now()";
+     WHERE conversation_id = $1 AND holder = $2::text::uuid AND expires_at > now()",
+    types: &[Type::TEXT, Type::TEXT, Type::INT8],
+};
 
 /// Gives the lease up if the holder still has it.
-const RELEASE: &str =
-    "DELETE FROM run_leases WHERE conversation_id = $1 AND holder = $2::text::uuid";
+const RELEASE: Sql = Sql {
+    text: "DELETE FROM run_leases WHERE conversation_id = $1 AND holder = $2::text::uuid",
+    types: &[Type::TEXT, Type::TEXT],
+};
 
 /// Run leases in the PostgreSQL database of a [`PostgresStore`](crate::PostgresStore),
 /// through its connection pool (see [`PostgresStore::run_leases`](crate::PostgresStore::run_leases)).
@@ -47,6 +56,7 @@ const RELEASE: &str =
 pub struct PostgresRunLeases {
     pool: Pool,
     query_timeout: Duration,
+    mode: StatementMode,
 }
 
 impl std::fmt::Debug for PostgresRunLeases {
@@ -56,25 +66,12 @@ impl std::fmt::Debug for PostgresRunLeases {
 }
 
 impl PostgresRunLeases {
-    pub(super) fn new(pool: Pool, query_timeout: Duration) -> Self {
+    pub(super) fn new(pool: Pool, query_timeout: Duration, mode: StatementMode) -> Self {
         Self {
             pool,
             query_timeout,
+            mode,
         }
-    }
-
-    /// A pooled connection and `sql` prepared on it (cached per connection).
-    async fn prepared(
-        &self,
-        action: &(dyn Fn() -> String + Sync),
-        sql: &str,
-    ) -> Result<(Object, Statement), StoreError> {
-        let client = client(&self.pool, action()).await?;
-        let statement = client
-            .prepare_cached(sql)
-            .await
-            .map_err(|e| query_failed(action(), e))?;
-        Ok((client, statement))
     }
 }
 
@@ -91,10 +88,11 @@ impl RunLeases for PostgresRunLeases {
         let action = || format!("take the run lease of conversation '{conversation}'");
         let holder = LeaseHolder::generate();
         let row = within(self.query_timeout, action, async {
-            let (client, statement) = self.prepared(&action, ACQUIRE).await?;
+            let client = client(&self.pool, action()).await?;
             client
-                .query_one(
-                    &statement,
+                .one(
+                    self.mode,
+                    &ACQUIRE,
                     &[&conversation.as_str(), &uuid_text(holder), &millis(ttl)],
                 )
                 .await
@@ -117,10 +115,11 @@ impl RunLeases for PostgresRunLeases {
     ) -> Result<bool, StoreError> {
         let action = || format!("renew the run lease of conversation '{conversation}'");
         let renewed = within(self.query_timeout, action, async {
-            let (client, statement) = self.prepared(&action, RENEW).await?;
+            let client = client(&self.pool, action()).await?;
             client
-                .execute(
-                    &statement,
+                .count(
+                    self.mode,
+                    &RENEW,
                     &[&conversation.as_str(), &uuid_text(holder), &millis(ttl)],
                 )
                 .await
@@ -137,9 +136,13 @@ impl RunLeases for PostgresRunLeases {
     ) -> Result<(), StoreError> {
         let action = || format!("release the run lease of conversation '{conversation}'");
         within(self.query_timeout, action, async {
-            let (client, statement) = self.prepared(&action, RELEASE).await?;
+            let client = client(&self.pool, action()).await?;
             client
-                .execute(&statement, &[&conversation.as_str(), &uuid_text(holder)])
+                .count(
+                    self.mode,
+                    &RELEASE,
+                    &[&conversation.as_str(), &uuid_text(holder)],
+                )
                 .await
                 .map_err(|e| query_failed(action(), e))
         })

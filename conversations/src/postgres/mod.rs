@@ -2,7 +2,10 @@
 //! can share. Calls borrow a connection from an async pool (`connect`: deadpool-postgres
 //! over tokio-postgres, TLS in `tls`) and run one statement each (`queries`); the schema is
 //! versioned and migrated under an advisory lock (`schema`); `failure` tells an unreachable
-//! database from other errors; `lease` keeps the hosts' run leases in the same database.
+//! database from other errors; `lease` keeps the hosts' run leases in the same database;
+//! `statements` sends each statement prepared or unnamed (behind a transaction pooler);
+//! `search` bounds searches (a share of the pool, a server-side time limit, a cancel when
+//! the caller goes away).
 
 mod approvals;
 mod connect;
@@ -10,6 +13,8 @@ mod failure;
 mod lease;
 mod queries;
 mod schema;
+mod search;
+mod statements;
 mod tls;
 
 use std::fmt;
@@ -18,14 +23,17 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Object, Pool};
+use tokio::sync::Semaphore;
 
 pub use approvals::PostgresApprovals;
 pub use connect::{PostgresOptions, PostgresTls, UrlError};
 pub use lease::PostgresRunLeases;
 pub use schema::{Migration, POSTGRES_SCHEMA_VERSION};
+pub use statements::StatementMode;
 
 use crate::error::StoreError;
 use crate::id::ConversationId;
+use crate::search::SearchPattern;
 use crate::step::Step;
 use crate::store::{
     Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
@@ -33,6 +41,7 @@ use crate::store::{
 use crate::title::{check_custom_title, contains_pattern};
 use failure::{query_failed, within};
 use schema::Migrated;
+use search::{concurrent_searches, Searches};
 
 /// How many fresh ids `create` tries before giving up; a clash of 131-bit
 /// random ids is not expected even once.
@@ -52,6 +61,8 @@ pub struct PostgresStore {
     pool: Pool,
     database: Arc<str>,
     query_timeout: Duration,
+    mode: StatementMode,
+    searches: Searches,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -82,10 +93,21 @@ impl PostgresStore {
     /// [`StoreError::Backend`] when the TLS configuration cannot be made (an unreadable CA
     /// file).
     pub fn open(options: &PostgresOptions) -> Result<Self, StoreError> {
+        let pool = connect::pool(options)?;
+        let tls = tls::connector(&options.tls)
+            .map_err(|e| StoreError::backend(format!("connect to {}", options.database()), e))?;
         Ok(Self {
-            pool: connect::pool(options)?,
+            searches: Searches {
+                pool: pool.clone(),
+                mode: options.statements,
+                limit: options.search_timeout,
+                gate: Arc::new(Semaphore::new(concurrent_searches(options.pool_size))),
+                tls,
+            },
+            pool,
             database: options.database().into(),
             query_timeout: options.query_timeout,
+            mode: options.statements,
         })
     }
 
@@ -119,13 +141,13 @@ impl PostgresStore {
     /// The run leases kept in this store's database, over the same connection pool: what
     /// every host sharing the database uses so one run at a time writes to a conversation.
     pub fn run_leases(&self) -> PostgresRunLeases {
-        PostgresRunLeases::new(self.pool.clone(), self.query_timeout)
+        PostgresRunLeases::new(self.pool.clone(), self.query_timeout, self.mode)
     }
 
     /// The approvals kept in this store's database, over the same connection pool
     /// (`crate::approvals`): every host sharing the database sees every decision.
     pub fn approvals(&self) -> PostgresApprovals {
-        PostgresApprovals::new(self.pool.clone(), self.query_timeout)
+        PostgresApprovals::new(self.pool.clone(), self.query_timeout, self.mode)
     }
 
     /// The database, as messages name it: `postgres://user@host:port/database`.
@@ -151,9 +173,10 @@ impl ConversationStore for PostgresStore {
             let client = self.client(action()).await?;
             for _ in 0..CREATE_ATTEMPTS {
                 let id = ConversationId::generate();
-                let inserted = queries::insert_conversation(&client, &id, project_id, rojo, &first)
-                    .await
-                    .map_err(|e| query_failed(action(), e))?;
+                let inserted =
+                    queries::insert_conversation(&client, self.mode, &id, project_id, rojo, &first)
+                        .await
+                        .map_err(|e| query_failed(action(), e))?;
                 if inserted {
                     return Ok(id);
                 }
@@ -170,7 +193,7 @@ impl ConversationStore for PostgresStore {
         let action = || format!("read conversation '{id}'");
         within(self.query_timeout, action, async {
             let client = self.client(action()).await?;
-            let row = queries::select_conversation(&client, id)
+            let row = queries::select_conversation(&client, self.mode, id)
                 .await
                 .map_err(|e| query_failed(action(), e))?;
             row.map(|row| queries::conversation(&row, id)).transpose()
@@ -182,7 +205,7 @@ impl ConversationStore for PostgresStore {
         let action = || format!("read conversation '{id}'");
         within(self.query_timeout, action, async {
             let client = self.client(action()).await?;
-            queries::select_head(&client, id)
+            queries::select_head(&client, self.mode, id)
                 .await
                 .map_err(|e| query_failed(action(), e))
         })
@@ -198,7 +221,7 @@ impl ConversationStore for PostgresStore {
         let action = || format!("read a page of conversation '{id}'");
         within(self.query_timeout, action, async {
             let client = self.client(action()).await?;
-            let row = queries::select_page(&client, id, from, max_bytes)
+            let row = queries::select_page(&client, self.mode, id, from, max_bytes)
                 .await
                 .map_err(|e| query_failed(action(), e))?;
             row.map(|row| queries::page(&row, id, from)).transpose()
@@ -212,7 +235,7 @@ impl ConversationStore for PostgresStore {
             let client = self.client(action()).await?;
             // One statement: once sent, the server stores or refuses the step whole even if
             // this task is cancelled (or times out) while waiting for the answer.
-            match queries::insert_step(&client, id, step.rows(), step.title()).await {
+            match queries::insert_step(&client, self.mode, id, &step).await {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(StoreError::NotFound { id: id.clone() }),
                 Err(e) => Err(query_failed(action(), e)),
@@ -232,7 +255,7 @@ impl ConversationStore for PostgresStore {
         let action = || format!("list the conversations of project '{project_id}'");
         within(self.query_timeout, action, async {
             let client = self.client(action()).await?;
-            let rows = queries::select_summaries(&client, project_id, limit)
+            let rows = queries::select_summaries(&client, self.mode, project_id, limit)
                 .await
                 .map_err(|e| query_failed(action(), e))?;
             rows.iter()
@@ -251,7 +274,7 @@ impl ConversationStore for PostgresStore {
         let action = || format!("replace messages of conversation '{id}'");
         within(self.query_timeout, action, async {
             let mut client = self.client(action()).await?;
-            match queries::replace_step(&mut client, id, from, step.rows(), step.title()).await {
+            match queries::replace_step(&mut client, self.mode, id, from, &step).await {
                 Ok(queries::Replaced::Done) => Ok(()),
                 Ok(queries::Replaced::NotFound) => Err(StoreError::NotFound { id: id.clone() }),
                 Ok(queries::Replaced::PastEnd { count }) => Err(StoreError::ReplacePastEnd {
@@ -270,7 +293,7 @@ impl ConversationStore for PostgresStore {
         let action = || format!("rename conversation '{id}'");
         within(self.query_timeout, action, async {
             let client = self.client(action()).await?;
-            match queries::update_custom_title(&client, id, title.as_deref()).await {
+            match queries::update_custom_title(&client, self.mode, id, title.as_deref()).await {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(StoreError::NotFound { id: id.clone() }),
                 Err(e) => Err(query_failed(action(), e)),
@@ -283,7 +306,7 @@ impl ConversationStore for PostgresStore {
         let action = || format!("delete conversation '{id}'");
         within(self.query_timeout, action, async {
             let client = self.client(action()).await?;
-            queries::delete_conversation(&client, id)
+            queries::delete_conversation(&client, self.mode, id)
                 .await
                 .map_err(|e| query_failed(action(), e))
         })
@@ -299,18 +322,16 @@ impl ConversationStore for PostgresStore {
         if limit == 0 {
             return Ok(Vec::new());
         }
+        let messages = SearchPattern::new(text).searches_messages();
         let pattern = contains_pattern(text);
         let action = || format!("search the conversations of project '{project_id}'");
-        within(self.query_timeout, action, async {
-            let client = self.client(action()).await?;
-            let rows = queries::search_summaries(&client, project_id, &pattern, limit)
-                .await
-                .map_err(|e| query_failed(action(), e))?;
-            rows.iter()
-                .map(|row| queries::summary(row, project_id))
-                .collect()
-        })
-        .await
+        let rows = self
+            .searches
+            .run(&action, project_id, &pattern, messages, limit)
+            .await?;
+        rows.iter()
+            .map(|row| queries::summary(row, project_id))
+            .collect()
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -3,12 +3,18 @@
 //! conversation with its first step included): `append` locks the conversation's row with
 //! its `UPDATE`, so concurrent steps of one conversation are numbered one after the other.
 //! `replace_step` is the exception: a transaction of four statements, the first locking the
-//! conversation's row. Rows are turned back into records here.
+//! conversation's row. Rows are turned back into records here. Statements are sent as
+//! `statements` says (prepared, or unnamed behind a transaction pooler). Each message's
+//! searchable text (`crate::search`) is stored beside it (`search_text`, schema version 7),
+//! where a trigram index finds it.
 
-use deadpool_postgres::{GenericClient, Object};
+use deadpool_postgres::{ClientWrapper, Transaction};
 use serde_json::Value;
 use time::OffsetDateTime;
+use tokio_postgres::types::Type;
 use tokio_postgres::Row;
+
+use super::statements::{Run, Sql, StatementMode};
 
 use crate::error::StoreError;
 use crate::id::ConversationId;
@@ -18,7 +24,8 @@ use crate::store::{Conversation, ConversationHead, ConversationPage, Conversatio
 /// Inserts a conversation holding the step `first` (none when it is empty), in one
 /// statement; `false` (and nothing stored) if `id` is already taken.
 pub(crate) async fn insert_conversation(
-    client: &Object,
+    client: &ClientWrapper,
+    mode: StatementMode,
     id: &ConversationId,
     project_id: &str,
     rojo: &str,
@@ -27,9 +34,8 @@ pub(crate) async fn insert_conversation(
     // The messages are inserted only when the conversation's row is (the `RETURNING`), as
     // `run_insert_step` numbers a step's: from 0, step 0. An empty step inserts none and
     // leaves the counts at 0.
-    let insert = client
-        .prepare_cached(
-            "WITH conversation AS (
+    const INSERT: Sql = Sql {
+        text: "WITH conversation AS (
                 INSERT INTO conversations (id, project_id, rojo, created_at, updated_at,
                                            activity, title, message_count, step_count,
                                            stored_bytes)
@@ -39,19 +45,33 @@ pub(crate) async fn insert_conversation(
                 ON CONFLICT (id) DO NOTHING
                 RETURNING id
              ), inserted AS (
-                INSERT INTO messages (conversation_id, seq, step, json)
-                SELECT conversation.id, step_message.ord - 1, 0, step_message.json
-                FROM conversation, unnest($8::text[]) WITH ORDINALITY AS step_message (json, ord)
+                INSERT INTO messages (conversation_id, seq, step, json, search_text)
+                SELECT conversation.id, step_message.ord - 1, 0, step_message.json,
+                       step_message.search_text
+                FROM conversation,
+                     unnest($8::text[], $9::text[])
+                         WITH ORDINALITY AS step_message (json, search_text, ord)
              )
              SELECT count(*) FROM conversation",
-        )
-        .await?;
+        types: &[
+            Type::TEXT,
+            Type::TEXT,
+            Type::TEXT,
+            Type::TEXT,
+            Type::INT8,
+            Type::INT8,
+            Type::INT8,
+            Type::TEXT_ARRAY,
+            Type::TEXT_ARRAY,
+        ],
+    };
     let count = i64::try_from(first.rows().len()).unwrap_or(i64::MAX);
     let steps = i64::from(!first.is_empty());
     let bytes = i64::try_from(first.bytes()).unwrap_or(i64::MAX);
     let inserted: i64 = client
-        .query_one(
-            &insert,
+        .one(
+            mode,
+            &INSERT,
             &[
                 &id.as_str(),
                 &project_id,
@@ -61,6 +81,7 @@ pub(crate) async fn insert_conversation(
                 &steps,
                 &bytes,
                 &first.rows(),
+                &first.search_texts(),
             ],
         )
         .await?
@@ -71,33 +92,33 @@ pub(crate) async fn insert_conversation(
 /// Stores one step's messages after the conversation's last one, in one statement;
 /// `false` (and nothing stored) if the conversation does not exist.
 pub(crate) async fn insert_step(
-    client: &Object,
+    client: &ClientWrapper,
+    mode: StatementMode,
     id: &ConversationId,
-    messages: &[String],
-    title: Option<&str>,
+    step: &Step,
 ) -> Result<bool, tokio_postgres::Error> {
-    if messages.is_empty() {
-        let exists = client
-            .prepare_cached("SELECT 1 FROM conversations WHERE id = $1")
-            .await?;
-        return Ok(client.query_opt(&exists, &[&id.as_str()]).await?.is_some());
+    if step.is_empty() {
+        const EXISTS: Sql = Sql {
+            text: "SELECT 1 FROM conversations WHERE id = $1",
+            types: &[Type::TEXT],
+        };
+        return Ok(client.opt(mode, &EXISTS, &[&id.as_str()]).await?.is_some());
     }
-    run_insert_step(client, id, messages, title).await
+    run_insert_step(client, mode, id, step).await
 }
 
 /// The statement of [`insert_step`] for a non-empty step, on `client` (a pooled connection
 /// or a transaction on one); `true` if the conversation exists.
 async fn run_insert_step(
-    client: &impl GenericClient,
+    client: &impl Run,
+    mode: StatementMode,
     id: &ConversationId,
-    messages: &[String],
-    title: Option<&str>,
+    step: &Step,
 ) -> Result<bool, tokio_postgres::Error> {
     // The UPDATE takes the row lock; a concurrent step waits for it, then sees the counts
     // this one left, so `seq` and `step` never clash.
-    let insert = client
-        .prepare_cached(
-            "WITH conversation AS (
+    const INSERT: Sql = Sql {
+        text: "WITH conversation AS (
                 UPDATE conversations
                 SET message_count = message_count + $2, step_count = step_count + 1,
                     updated_at = rojos_now_ms(), activity = nextval('conversation_activity'),
@@ -105,21 +126,35 @@ async fn run_insert_step(
                 WHERE id = $1
                 RETURNING message_count - $2 AS first_seq, step_count - 1 AS step
              ), inserted AS (
-                INSERT INTO messages (conversation_id, seq, step, json)
+                INSERT INTO messages (conversation_id, seq, step, json, search_text)
                 SELECT $1, conversation.first_seq + step_message.ord - 1, conversation.step,
-                       step_message.json
-                FROM conversation, unnest($5::text[]) WITH ORDINALITY AS step_message (json, ord)
+                       step_message.json, step_message.search_text
+                FROM conversation,
+                     unnest($5::text[], $6::text[])
+                         WITH ORDINALITY AS step_message (json, search_text, ord)
              )
              SELECT count(*) FROM conversation",
-        )
-        .await?;
+        types: &[
+            Type::TEXT,
+            Type::INT8,
+            Type::TEXT,
+            Type::INT8,
+            Type::TEXT_ARRAY,
+            Type::TEXT_ARRAY,
+        ],
+    };
+    let messages = step.rows();
     let count = i64::try_from(messages.len()).unwrap_or(i64::MAX);
-    let bytes: usize = messages.iter().map(String::len).sum();
-    let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
-    let found: i64 = client
-        .query_one(&insert, &[&id.as_str(), &count, &title, &bytes, &messages])
-        .await?
-        .get(0);
+    let bytes = i64::try_from(step.bytes()).unwrap_or(i64::MAX);
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] = [
+        &id.as_str(),
+        &count,
+        &step.title(),
+        &bytes,
+        &messages,
+        &step.search_texts(),
+    ];
+    let found: i64 = client.one(mode, &INSERT, &params).await?.get(0);
     Ok(found == 1)
 }
 
@@ -138,17 +173,33 @@ pub(crate) enum Replaced {
 /// From 0, the derived title is cleared first, so the step's title replaces it. Cancelled
 /// midway, the transaction is rolled back: nothing is deleted.
 pub(crate) async fn replace_step(
-    client: &mut Object,
+    client: &mut ClientWrapper,
+    mode: StatementMode,
     id: &ConversationId,
     from: u64,
-    messages: &[String],
-    title: Option<&str>,
+    step: &Step,
 ) -> Result<Replaced, tokio_postgres::Error> {
-    let tx = client.transaction().await?;
-    let lock = tx
-        .prepare_cached("SELECT message_count FROM conversations WHERE id = $1 FOR UPDATE")
-        .await?;
-    let Some(row) = tx.query_opt(&lock, &[&id.as_str()]).await? else {
+    const LOCK: Sql = Sql {
+        text: "SELECT message_count FROM conversations WHERE id = $1 FOR UPDATE",
+        types: &[Type::TEXT],
+    };
+    const DELETE: Sql = Sql {
+        text: "WITH gone AS (
+                DELETE FROM messages WHERE conversation_id = $1 AND seq >= $2
+                RETURNING octet_length(json) AS bytes
+             )
+             SELECT coalesce(sum(bytes), 0)::bigint FROM gone",
+        types: &[Type::TEXT, Type::INT8],
+    };
+    const SHRINK: Sql = Sql {
+        text: "UPDATE conversations
+             SET message_count = $2::bigint, stored_bytes = stored_bytes - $3,
+                 title = CASE WHEN $2::bigint = 0 THEN NULL ELSE title END
+             WHERE id = $1",
+        types: &[Type::TEXT, Type::INT8, Type::INT8],
+    };
+    let tx: Transaction<'_> = client.transaction().await?;
+    let Some(row) = tx.opt(mode, &LOCK, &[&id.as_str()]).await? else {
         return Ok(Replaced::NotFound);
     };
     let count = unsigned(row.get(0));
@@ -156,28 +207,11 @@ pub(crate) async fn replace_step(
         return Ok(Replaced::PastEnd { count });
     }
     let from = i64::try_from(from).unwrap_or(i64::MAX);
-    let delete = tx
-        .prepare_cached(
-            "WITH gone AS (
-                DELETE FROM messages WHERE conversation_id = $1 AND seq >= $2
-                RETURNING octet_length(json) AS bytes
-             )
-             SELECT coalesce(sum(bytes), 0)::bigint FROM gone",
-        )
+    let removed: i64 = tx.one(mode, &DELETE, &[&id.as_str(), &from]).await?.get(0);
+    tx.count(mode, &SHRINK, &[&id.as_str(), &from, &removed])
         .await?;
-    let removed: i64 = tx.query_one(&delete, &[&id.as_str(), &from]).await?.get(0);
-    let shrink = tx
-        .prepare_cached(
-            "UPDATE conversations
-             SET message_count = $2::bigint, stored_bytes = stored_bytes - $3,
-                 title = CASE WHEN $2::bigint = 0 THEN NULL ELSE title END
-             WHERE id = $1",
-        )
-        .await?;
-    tx.execute(&shrink, &[&id.as_str(), &from, &removed])
-        .await?;
-    if !messages.is_empty() {
-        run_insert_step(&tx, id, messages, title).await?;
+    if !step.is_empty() {
+        run_insert_step(&tx, mode, id, step).await?;
     }
     tx.commit().await?;
     Ok(Replaced::Done)
@@ -186,109 +220,122 @@ pub(crate) async fn replace_step(
 /// Sets (or clears, with `None`) the title the user gave; `false` if the conversation does
 /// not exist.
 pub(crate) async fn update_custom_title(
-    client: &Object,
+    client: &ClientWrapper,
+    mode: StatementMode,
     id: &ConversationId,
     title: Option<&str>,
 ) -> Result<bool, tokio_postgres::Error> {
-    let update = client
-        .prepare_cached("UPDATE conversations SET custom_title = $2 WHERE id = $1")
-        .await?;
-    Ok(client.execute(&update, &[&id.as_str(), &title]).await? == 1)
+    const UPDATE: Sql = Sql {
+        text: "UPDATE conversations SET custom_title = $2 WHERE id = $1",
+        types: &[Type::TEXT, Type::TEXT],
+    };
+    Ok(client.count(mode, &UPDATE, &[&id.as_str(), &title]).await? == 1)
 }
 
 /// Deletes the conversation and its messages in one statement; `false` if it does not
 /// exist.
 pub(crate) async fn delete_conversation(
-    client: &Object,
+    client: &ClientWrapper,
+    mode: StatementMode,
     id: &ConversationId,
 ) -> Result<bool, tokio_postgres::Error> {
-    let delete = client
-        .prepare_cached(
-            "WITH gone AS (DELETE FROM conversations WHERE id = $1 RETURNING id),
+    const DELETE: Sql = Sql {
+        text: "WITH gone AS (DELETE FROM conversations WHERE id = $1 RETURNING id),
                   messages_gone AS (DELETE FROM messages WHERE conversation_id = $1),
                   approvals_gone AS (DELETE FROM approvals WHERE conversation_id = $1),
                   tools_gone AS (DELETE FROM approved_tools WHERE conversation_id = $1)
              SELECT count(*) FROM gone",
-        )
-        .await?;
-    let deleted: i64 = client.query_one(&delete, &[&id.as_str()]).await?.get(0);
+        types: &[Type::TEXT],
+    };
+    let deleted: i64 = client.one(mode, &DELETE, &[&id.as_str()]).await?.get(0);
     Ok(deleted == 1)
 }
 
-/// Up to `limit` conversations of `project_id` whose title, or the `content` of one of
-/// whose user or assistant messages, matches the `LIKE` pattern `pattern` ignoring case
+/// Up to `limit` conversations of `project_id` whose title, or the searchable text of one
+/// of whose messages (`search_text`), matches the `LIKE` pattern `pattern` ignoring case
 /// (`ILIKE`: ASCII letters always, others as the database's locale folds them), most recent
-/// activity first.
+/// activity first; with `messages` false, titles only (a text too short for a trigram).
+/// The messages are found through the trigram index (`pg_trgm`, schema version 7). Run on
+/// `client` inside the search's transaction (`super::search`).
 pub(crate) async fn search_summaries(
-    client: &Object,
+    client: &Transaction<'_>,
+    mode: StatementMode,
     project_id: &str,
     pattern: &str,
+    messages: bool,
     limit: usize,
 ) -> Result<Vec<Row>, tokio_postgres::Error> {
-    let select = client
-        .prepare_cached(
-            "SELECT id, rojo, coalesce(custom_title, title), updated_at, message_count,
+    const SEARCH: Sql = Sql {
+        text: "SELECT id, rojo, coalesce(custom_title, title), updated_at, message_count,
                     stored_bytes
              FROM conversations c
              WHERE project_id = $1 AND (
                  coalesce(custom_title, title) ILIKE $2 ESCAPE '\\'
-                 OR EXISTS (
-                     SELECT 1 FROM messages m WHERE m.conversation_id = c.id
-                     AND m.json::json ->> 'role' IN ('user', 'assistant')
-                     AND m.json::json ->> 'content' ILIKE $2 ESCAPE '\\'
+                 OR id IN (
+                     SELECT m.conversation_id FROM messages m
+                     WHERE m.search_text ILIKE $2 ESCAPE '\\'
                  )
              )
              ORDER BY activity DESC LIMIT $3",
-        )
-        .await?;
+        types: &[Type::TEXT, Type::TEXT, Type::INT8],
+    };
+    const TITLES: Sql = Sql {
+        text: "SELECT id, rojo, coalesce(custom_title, title), updated_at, message_count,
+                    stored_bytes
+             FROM conversations
+             WHERE project_id = $1 AND coalesce(custom_title, title) ILIKE $2 ESCAPE '\\'
+             ORDER BY activity DESC LIMIT $3",
+        types: &[Type::TEXT, Type::TEXT, Type::INT8],
+    };
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let sql = if messages { &SEARCH } else { &TITLES };
     client
-        .query(&select, &[&project_id, &pattern, &limit])
+        .rows(mode, sql, &[&project_id, &pattern, &limit])
         .await
 }
 
 /// The conversation without its messages.
 pub(crate) async fn select_head(
-    client: &Object,
+    client: &ClientWrapper,
+    mode: StatementMode,
     id: &ConversationId,
 ) -> Result<Option<ConversationHead>, tokio_postgres::Error> {
-    let select = client
-        .prepare_cached(
-            "SELECT project_id, rojo, message_count, stored_bytes FROM conversations
+    const SELECT: Sql = Sql {
+        text: "SELECT project_id, rojo, message_count, stored_bytes FROM conversations
              WHERE id = $1",
-        )
-        .await?;
-    let row = client.query_opt(&select, &[&id.as_str()]).await?;
+        types: &[Type::TEXT],
+    };
+    let row = client.opt(mode, &SELECT, &[&id.as_str()]).await?;
     Ok(row.map(|row| head(&row, id)))
 }
 
 /// The conversation and all its messages, in one snapshot.
 pub(crate) async fn select_conversation(
-    client: &Object,
+    client: &ClientWrapper,
+    mode: StatementMode,
     id: &ConversationId,
 ) -> Result<Option<Row>, tokio_postgres::Error> {
-    let select = client
-        .prepare_cached(
-            "SELECT project_id, rojo, message_count, stored_bytes, created_at, updated_at,
+    const SELECT: Sql = Sql {
+        text: "SELECT project_id, rojo, message_count, stored_bytes, created_at, updated_at,
                     ARRAY(SELECT json FROM messages WHERE conversation_id = c.id ORDER BY seq)
              FROM conversations c WHERE id = $1",
-        )
-        .await?;
-    client.query_opt(&select, &[&id.as_str()]).await
+        types: &[Type::TEXT],
+    };
+    client.opt(mode, &SELECT, &[&id.as_str()]).await
 }
 
 /// The messages from index `from` that fit in `max_bytes` (at least one), in one
 /// snapshot: a running total of their sizes (`[`, then each message and its `,` or `]`)
 /// picks the page, and only the page's JSON text is sent back.
 pub(crate) async fn select_page(
-    client: &Object,
+    client: &ClientWrapper,
+    mode: StatementMode,
     id: &ConversationId,
     from: u64,
     max_bytes: usize,
 ) -> Result<Option<Row>, tokio_postgres::Error> {
-    let select = client
-        .prepare_cached(
-            "SELECT project_id, rojo, message_count, stored_bytes,
+    const SELECT: Sql = Sql {
+        text: "SELECT project_id, rojo, message_count, stored_bytes,
                     ARRAY(SELECT json FROM (
                         SELECT seq, json, row_number() OVER running AS n,
                                sum(octet_length(json) + 1) OVER running AS used
@@ -296,30 +343,30 @@ pub(crate) async fn select_page(
                         WINDOW running AS (ORDER BY seq)
                     ) page WHERE n = 1 OR 1 + used <= $3 ORDER BY seq)
              FROM conversations c WHERE id = $1",
-        )
-        .await?;
+        types: &[Type::TEXT, Type::INT8, Type::INT8],
+    };
     let from = i64::try_from(from).unwrap_or(i64::MAX);
     let budget = i64::try_from(max_bytes).unwrap_or(i64::MAX);
     client
-        .query_opt(&select, &[&id.as_str(), &from, &budget])
+        .opt(mode, &SELECT, &[&id.as_str(), &from, &budget])
         .await
 }
 
 /// Up to `limit` conversations of `project_id`, most recent activity first.
 pub(crate) async fn select_summaries(
-    client: &Object,
+    client: &ClientWrapper,
+    mode: StatementMode,
     project_id: &str,
     limit: usize,
 ) -> Result<Vec<Row>, tokio_postgres::Error> {
-    let select = client
-        .prepare_cached(
-            "SELECT id, rojo, coalesce(custom_title, title), updated_at, message_count,
+    const SELECT: Sql = Sql {
+        text: "SELECT id, rojo, coalesce(custom_title, title), updated_at, message_count,
                     stored_bytes
              FROM conversations WHERE project_id = $1 ORDER BY activity DESC LIMIT $2",
-        )
-        .await?;
+        types: &[Type::TEXT, Type::INT8],
+    };
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    client.query(&select, &[&project_id, &limit]).await
+    client.rows(mode, &SELECT, &[&project_id, &limit]).await
 }
 
 /// The head from the first four columns of a conversation row.

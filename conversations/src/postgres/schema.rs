@@ -4,6 +4,7 @@
 //! nothing left to do. DDL is transactional in PostgreSQL: a failed step leaves no trace.
 //! To evolve the schema, append a step to `MIGRATIONS`; never edit a shipped one.
 
+use tokio_postgres::types::Type;
 use tokio_postgres::Client;
 
 /// Migration steps: `MIGRATIONS[n]` takes a database from version `n` to `n + 1`.
@@ -87,6 +88,42 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE approvals ALTER COLUMN approval_id SET NOT NULL;
     ALTER TABLE approvals DROP CONSTRAINT approvals_pkey;
     ALTER TABLE approvals ADD PRIMARY KEY (conversation_id, approval_id);",
+    // 7: the search index (`crate::search`, `queries::search_summaries`): each message's
+    // searchable text in `search_text` (NULL for messages search does not read), written by
+    // the statements that insert messages and indexed by trigrams (`pg_trgm`, a contrib
+    // extension: `CREATE EXTENSION` needs a role allowed to create it in this database, see
+    // `docs/deploy.md`), so `ILIKE` finds candidates without reading every message. Stored
+    // messages get theirs here (a message whose text cannot be read gets none).
+    "CREATE EXTENSION IF NOT EXISTS pg_trgm;
+    ALTER TABLE messages ADD COLUMN search_text text;
+    CREATE FUNCTION rojos_migration_search_text(message text) RETURNS text
+    LANGUAGE plpgsql AS $$
+    DECLARE
+        m json;
+        t text;
+    BEGIN
+        m := message::json;
+        IF coalesce(m ->> 'role', '') NOT IN ('user', 'assistant') THEN
+            RETURN NULL;
+        END IF;
+        CASE json_typeof(m -> 'content')
+        WHEN 'string' THEN
+            t := m ->> 'content';
+        WHEN 'array' THEN
+            SELECT string_agg(e.part ->> 'text', E'\n' ORDER BY e.ord) INTO t
+            FROM json_array_elements(m -> 'content') WITH ORDINALITY AS e (part, ord)
+            WHERE json_typeof(e.part -> 'text') = 'string';
+        ELSE
+            t := NULL;
+        END CASE;
+        RETURN nullif(t, '');
+    EXCEPTION WHEN others THEN
+        RETURN NULL;
+    END
+    $$;
+    UPDATE messages SET search_text = rojos_migration_search_text(json);
+    DROP FUNCTION rojos_migration_search_text(text);
+    CREATE INDEX messages_search_text ON messages USING gin (search_text gin_trgm_ops);",
 ];
 
 /// The schema version this build creates and understands.
@@ -117,8 +154,13 @@ pub(crate) enum Migrated {
 /// migration lock.
 pub(crate) async fn migrate(client: &mut Client) -> Result<Migrated, tokio_postgres::Error> {
     let tx = client.transaction().await?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-        .await?;
+    // Unnamed statements (`query_typed`) throughout: they work behind a transaction pooler,
+    // and a migration runs once.
+    tx.query_typed(
+        "SELECT pg_advisory_xact_lock($1)",
+        &[(&MIGRATION_LOCK, Type::INT8)],
+    )
+    .await?;
     tx.batch_execute(
         "CREATE TABLE IF NOT EXISTS rojos_schema_versions (
             version    bigint PRIMARY KEY,
@@ -127,7 +169,7 @@ pub(crate) async fn migrate(client: &mut Client) -> Result<Migrated, tokio_postg
     )
     .await?;
     let from: i64 = tx
-        .query_one(
+        .query_typed_one(
             "SELECT coalesce(max(version), 0)::bigint FROM rojos_schema_versions",
             &[],
         )
@@ -140,9 +182,9 @@ pub(crate) async fn migrate(client: &mut Client) -> Result<Migrated, tokio_postg
     let start = usize::try_from(from).unwrap_or(0);
     for (step, version) in MIGRATIONS[start..].iter().zip(from + 1..) {
         tx.batch_execute(step).await?;
-        tx.execute(
+        tx.query_typed(
             "INSERT INTO rojos_schema_versions (version) VALUES ($1)",
-            &[&version],
+            &[(&version, Type::INT8)],
         )
         .await?;
     }

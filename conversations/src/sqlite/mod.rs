@@ -20,11 +20,12 @@ pub use schema::SCHEMA_VERSION;
 
 use crate::error::StoreError;
 use crate::id::ConversationId;
+use crate::search::SearchPattern;
 use crate::step::Step;
 use crate::store::{
     Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
 };
-use crate::title::{check_custom_title, contains_pattern};
+use crate::title::check_custom_title;
 use pool::Pool;
 use schema::Migrated;
 
@@ -42,6 +43,12 @@ pub struct SqliteOptions {
     /// How long a connection waits for a lock held by another process (or a WAL
     /// checkpoint) before failing. Default: 5 seconds.
     pub busy_timeout: Duration,
+    /// Reader connections only searches use, so searches never keep the other reads
+    /// waiting; searches beyond them wait for one. At least 1 is used. Default: 2.
+    pub search_readers: usize,
+    /// How long a search may take, waiting for a search reader included, before it is
+    /// stopped with [`StoreError::SearchTimedOut`]. Default: 10 seconds.
+    pub search_timeout: Duration,
 }
 
 impl Default for SqliteOptions {
@@ -49,6 +56,8 @@ impl Default for SqliteOptions {
         Self {
             readers: 4,
             busy_timeout: Duration::from_secs(5),
+            search_readers: 2,
+            search_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -67,6 +76,7 @@ impl Default for SqliteOptions {
 pub struct SqliteStore {
     path: Arc<PathBuf>,
     pool: Arc<Pool>,
+    search_timeout: Duration,
 }
 
 impl fmt::Debug for SqliteStore {
@@ -117,10 +127,16 @@ impl SqliteStore {
             .map(|_| open_reader(&path, &options))
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(|e| StoreError::backend(action(), e))?;
-        let pool = Pool::new(writer, readers).map_err(|e| StoreError::backend(action(), e))?;
+        let search_readers = (0..options.search_readers.max(1))
+            .map(|_| open_reader(&path, &options))
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(|e| StoreError::backend(action(), e))?;
+        let pool = Pool::new(writer, readers, search_readers)
+            .map_err(|e| StoreError::backend(action(), e))?;
         Ok(Self {
             path: Arc::new(path),
             pool,
+            search_timeout: options.search_timeout,
         })
     }
 
@@ -234,7 +250,7 @@ impl ConversationStore for SqliteStore {
         self.pool
             .write(&action, move |conn| {
                 let now = queries::now_millis();
-                match queries::insert_step(conn, &id, step.rows(), step.title(), now) {
+                match queries::insert_step(conn, &id, &step, now) {
                     Ok(true) => Ok(()),
                     Ok(false) => Err(StoreError::NotFound { id }),
                     Err(e) => Err(StoreError::backend(failed, e)),
@@ -272,7 +288,7 @@ impl ConversationStore for SqliteStore {
         self.pool
             .write(&action, move |conn| {
                 let now = queries::now_millis();
-                match queries::replace_step(conn, &id, from, step.rows(), step.title(), now) {
+                match queries::replace_step(conn, &id, from, &step, now) {
                     Ok(queries::Replaced::Done) => Ok(()),
                     Ok(queries::Replaced::NotFound) => Err(StoreError::NotFound { id }),
                     Ok(queries::Replaced::PastEnd { count }) => {
@@ -320,11 +336,11 @@ impl ConversationStore for SqliteStore {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let pattern = contains_pattern(&text.to_lowercase());
+        let pattern = SearchPattern::new(text);
         let project_id = project_id.to_owned();
         let action = format!("search the conversations of project '{project_id}'");
         self.pool
-            .read(&action, move |conn| {
+            .search(&action, self.search_timeout, move |conn| {
                 queries::search_summaries(conn, &project_id, &pattern, limit)
             })
             .await

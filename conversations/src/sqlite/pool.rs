@@ -12,10 +12,20 @@
 //!
 //! Readers: tasks wait for one on a tokio `Semaphore` (asynchronously), so at most one
 //! blocking thread per reader exists and no `std` lock is ever held across `.await`.
+//!
+//! Searches have readers of their own (`search`), so however many searches run, the other
+//! reads find their readers free. A search is stopped when its caller goes away (its future
+//! is dropped: the request was cancelled) or when its time is up: a progress handler on its
+//! connection interrupts the query, so the reader is free again at once instead of when the
+//! query would have ended.
 
 use std::{
     panic::{catch_unwind, AssertUnwindSafe},
-    sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError, TryLockError},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        mpsc, Arc, Mutex, MutexGuard, PoisonError, TryLockError,
+    },
+    time::{Duration, Instant},
 };
 
 use rusqlite::Connection;
@@ -30,13 +40,20 @@ const MAX_BATCH: usize = 64;
 /// own (about 25), where rusqlite keeps 16 by default and would parse some again in turn.
 const WRITER_STATEMENTS: usize = 64;
 
-/// The writer thread's inbox and `readers.len()` reader connections.
+/// How many virtual machine steps a search runs between checks of whether it must stop.
+const SEARCH_CHECK_STEPS: std::ffi::c_int = 1000;
+
+/// The writer thread's inbox, `readers.len()` reader connections and the searches' own.
 #[derive(Debug)]
 pub(crate) struct Pool {
     writes: mpsc::Sender<Box<dyn WriteJob>>,
     readers: Vec<Mutex<Connection>>,
     /// One permit per reader, so a permit holder always finds a free reader.
     read_gate: Arc<Semaphore>,
+    /// The connections only searches use.
+    search_readers: Vec<Mutex<Connection>>,
+    /// One permit per search reader.
+    search_gate: Arc<Semaphore>,
 }
 
 impl Pool {
@@ -47,17 +64,23 @@ impl Pool {
     /// # Errors
     ///
     /// The thread cannot be started.
-    pub(crate) fn new(writer: Connection, readers: Vec<Connection>) -> std::io::Result<Arc<Self>> {
+    pub(crate) fn new(
+        writer: Connection,
+        readers: Vec<Connection>,
+        search_readers: Vec<Connection>,
+    ) -> std::io::Result<Arc<Self>> {
         writer.set_prepared_statement_cache_capacity(WRITER_STATEMENTS);
         let (writes, inbox) = mpsc::channel();
         std::thread::Builder::new()
             .name("rojos-sqlite-writer".to_owned())
             .spawn(move || run_writer(writer, &inbox))?;
-        let reader_count = readers.len();
+        let (reader_count, search_count) = (readers.len(), search_readers.len());
         Ok(Arc::new(Self {
             writes,
             readers: readers.into_iter().map(Mutex::new).collect(),
             read_gate: Arc::new(Semaphore::new(reader_count)),
+            search_readers: search_readers.into_iter().map(Mutex::new).collect(),
+            search_gate: Arc::new(Semaphore::new(search_count)),
         }))
     }
 
@@ -108,17 +131,88 @@ impl Pool {
             .map_err(|failed| StoreError::backend(action, failed))?
     }
 
+    /// Runs the search `work` on a free search reader, off the async runtime, within
+    /// `limit` (waiting for a reader included). The query is interrupted when the returned
+    /// future is dropped (the caller went away) or when `limit` is over, and the reader is
+    /// free again at once.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::SearchTimedOut`] when `limit` is over; `work`'s own errors.
+    pub(crate) async fn search<T, F>(
+        self: &Arc<Self>,
+        action: &str,
+        limit: Duration,
+        work: F,
+    ) -> Result<T, StoreError>
+    where
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let deadline = Instant::now() + limit;
+        let permit = match tokio::time::timeout(
+            limit,
+            Arc::clone(&self.search_gate).acquire_owned(),
+        )
+        .await
+        {
+            Ok(permit) => permit.map_err(|closed| StoreError::backend(action, closed))?,
+            Err(_) => return Err(StoreError::SearchTimedOut { limit }),
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let _stop_when_dropped = StopWhenDropped(Arc::clone(&stop));
+        let pool = Arc::clone(self);
+        let job = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let mut conn = free_of(&pool.search_readers);
+            let stopping = Arc::clone(&stop);
+            conn.progress_handler(
+                SEARCH_CHECK_STEPS,
+                Some(move || stopping.load(Ordering::Relaxed) || Instant::now() >= deadline),
+            );
+            let result = work(&mut conn);
+            conn.progress_handler(0, None::<fn() -> bool>);
+            match result {
+                Err(_) if stop.load(Ordering::Relaxed) => {
+                    tracing::info!("a search was stopped: its request went away");
+                    Err(StoreError::backend(
+                        "search",
+                        "the search's request went away",
+                    ))
+                }
+                Err(_) if Instant::now() >= deadline => Err(StoreError::SearchTimedOut { limit }),
+                result => result,
+            }
+        });
+        job.await
+            .map_err(|failed| StoreError::backend(action, failed))?
+    }
+
     /// A reader nobody holds. The caller's read permit guarantees one exists; the
     /// blocking fallback only covers a guard still being dropped by a finished job.
     fn free_reader(&self) -> MutexGuard<'_, Connection> {
-        for reader in &self.readers {
-            match reader.try_lock() {
-                Ok(conn) => return conn,
-                Err(TryLockError::Poisoned(poisoned)) => return poisoned.into_inner(),
-                Err(TryLockError::WouldBlock) => {}
-            }
+        free_of(&self.readers)
+    }
+}
+
+/// A connection of `connections` nobody holds (see [`Pool::free_reader`]).
+fn free_of(connections: &[Mutex<Connection>]) -> MutexGuard<'_, Connection> {
+    for reader in connections {
+        match reader.try_lock() {
+            Ok(conn) => return conn,
+            Err(TryLockError::Poisoned(poisoned)) => return poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => {}
         }
-        relock(self.readers[0].lock())
+    }
+    relock(connections[0].lock())
+}
+
+/// Tells a running search to stop when its caller's future is dropped.
+struct StopWhenDropped(Arc<AtomicBool>);
+
+impl Drop for StopWhenDropped {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 
@@ -282,7 +376,12 @@ mod tests {
             .unwrap();
         let reader = Connection::open(&path).unwrap();
         let observer = Arc::new(Mutex::new(Connection::open(&path).unwrap()));
-        (dir, Pool::new(writer, vec![reader]).unwrap(), observer)
+        let searcher = Connection::open(&path).unwrap();
+        (
+            dir,
+            Pool::new(writer, vec![reader], vec![searcher]).unwrap(),
+            observer,
+        )
     }
 
     fn committed(observer: &Mutex<Connection>, x: i64) -> bool {
@@ -306,6 +405,76 @@ mod tests {
         for future in futures.iter_mut() {
             assert!(future.as_mut().poll(&mut context).is_pending());
         }
+    }
+
+    /// A query that never ends by itself.
+    const ENDLESS: &str =
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n";
+
+    /// A search running [`ENDLESS`], and a receiver told once it runs.
+    fn endless_search(
+        pool: &Arc<Pool>,
+        limit: Duration,
+    ) -> (
+        impl Future<Output = Result<i64, StoreError>> + Send + 'static,
+        oneshot::Receiver<()>,
+    ) {
+        let (started, running) = oneshot::channel();
+        let pool = Arc::clone(pool);
+        let search = async move {
+            pool.search("endless", limit, move |conn| {
+                let _ = started.send(());
+                conn.query_row(ENDLESS, [], |r| r.get::<_, i64>(0))
+                    .map_err(|e| StoreError::backend("endless", e))
+            })
+            .await
+        };
+        (search, running)
+    }
+
+    fn select_seven(conn: &mut Connection) -> Result<i64, StoreError> {
+        conn.query_row("SELECT 7", [], |r| r.get(0))
+            .map_err(|e| StoreError::backend("select", e))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_search_whose_caller_went_away_is_interrupted_and_frees_its_reader() {
+        let (_dir, pool, _) = pool();
+        let (search, running) = endless_search(&pool, Duration::from_secs(3600));
+        let caller = tokio::spawn(search);
+        running.await.unwrap();
+        // Reads do not wait for it: they have readers of their own.
+        assert_eq!(pool.read("read", select_seven).await.unwrap(), 7);
+        assert!(!caller.is_finished(), "the endless search is still running");
+        caller.abort();
+        // The pool's only search reader is free again: the next search runs. (Were the
+        // endless query not interrupted, it would hold the reader for ever; the guard only
+        // turns that into a failure.)
+        let next = pool.search("next", Duration::from_secs(3600), select_seven);
+        let next = tokio::time::timeout(Duration::from_secs(120), next)
+            .await
+            .expect("the abandoned search still holds the search reader");
+        assert_eq!(next.unwrap(), 7);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_search_past_its_time_limit_is_stopped_and_says_so() {
+        let (_dir, pool, _) = pool();
+        let (search, _running) = endless_search(&pool, Duration::from_millis(300));
+        let failed = search.await.unwrap_err();
+        assert!(
+            matches!(failed, StoreError::SearchTimedOut { limit } if limit == Duration::from_millis(300)),
+            "{failed:?}"
+        );
+        assert!(failed
+            .to_string()
+            .contains("search for a longer, more specific text"));
+        assert_eq!(
+            pool.search("next", Duration::from_secs(60), select_seven)
+                .await
+                .unwrap(),
+            7
+        );
     }
 
     #[tokio::test]

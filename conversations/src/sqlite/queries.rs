@@ -3,7 +3,9 @@
 //! writer thread inside the savepoint the writer opens for it (`pool`), which makes it
 //! atomic: one that fails, or returns an error, is rolled back alone. So the writes here
 //! open no transaction of their own (a nested savepoint was two more statements per write).
-//! Rows are turned back into records here, so a corrupt row is reported by name.
+//! Rows are turned back into records here, so a corrupt row is reported by name. The search
+//! index (schema version 6) is kept with the messages: each write that stores or deletes
+//! messages adds or removes their index rows in the same savepoint.
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
@@ -11,6 +13,7 @@ use time::OffsetDateTime;
 
 use crate::error::StoreError;
 use crate::id::ConversationId;
+use crate::search::{fold, SearchPattern};
 use crate::step::Step;
 use crate::store::{Conversation, ConversationHead, ConversationPage, ConversationSummary};
 
@@ -49,25 +52,103 @@ pub(crate) fn insert_conversation(
             i64::try_from(first.bytes()).unwrap_or(i64::MAX),
         ])?;
     if inserted == 1 {
-        insert_messages(conn, id, 0, 0, first.rows())?;
+        insert_messages(conn, id, project_id, 0, 0, first)?;
     }
     Ok(inserted == 1)
 }
 
-/// Inserts `messages` of conversation `id` as step `step`, the first numbered `first_seq`.
+/// Inserts the messages of `step` as step `step_number` of conversation `id` (of
+/// `project_id`), the first numbered `first_seq`, and indexes their searchable text.
 fn insert_messages(
     tx: &Connection,
     id: &ConversationId,
+    project_id: &str,
     first_seq: i64,
-    step: i64,
-    messages: &[String],
+    step_number: i64,
+    step: &Step,
 ) -> rusqlite::Result<()> {
     let mut insert = tx.prepare_cached(
         "INSERT INTO messages (conversation_id, seq, step, json) VALUES (?1, ?2, ?3, ?4)",
     )?;
-    for (seq, json) in (first_seq..).zip(messages) {
-        insert.execute(params![id.as_str(), seq, step, json])?;
+    for (seq, json) in (first_seq..).zip(step.rows()) {
+        insert.execute(params![id.as_str(), seq, step_number, json])?;
     }
+    let mut next_doc = None;
+    for (seq, text) in (first_seq..).zip(step.search_texts()) {
+        let Some(text) = text else { continue };
+        let doc = match next_doc {
+            Some(doc) => doc,
+            None => first_free_doc(tx, project_id)?,
+        };
+        tx.prepare_cached(
+            "INSERT INTO search_docs (doc, conversation_id, seq) VALUES (?1, ?2, ?3)",
+        )?
+        .execute(params![doc, id.as_str(), seq])?;
+        tx.prepare_cached("INSERT INTO search_trigrams (rowid, body) VALUES (?1, ?2)")?
+            .execute(params![doc, fold(text)])?;
+        next_doc = Some(doc + 1);
+    }
+    Ok(())
+}
+
+/// Documents of one project in the search index: `number * DOCS_PER_PROJECT` and on.
+const DOCS_PER_PROJECT: i64 = 1 << 32;
+
+/// The range of `search_docs.doc` that `project_id`'s messages use, `None` if it has no
+/// number yet (so nothing indexed).
+fn project_docs(conn: &Connection, project_id: &str) -> rusqlite::Result<Option<(i64, i64)>> {
+    let number: Option<i64> = conn
+        .prepare_cached("SELECT number FROM search_projects WHERE project_id = ?1")?
+        .query_row([project_id], |row| row.get(0))
+        .optional()?;
+    Ok(number.and_then(docs_of_number))
+}
+
+/// The documents of the project numbered `number`, `None` past the last number that fits.
+fn docs_of_number(number: i64) -> Option<(i64, i64)> {
+    let first = number.checked_mul(DOCS_PER_PROJECT)?;
+    Some((first, first.checked_add(DOCS_PER_PROJECT - 1)?))
+}
+
+/// The next unused document of `project_id` in the search index, numbering the project
+/// first if it has no number yet.
+fn first_free_doc(conn: &Connection, project_id: &str) -> rusqlite::Result<i64> {
+    let docs = match project_docs(conn, project_id)? {
+        Some(docs) => Some(docs),
+        None => {
+            let number: i64 = conn
+                .prepare_cached(
+                    "INSERT INTO search_projects (project_id, number)
+                     SELECT ?1, coalesce(max(number), 0) + 1 FROM search_projects
+                     RETURNING number",
+                )?
+                .query_row([project_id], |row| row.get(0))?;
+            docs_of_number(number)
+        }
+    };
+    let full = |value| rusqlite::Error::IntegralValueOutOfRange(0, value);
+    let (first, last) = docs.ok_or_else(|| full(i64::MAX))?;
+    let doc: i64 = conn
+        .prepare_cached(
+            "SELECT coalesce(max(doc) + 1, ?1) FROM search_docs WHERE doc BETWEEN ?1 AND ?2",
+        )?
+        .query_row(params![first, last], |row| row.get(0))?;
+    if doc > last {
+        return Err(full(doc));
+    }
+    Ok(doc)
+}
+
+/// Removes the messages of conversation `id` from `seq` `from` on from the search index.
+fn unindex_messages(conn: &Connection, id: &ConversationId, from: i64) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "DELETE FROM search_trigrams WHERE rowid IN (
+             SELECT doc FROM search_docs WHERE conversation_id = ?1 AND seq >= ?2
+         )",
+    )?
+    .execute(params![id.as_str(), from])?;
+    conn.prepare_cached("DELETE FROM search_docs WHERE conversation_id = ?1 AND seq >= ?2")?
+        .execute(params![id.as_str(), from])?;
     Ok(())
 }
 
@@ -76,10 +157,10 @@ fn insert_messages(
 pub(crate) fn insert_step(
     conn: &Connection,
     id: &ConversationId,
-    messages: &[String],
-    title: Option<&str>,
+    step: &Step,
     now_ms: i64,
 ) -> rusqlite::Result<bool> {
+    let (messages, title) = (step.rows(), step.title());
     let found = conn
         .prepare_cached(
             "SELECT project_id, message_count, step_count FROM conversations WHERE id = ?1",
@@ -92,13 +173,13 @@ pub(crate) fn insert_step(
             ))
         })
         .optional()?;
-    let Some((project_id, first_seq, step)) = found else {
+    let Some((project_id, first_seq, step_number)) = found else {
         return Ok(false);
     };
     if messages.is_empty() {
         return Ok(true);
     }
-    insert_messages(conn, id, first_seq, step, messages)?;
+    insert_messages(conn, id, &project_id, first_seq, step_number, step)?;
     let activity = next_activity(conn, &project_id)?;
     let step_bytes: usize = messages.iter().map(String::len).sum();
     conn.prepare_cached(
@@ -135,8 +216,7 @@ pub(crate) fn replace_step(
     conn: &Connection,
     id: &ConversationId,
     from: u64,
-    messages: &[String],
-    title: Option<&str>,
+    step: &Step,
     now_ms: i64,
 ) -> rusqlite::Result<Replaced> {
     let count = conn
@@ -158,6 +238,7 @@ pub(crate) fn replace_step(
         .query_row(params![id.as_str(), from], |row| row.get(0))?;
     conn.prepare_cached("DELETE FROM messages WHERE conversation_id = ?1 AND seq >= ?2")?
         .execute(params![id.as_str(), from])?;
+    unindex_messages(conn, id, from)?;
     conn.prepare_cached(
         "UPDATE conversations
          SET message_count = ?2, stored_bytes = stored_bytes - ?3,
@@ -165,7 +246,7 @@ pub(crate) fn replace_step(
          WHERE id = ?1",
     )?
     .execute(params![id.as_str(), from, removed])?;
-    insert_step(conn, id, messages, title, now_ms)?;
+    insert_step(conn, id, step, now_ms)?;
     Ok(Replaced::Done)
 }
 
@@ -189,6 +270,7 @@ pub(crate) fn delete_conversation(
 ) -> rusqlite::Result<bool> {
     conn.prepare_cached("DELETE FROM messages WHERE conversation_id = ?1")?
         .execute([id.as_str()])?;
+    unindex_messages(conn, id, 0)?;
     let deleted = conn
         .prepare_cached("DELETE FROM conversations WHERE id = ?1")?
         .execute([id.as_str()])?;
@@ -377,50 +459,81 @@ pub(crate) fn select_summaries(
 ) -> Result<Vec<ConversationSummary>, StoreError> {
     let sql = format!(
         "SELECT {SUMMARY_COLUMNS} FROM conversations
-         WHERE project_id = ?1 AND ?2 IS NULL ORDER BY activity DESC LIMIT ?3"
+         WHERE project_id = ?1 ORDER BY activity DESC LIMIT ?2"
     );
-    summaries(conn, &sql, project_id, None, limit)
+    summaries(
+        conn,
+        &sql,
+        project_id,
+        params![project_id, sql_limit(limit)],
+    )
 }
 
-/// Up to `limit` conversations of `project_id` whose title, or the `content` of one of
-/// whose user or assistant messages, contains the `LIKE` pattern `folded_pattern` (made by
-/// `contains_pattern` from lower-case text), compared through `rojos_fold` so case is
-/// ignored beyond ASCII; most recent activity first.
+/// Up to `limit` conversations of `project_id` whose title, or the searchable text of one of
+/// whose messages (`crate::search`), contains the searched text ignoring case, most recent
+/// activity first. Titles are compared through `rojos_fold` with `LIKE`; messages are looked
+/// up in the search index by the text's trigrams, within the project's documents, and each
+/// candidate's text is then checked (`rojos_search_match`, linear in its size). A text too
+/// short for a trigram searches titles only.
 pub(crate) fn search_summaries(
     conn: &mut Connection,
     project_id: &str,
-    folded_pattern: &str,
+    pattern: &SearchPattern,
     limit: usize,
 ) -> Result<Vec<ConversationSummary>, StoreError> {
-    let sql = format!(
-        "SELECT {SUMMARY_COLUMNS} FROM conversations c
-         WHERE project_id = ?1 AND (
-             rojos_fold(coalesce(custom_title, title)) LIKE ?2 ESCAPE '\\'
-             OR EXISTS (
-                 SELECT 1 FROM messages m WHERE m.conversation_id = c.id
-                 AND json_extract(m.json, '$.role') IN ('user', 'assistant')
-                 AND rojos_fold(json_extract(m.json, '$.content')) LIKE ?2 ESCAPE '\\'
-             )
-         )
-         ORDER BY activity DESC LIMIT ?3"
-    );
-    summaries(conn, &sql, project_id, Some(folded_pattern), limit)
+    let action = || format!("search the conversations of project '{project_id}'");
+    let docs = project_docs(conn, project_id).map_err(|e| StoreError::backend(action(), e))?;
+    let like = pattern.like_folded();
+    let limit = sql_limit(limit);
+    match (pattern.fts_query(), docs) {
+        (Some(trigrams), Some((first, last))) => {
+            let sql = format!(
+                "SELECT {SUMMARY_COLUMNS} FROM conversations
+                 WHERE project_id = ?1 AND (
+                     rojos_fold(coalesce(custom_title, title)) LIKE ?2 ESCAPE '\\'
+                     OR id IN (
+                         SELECT d.conversation_id FROM search_trigrams t
+                         JOIN search_docs d ON d.doc = t.rowid
+                         JOIN messages m ON m.conversation_id = d.conversation_id
+                                        AND m.seq = d.seq
+                         WHERE search_trigrams MATCH ?4 AND t.rowid BETWEEN ?5 AND ?6
+                         AND rojos_search_match(m.json, ?7)
+                     )
+                 )
+                 ORDER BY activity DESC LIMIT ?3"
+            );
+            let folded = pattern.folded();
+            let params = params![project_id, like, limit, trigrams, first, last, folded];
+            summaries(conn, &sql, project_id, params)
+        }
+        _ => {
+            let sql = format!(
+                "SELECT {SUMMARY_COLUMNS} FROM conversations
+                 WHERE project_id = ?1
+                 AND rojos_fold(coalesce(custom_title, title)) LIKE ?2 ESCAPE '\\'
+                 ORDER BY activity DESC LIMIT ?3"
+            );
+            summaries(conn, &sql, project_id, params![project_id, like, limit])
+        }
+    }
 }
 
-/// The summaries `sql` selects, given the project as `?1`, `pattern` as `?2` and the limit
-/// as `?3`.
+/// A limit as SQLite takes it.
+fn sql_limit(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+/// The summaries `sql` selects with `params`.
 fn summaries(
     conn: &mut Connection,
     sql: &str,
     project_id: &str,
-    pattern: Option<&str>,
-    limit: usize,
+    params: impl rusqlite::Params,
 ) -> Result<Vec<ConversationSummary>, StoreError> {
     let action = || format!("list the conversations of project '{project_id}'");
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let rows = (|| -> rusqlite::Result<Vec<SummaryRow>> {
         let mut select = conn.prepare_cached(sql)?;
-        let rows = select.query_map(params![project_id, pattern, limit], |row| {
+        let rows = select.query_map(params, |row| {
             Ok((
                 row.get(0)?,
                 row.get(1)?,

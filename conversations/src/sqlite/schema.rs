@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use rusqlite::{Connection, TransactionBehavior};
 
+use crate::search;
+
 /// Migration steps: `MIGRATIONS[n]` takes a database from version `n` to `n + 1`.
 /// Version 0 is an empty (or brand-new) file.
 const MIGRATIONS: &[&str] = &[
@@ -81,6 +83,45 @@ const MIGRATIONS: &[&str] = &[
     INSERT INTO approvals (conversation_id, approval_id, call_id, tool, state, reason)
         SELECT conversation_id, call_id, call_id, tool, state, reason FROM approvals_by_call_id;
     DROP TABLE approvals_by_call_id;",
+    // 6: the search index (`crate::search`, `queries::search_summaries`). `search_trigrams`
+    // holds, for each user or assistant message with text, its searchable text folded to
+    // lower case, as trigrams without positions (FTS5, `detail = 'none'`: a search looks up
+    // the messages holding every trigram of its text, then checks each one's text, so a
+    // search costs what its candidates weigh, not every message's text times the pattern).
+    // Its rowid is a `search_docs.doc`: the project's `search_projects.number` times 2^32
+    // plus a number within the project, so a search reads only its project's range. The
+    // index holds no text (`content = ''`); messages and conversations delete their rows
+    // (`queries`). Existing messages are indexed here.
+    "CREATE TABLE search_projects (
+        project_id TEXT PRIMARY KEY NOT NULL,
+        number     INTEGER NOT NULL UNIQUE
+    ) STRICT;
+    CREATE TABLE search_docs (
+        doc             INTEGER PRIMARY KEY,
+        conversation_id TEXT NOT NULL,
+        seq             INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX search_docs_by_message ON search_docs (conversation_id, seq);
+    CREATE VIRTUAL TABLE search_trigrams USING fts5 (
+        body, content = '', contentless_delete = 1, detail = 'none',
+        tokenize = 'trigram case_sensitive 1'
+    );
+    INSERT INTO search_projects (project_id, number)
+        SELECT project_id, row_number() OVER (ORDER BY project_id)
+        FROM (SELECT DISTINCT project_id FROM conversations);
+    INSERT INTO search_docs (doc, conversation_id, seq)
+        SELECT p.number * 4294967296
+                   + row_number() OVER (PARTITION BY p.number ORDER BY m.conversation_id, m.seq)
+                   - 1,
+               m.conversation_id, m.seq
+        FROM messages m
+        JOIN conversations c ON c.id = m.conversation_id
+        JOIN search_projects p ON p.project_id = c.project_id
+        WHERE rojos_search_text(m.json) IS NOT NULL;
+    INSERT INTO search_trigrams (rowid, body)
+        SELECT d.doc, rojos_fold(rojos_search_text(m.json))
+        FROM search_docs d
+        JOIN messages m ON m.conversation_id = d.conversation_id AND m.seq = d.seq;",
 ];
 
 /// The schema version this build creates and understands.
@@ -102,7 +143,26 @@ pub(crate) fn configure(conn: &Connection, busy_timeout: Duration) -> rusqlite::
     conn.busy_timeout(busy_timeout)?;
     conn.pragma_update(None, "foreign_keys", true)?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    register_fold(conn)
+    register_fold(conn)?;
+    register_search(conn)
+}
+
+/// `rojos_search_text(json)`: the searchable text of a message stored as JSON text
+/// (`crate::search`), or `NULL`; `rojos_search_match(json, folded)`: whether that text,
+/// folded, holds `folded`. Both in Rust, so the index, the check of its candidates and the
+/// PostgreSQL store read the same text.
+fn register_search(conn: &Connection) -> rusqlite::Result<()> {
+    use rusqlite::functions::FunctionFlags;
+    let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
+    conn.create_scalar_function("rojos_search_text", 1, flags, |ctx| {
+        Ok(ctx
+            .get::<Option<String>>(0)?
+            .and_then(|json| search::search_text_of_json(&json)))
+    })?;
+    conn.create_scalar_function("rojos_search_match", 2, flags, |ctx| {
+        let (json, folded) = (ctx.get::<Option<String>>(0)?, ctx.get::<String>(1)?);
+        Ok(json.is_some_and(|json| search::message_matches(&json, &folded)))
+    })
 }
 
 /// `rojos_fold(text)`: `text` in lower case by Unicode's rules, for case-insensitive search
@@ -117,7 +177,7 @@ fn register_fold(conn: &Connection) -> rusqlite::Result<()> {
         |ctx| {
             Ok(ctx
                 .get::<Option<String>>(0)?
-                .map(|text| text.to_lowercase()))
+                .map(|text| search::fold(&text)))
         },
     )
 }
@@ -131,6 +191,9 @@ pub(crate) fn enable_wal(conn: &Connection) -> rusqlite::Result<String> {
 /// Brings the database up to [`SCHEMA_VERSION`] in one immediate transaction, so
 /// two processes opening the same new file migrate it once.
 pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Migrated> {
+    // Steps call the store's own functions (version 5 indexes the stored messages).
+    register_fold(conn)?;
+    register_search(conn)?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let from: i64 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
     if from > SCHEMA_VERSION {

@@ -5,7 +5,8 @@
 //! public `ConversationStore` API, plus raw SQL where the data itself is the point (a
 //! forced mid-step failure, a corrupt row). `persistence` is about the SQLite file,
 //! `migration` about the PostgreSQL schema. `leases` runs the run-lease tests on both
-//! lease implementations; `approvals` the approvals of both stores.
+//! lease implementations; `approvals` the approvals of both stores; `unnamed` the
+//! PostgreSQL store's statements sent unnamed (for transaction poolers).
 
 mod approvals;
 mod atomicity;
@@ -21,3 +22,4 @@ mod silence;
 mod size;
 mod support;
 mod tls;
+mod unnamed;

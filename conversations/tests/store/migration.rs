@@ -48,7 +48,7 @@ async fn migrating_twice_migrates_once_and_keeps_the_data() {
             to: POSTGRES_SCHEMA_VERSION
         }
     );
-    assert_eq!(versions(&database), "1,2,3,4,5,6");
+    assert_eq!(versions(&database), "1,2,3,4,5,6,7");
     let messages = store.get(&id).await.unwrap().unwrap().messages;
     assert_eq!(messages, vec![user("kept")]);
 }
@@ -71,7 +71,7 @@ async fn hosts_migrating_at_once_all_succeed_and_one_of_them_migrates() {
     assert_eq!(stores.len(), 4);
     assert_eq!(
         versions(&database),
-        "1,2,3,4,5,6",
+        "1,2,3,4,5,6,7",
         "each version recorded once"
     );
     let id = stores[0].create("demo", "default").await.unwrap();
@@ -120,6 +120,7 @@ async fn a_version_2_database_loses_its_foreign_keys_and_keeps_its_messages_and_
                  FOREIGN KEY (conversation_id) REFERENCES conversations (id) ON DELETE CASCADE;
              ALTER TABLE conversations DROP COLUMN custom_title;
              DROP TABLE approvals; DROP TABLE approved_tools;
+             ALTER TABLE messages DROP COLUMN search_text;
              DELETE FROM rojos_schema_versions WHERE version >= 3;",
         )
         .unwrap();
@@ -130,9 +131,9 @@ async fn a_version_2_database_loses_its_foreign_keys_and_keeps_its_messages_and_
 
     let migrated = PostgresStore::migrate(&options).await.unwrap();
 
-    assert_eq!(migrated, Migration { from: 2, to: 6 });
+    assert_eq!(migrated, Migration { from: 2, to: 7 });
     assert_eq!(foreign_keys(&database), "");
-    assert_eq!(versions(&database), "1,2,3,4,5,6");
+    assert_eq!(versions(&database), "1,2,3,4,5,6,7");
     store.append(&id, vec![user("after")]).await.unwrap();
     assert_eq!(
         store.get(&id).await.unwrap().unwrap().messages,
@@ -161,20 +162,22 @@ async fn a_version_3_database_gains_given_titles_and_keeps_its_derived_ones() {
         .append(&id, vec![user("derived title")])
         .await
         .unwrap();
-    // Back to version 3 as it shipped: no `custom_title`, no approvals, no version 4, 5 or 6.
+    // Back to version 3 as it shipped: no `custom_title`, no approvals, no search text, no
+    // version 4, 5, 6 or 7.
     cluster()
         .psql(
             &database,
             "ALTER TABLE conversations DROP COLUMN custom_title;
              DROP TABLE approvals; DROP TABLE approved_tools;
+             ALTER TABLE messages DROP COLUMN search_text;
              DELETE FROM rojos_schema_versions WHERE version >= 4;",
         )
         .unwrap();
 
     let migrated = PostgresStore::migrate(&options).await.unwrap();
 
-    assert_eq!(migrated, Migration { from: 3, to: 6 });
-    assert_eq!(versions(&database), "1,2,3,4,5,6");
+    assert_eq!(migrated, Migration { from: 3, to: 7 });
+    assert_eq!(versions(&database), "1,2,3,4,5,6,7");
     let store = PostgresStore::open(&options).unwrap();
     let title = |list: Vec<rojos_conversations::ConversationSummary>| list[0].title.clone();
     assert_eq!(
@@ -215,7 +218,7 @@ async fn a_database_from_a_newer_build_is_refused_and_left_alone() {
             POSTGRES_SCHEMA_VERSION
         )
     );
-    assert_eq!(versions(&database), format!("1,2,3,4,5,6,{newer}"));
+    assert_eq!(versions(&database), format!("1,2,3,4,5,6,7,{newer}"));
 }
 
 #[tokio::test]
@@ -271,7 +274,7 @@ async fn a_version_5_database_keys_its_approvals_by_approval_id_and_keeps_their_
     PostgresStore::migrate(&options).await.unwrap();
     let store = PostgresStore::open(&options).unwrap();
     let id = store.create("demo", "default").await.unwrap();
-    // Back to version 5 as it shipped: approvals keyed by the model's call id.
+    // Back to version 5 as it shipped: approvals keyed by the model's call id, no search text.
     cluster()
         .psql(
             &database,
@@ -282,6 +285,7 @@ async fn a_version_5_database_keys_its_approvals_by_approval_id_and_keeps_their_
                  INSERT INTO approvals (conversation_id, call_id, tool, state, reason)
                      VALUES ('{id}', 'waiting', 'delete_path', 'pending', NULL),
                             ('{id}', 'denied', 'delete_path', 'deny', 'no');
+                 ALTER TABLE messages DROP COLUMN search_text;
                  DELETE FROM rojos_schema_versions WHERE version >= 6;"
             ),
         )
@@ -289,7 +293,7 @@ async fn a_version_5_database_keys_its_approvals_by_approval_id_and_keeps_their_
 
     let migrated = PostgresStore::migrate(&options).await.unwrap();
 
-    assert_eq!(migrated, Migration { from: 5, to: 6 });
+    assert_eq!(migrated, Migration { from: 5, to: 7 });
     let approvals = store.approvals();
     assert_eq!(
         approvals.state(&id, "denied").await.unwrap(),
@@ -316,5 +320,51 @@ async fn a_version_5_database_keys_its_approvals_by_approval_id_and_keeps_their_
         approvals.state(&id, "approval_new").await.unwrap(),
         Some(ApprovalState::Pending),
         "a call id asked again is a row of its own"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_6_database_has_its_stored_messages_made_searchable() {
+    let database = cluster().create_database().unwrap();
+    let store = PostgresStore::connect(&pg_options(&database))
+        .await
+        .unwrap();
+    let id = store.create("demo", "default").await.unwrap();
+    store
+        .append(
+            &id,
+            vec![
+                user("hello"),
+                serde_json::json!({"role": "assistant", "content": [
+                    {"type": "text", "text": "Find the Kettle"}
+                ]}),
+                serde_json::json!({"role": "assistant", "content": "nul \u{0} inside"}),
+            ],
+        )
+        .await
+        .unwrap();
+    // Back to version 6 as it shipped: no search text, no index.
+    cluster()
+        .psql(
+            &database,
+            "ALTER TABLE messages DROP COLUMN search_text;
+             DELETE FROM rojos_schema_versions WHERE version >= 7;",
+        )
+        .unwrap();
+
+    PostgresStore::migrate(&pg_options(&database))
+        .await
+        .unwrap();
+
+    let found = store.search("demo", "the kettle", 10).await.unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].id, id);
+    assert_eq!(
+        cluster()
+            .psql(&database, "SELECT count(search_text) FROM messages")
+            .unwrap()
+            .trim(),
+        "2",
+        "a text PostgreSQL cannot hold (NUL) is left unindexed"
     );
 }

@@ -58,7 +58,10 @@ fn an_empty_file_is_migrated_to_the_current_schema() {
 
     assert_eq!(user_version(&path), SCHEMA_VERSION);
     let tables: Vec<String> = raw(&path)
-        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
+        .prepare(
+            "SELECT name FROM sqlite_schema WHERE type = 'table'
+             AND name NOT LIKE 'search\\_trigrams\\_%' ESCAPE '\\' ORDER BY name",
+        )
         .unwrap()
         .query_map([], |row| row.get(0))
         .unwrap()
@@ -66,8 +69,41 @@ fn an_empty_file_is_migrated_to_the_current_schema() {
         .unwrap();
     assert_eq!(
         tables,
-        ["approvals", "approved_tools", "conversations", "messages"]
+        [
+            "approvals",
+            "approved_tools",
+            "conversations",
+            "messages",
+            "search_docs",
+            "search_projects",
+            "search_trigrams"
+        ]
     );
+}
+
+#[tokio::test]
+async fn a_version_5_file_has_its_stored_messages_indexed_for_search() {
+    let (dir, store) = open_temp();
+    let id = store.create("demo", "default").await.unwrap();
+    store
+        .append(&id, vec![user("hello"), assistant("Find the Kettle")])
+        .await
+        .unwrap();
+    drop(store);
+    // Back to version 5 as it shipped: no search index.
+    raw(&db_path(&dir))
+        .execute_batch(
+            "DROP TABLE search_trigrams; DROP TABLE search_docs; DROP TABLE search_projects;
+             PRAGMA user_version = 5;",
+        )
+        .unwrap();
+
+    let store = SqliteStore::open(db_path(&dir)).unwrap();
+
+    assert_eq!(user_version(&db_path(&dir)), SCHEMA_VERSION);
+    let found = store.search("demo", "the kettle", 10).await.unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].id, id);
 }
 
 #[tokio::test]
@@ -169,18 +205,21 @@ async fn a_version_2_file_gains_given_titles_and_keeps_its_derived_ones() {
         .unwrap();
     drop(store);
     let path = db_path(&dir);
-    // Back to version 2 as it shipped: no `custom_title`, no approvals (version 4).
+    // Back to version 2 as it shipped: no `custom_title`, no approvals (version 4), no
+    // search index (version 5).
     raw(&path)
         .execute_batch(
             "ALTER TABLE conversations DROP COLUMN custom_title;
-             DROP TABLE approvals; DROP TABLE approved_tools; PRAGMA user_version = 2;",
+             DROP TABLE approvals; DROP TABLE approved_tools;
+             DROP TABLE search_trigrams; DROP TABLE search_docs; DROP TABLE search_projects;
+             PRAGMA user_version = 2;",
         )
         .unwrap();
 
     let store = SqliteStore::open(&path).unwrap();
 
     assert_eq!(user_version(&path), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 5);
+    assert_eq!(SCHEMA_VERSION, 6);
     let approvals: i64 = raw(&path)
         .query_row(
             "SELECT count(*) FROM sqlite_schema WHERE name IN ('approvals', 'approved_tools')",
@@ -207,10 +246,11 @@ async fn a_version_4_file_keys_its_approvals_by_approval_id_and_keeps_their_stat
     let id = store.create("demo", "default").await.unwrap();
     drop(store);
     let path = db_path(&dir);
-    // Back to version 4 as it shipped: approvals keyed by the model's call id.
+    // Back to version 4 as it shipped: approvals keyed by the model's call id, no search index.
     raw(&path)
         .execute_batch(&format!(
-            "DROP TABLE approvals;
+            "DROP TABLE search_trigrams; DROP TABLE search_docs; DROP TABLE search_projects;
+             DROP TABLE approvals;
              CREATE TABLE approvals (
                  conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
                  call_id         TEXT NOT NULL,

@@ -68,6 +68,8 @@ pub(super) struct RawStore {
     pub(super) tls: Option<String>,
     pub(super) ca_file: Option<PathBuf>,
     pub(super) run_lease_secs: Option<f64>,
+    pub(super) prepared_statements: Option<bool>,
+    pub(super) search_timeout_secs: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -1,13 +1,15 @@
 //! `[store]`: where conversations are kept. The embedded SQLite file under the storage
 //! folder (the default), or a PostgreSQL database shared by several hosts, reached with a
 //! URL that must hold no password (it comes from the environment variable `password_env`
-//! names), a pool size, connect and query time-outs and TLS options. Also how long a run's lease on
-//! its conversation lasts unless renewed (`run_lease_secs`, either backend).
+//! names), a pool size, connect and query time-outs, TLS options and whether statements are
+//! prepared (`prepared_statements = false` behind a transaction pooler). Also how long a
+//! run's lease on its conversation lasts unless renewed (`run_lease_secs`) and how long a
+//! search may take (`search_timeout_secs`), either backend.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rojos_conversations::{PostgresOptions, PostgresTls, UrlError};
+use rojos_conversations::{PostgresOptions, PostgresTls, StatementMode, UrlError};
 
 use super::{invalid, raw::RawStore, seconds_key, ConfigError, EnvLookup};
 
@@ -18,6 +20,8 @@ pub enum StoreConfig {
     Sqlite {
         /// The database file.
         path: PathBuf,
+        /// How long a search may take (`store.search_timeout_secs`).
+        search_timeout: Duration,
     },
     /// A PostgreSQL database (the password, if any, already read from the environment).
     Postgres(Box<PostgresOptions>),
@@ -41,6 +45,7 @@ pub(super) fn parse_store(
             }
             Ok(StoreConfig::Sqlite {
                 path: storage.join("rojos.db"),
+                search_timeout: parse_search_timeout(raw)?,
             })
         }
         "postgres" => Ok(StoreConfig::Postgres(Box::new(parse_postgres(
@@ -64,6 +69,17 @@ pub(super) fn parse_run_lease(raw: &RawStore) -> Result<Duration, ConfigError> {
     )
 }
 
+/// `store.search_timeout_secs`: how long a conversation search may take before it is
+/// stopped (default 10 s, at most 600).
+fn parse_search_timeout(raw: &RawStore) -> Result<Duration, ConfigError> {
+    seconds_key(
+        "store.search_timeout_secs",
+        raw.search_timeout_secs,
+        Duration::from_secs(10),
+        600.0,
+    )
+}
+
 fn postgres_only_key(raw: &RawStore) -> Option<&'static str> {
     [
         ("url", raw.url.is_some()),
@@ -73,6 +89,7 @@ fn postgres_only_key(raw: &RawStore) -> Option<&'static str> {
         ("query_timeout_secs", raw.query_timeout_secs.is_some()),
         ("tls", raw.tls.is_some()),
         ("ca_file", raw.ca_file.is_some()),
+        ("prepared_statements", raw.prepared_statements.is_some()),
     ]
     .into_iter()
     .find_map(|(key, set)| set.then_some(key))
@@ -124,6 +141,11 @@ fn parse_postgres(
         600.0,
     )?;
     options.tls = parse_tls(raw, resolve)?;
+    options.statements = match raw.prepared_statements {
+        Some(false) => StatementMode::Unnamed,
+        Some(true) | None => StatementMode::Prepared,
+    };
+    options.search_timeout = parse_search_timeout(raw)?;
     Ok(options)
 }
 
@@ -166,10 +188,15 @@ mod tests {
 
     #[test]
     fn the_default_is_the_sqlite_file_under_storage() {
-        let StoreConfig::Sqlite { path } = parse("", &no_env).unwrap() else {
+        let StoreConfig::Sqlite {
+            path,
+            search_timeout,
+        } = parse("", &no_env).unwrap()
+        else {
             panic!("expected sqlite");
         };
         assert_eq!(path, Path::new("/srv/storage/rojos.db"));
+        assert_eq!(search_timeout, Duration::from_secs(10));
     }
 
     #[test]
@@ -177,7 +204,8 @@ mod tests {
         let env = |name: &str| (name == "PG_PASSWORD").then(|| "hunter22-secret".to_owned());
         let text = "backend = \"postgres\"\nurl = \"postgres://rojos@db:5432/chats\"\n\
                     password_env = \"PG_PASSWORD\"\npool_size = 4\nconnect_timeout_secs = 2\n\
-                    query_timeout_secs = 3\ntls = \"verify-full\"\nca_file = \"ca.pem\"";
+                    query_timeout_secs = 3\ntls = \"verify-full\"\nca_file = \"ca.pem\"\n\
+                    prepared_statements = false\nsearch_timeout_secs = 4";
         let StoreConfig::Postgres(options) = parse(text, &env).unwrap() else {
             panic!("expected postgres");
         };
@@ -196,6 +224,8 @@ mod tests {
                 ca_file: Some(PathBuf::from("/etc/rojos/ca.pem"))
             }
         );
+        assert_eq!(options.statements, StatementMode::Unnamed);
+        assert_eq!(options.search_timeout, Duration::from_secs(4));
         assert!(!format!("{options:?}").contains("hunter22"));
     }
 
@@ -236,6 +266,8 @@ mod tests {
             ("backend = \"postgres\"\nurl = \"postgres://rojos@db/c\"\ntls = \"on\"", "store.tls: unknown mode \"on\": expected \"disable\", \"require\" or \"verify-full\""),
             ("backend = \"postgres\"\nurl = \"postgres://rojos@db/c\"\nca_file = \"x.pem\"", "store.ca_file: only used with tls = \"verify-full\""),
             ("backend = \"postgres\"\nurl = \"postgres://rojos@db/c\"\npool_size = 0", "store.pool_size: must be at least 1"),
+            ("prepared_statements = false", "store.prepared_statements: only used with backend = \"postgres\""),
+            ("search_timeout_secs = 0", "store.search_timeout_secs: must be between 0 and 600 seconds"),
         ];
         for (text, expected) in cases {
             assert_eq!(

@@ -3,7 +3,8 @@
 //! a caller allowed on its project; `Link: <...?from=M>; rel="next"` and `Rojos-Next-From: M`
 //! say where the next page starts. `GET /conversations?projectId=X&limit=N[&q=TEXT]`: that
 //! project's conversations (those whose title or message text contains `TEXT`), the most
-//! recently updated first (the chat panel's history). `PATCH /conversations/{id}`
+//! recently updated first (the chat panel's history); one search at a time per token (`429`),
+//! stopped past `[store] search_timeout_secs` (`503`). `PATCH /conversations/{id}`
 //! `{"title": …}` renames one, `DELETE /conversations/{id}` deletes one with its undo
 //! checkpoints (`409` while a run writes in it). See `docs/api.md`, "Managing conversations".
 
@@ -80,7 +81,7 @@ pub(super) async fn get(
 const DEFAULT_LIMIT: usize = 50;
 const MAX_LIMIT: usize = 500;
 
-/// The longest search text, in characters.
+/// The longest search text, in characters (`docs/api.md`, "Managing conversations").
 const MAX_QUERY_CHARS: usize = 200;
 
 #[derive(Debug, Deserialize)]
@@ -116,10 +117,28 @@ pub(super) async fn list(
                  a shorter text"
             )));
         }
+        // Held until the search ends, or until this handler is dropped (its client went
+        // away), which also stops the search's query (the store's `search`).
+        let _slot =
+            state
+                .searches
+                .take(caller.token())
+                .ok_or_else(|| ApiError::TooManyRequests {
+                    message: SEARCH_BUSY.to_owned(),
+                    retry_after: 1,
+                })?;
         store.search(project.as_str(), text, limit).await
     };
-    Ok(Json(list.map_err(internal)?))
+    match list {
+        Ok(list) => Ok(Json(list)),
+        Err(e @ StoreError::SearchTimedOut { .. }) => Err(ApiError::Unavailable(e.to_string())),
+        Err(e) => Err(internal(e)),
+    }
 }
+
+/// The `429` body's text while the token's previous search still runs.
+const SEARCH_BUSY: &str = "a search of this token is still running: one search at a time per \
+     token; wait for its answer (or cancel it) before searching again";
 
 /// `PATCH /conversations/{id}` with `{"title": "…"}` (a title shown instead of the first
 /// message's text) or `{"title": null}` (back to it): `204`.

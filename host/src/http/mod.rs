@@ -16,6 +16,7 @@ mod panel;
 mod projects;
 mod replace;
 mod rojos;
+pub mod search_slots;
 pub(crate) mod server;
 mod tools;
 pub mod transfers;
