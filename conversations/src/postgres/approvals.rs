@@ -240,9 +240,11 @@ impl Approvals for PostgresApprovals {
                 )
                 .await
                 .map_err(|e| query_failed(action(), e))?;
-            Ok(read(&*client, self.mode, conversation, approval_id, &action)
-                .await?
-                .unwrap_or(ApprovalState::Cancelled))
+            Ok(
+                read(&*client, self.mode, conversation, approval_id, &action)
+                    .await?
+                    .unwrap_or(ApprovalState::Cancelled),
+            )
         })
         .await
     }
