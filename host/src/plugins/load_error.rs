@@ -46,25 +46,10 @@ pub enum LoadFailure {
     /// It is a damaged or partly written library.
     #[error("incomplete or damaged library (still being copied?): {0}")]
     Incomplete(String),
-    /// A library, but not a rojos tool plugin.
-    #[error("not a rojos tool plugin: {0}")]
-    NotAPlugin(String),
-    /// Built against an incompatible plugin-api version.
-    #[error("built against plugin-api {found}, host expects {expected}")]
-    Version {
-        /// The plugin's plugin-api version.
-        found: String,
-        /// The host's.
-        expected: String,
-    },
-    /// The plugin's interface layout differs from the host's.
-    #[error("its interface does not match the host's plugin-api {expected}: {summary}")]
-    Layout {
-        /// The host's plugin-api version.
-        expected: String,
-        /// The `Error:`/`Expected:`/`Found:` lines of abi_stable's report.
-        summary: String,
-    },
+    /// A library, but not a rojos tool plugin, or one built against another plugin-api or
+    /// interface layout (found when the library was opened, in this process or a worker).
+    #[error(transparent)]
+    Module(ModuleError),
     /// The manifest is not the JSON the host expects.
     #[error("manifest is not valid: {0}")]
     InvalidManifest(#[source] Arc<serde_json::Error>),
@@ -95,9 +80,7 @@ impl From<ModuleError> for LoadFailure {
     fn from(e: ModuleError) -> LoadFailure {
         match e {
             ModuleError::Dlopen(why) => LoadFailure::Dlopen(Arc::new(std::io::Error::other(why))),
-            ModuleError::NotAPlugin(why) => LoadFailure::NotAPlugin(why),
-            ModuleError::Version { found, expected } => LoadFailure::Version { found, expected },
-            ModuleError::Layout { expected, summary } => LoadFailure::Layout { expected, summary },
+            other => LoadFailure::Module(other),
         }
     }
 }

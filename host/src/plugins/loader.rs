@@ -22,7 +22,7 @@ use abi_stable::std_types::RString;
 use rojos_llm::ToolDefinition;
 use rojos_plugin_api::{Manifest, ToolModuleRef, JSON_API};
 use rojos_plugin_worker::{
-    module::{self, host_api_version},
+    module::{self, host_api_version, ModuleError},
     probe::{self, ProbeError},
     protocol::Refusal,
     WorkerPool,
@@ -340,13 +340,13 @@ fn read_manifest(given: Result<String, String>) -> Result<Manifest, LoadFailure>
         )));
     }
     if manifest.api != JSON_API {
-        return Err(LoadFailure::Version {
+        return Err(LoadFailure::Module(ModuleError::Version {
             found: format!(
                 "{} (JSON api {})",
                 manifest.plugin_api_version, manifest.api
             ),
             expected: format!("{} (JSON api {JSON_API})", host_api_version()),
-        });
+        }));
     }
     if !manifest.panic_unwind {
         return Err(LoadFailure::BadManifest(

@@ -33,5 +33,6 @@ pub use invoke::{check_call_args, invoke, invoke_around, AroundCall, CallRequest
 pub use isolation::{Isolation, WorkerSettings};
 pub use loader::{Library, LoadError, LoadFailure, Loader, Tool, MAX_PLUGIN_BYTES};
 pub use outcome::{model_text, FailureKind, ToolFailure, ToolOutcome};
+pub use rojos_plugin_worker::module::ModuleError;
 pub use trust::Distrust;
 pub use trust::PathIoError;

@@ -5,7 +5,7 @@ use std::{path::Path, sync::Arc, time::Duration};
 
 use rojos::{
     config::ConfigFile,
-    plugins::{invoke, CallRequest, FailureKind, LoadFailure, Loader, Tool, ToolArgs},
+    plugins::{invoke, CallRequest, FailureKind, LoadFailure, Loader, ModuleError, Tool, ToolArgs},
     state::{AppState, StartError},
     storage::{ProjectId, Storage},
 };
@@ -207,7 +207,10 @@ fn a_shared_library_without_the_plugin_export_is_not_a_plugin() {
     .find(|p| p.exists())
     .expect("the system's libm");
     let (message, reason) = load_error(libm);
-    assert!(matches!(reason, LoadFailure::NotAPlugin(_)), "{reason:?}");
+    assert!(
+        matches!(reason, LoadFailure::Module(ModuleError::NotAPlugin(_))),
+        "{reason:?}"
+    );
     assert!(
         message.contains("exports no abi_stable root module"),
         "{message}"
@@ -217,7 +220,10 @@ fn a_shared_library_without_the_plugin_export_is_not_a_plugin() {
 #[test]
 fn a_plugin_built_against_another_interface_version_is_refused_naming_both() {
     let (message, reason) = load_error(&plugin_lib("rojos_test_other_version"));
-    assert!(matches!(reason, LoadFailure::Version { .. }), "{reason:?}");
+    assert!(
+        matches!(reason, LoadFailure::Module(ModuleError::Version { .. })),
+        "{reason:?}"
+    );
     assert!(
         message.contains("built against plugin-api 0.2.0, host expects 0.1.0"),
         "{message}"
