@@ -110,8 +110,9 @@ impl RegisteredTool {
         }
     }
 
-    /// Runs one call (the schema check included) within `request.timeout`, with `around`
-    /// just before and after a plugin's call on its thread.
+    /// Runs one call whose `args` passed [`Self::check_args`] (the agent checks them before a
+    /// call is asked about or admitted) within `request.timeout`, with `around` just before
+    /// and after a plugin's call on its thread.
     pub async fn invoke(
         &self,
         args: &ToolArgs,
@@ -123,7 +124,7 @@ impl RegisteredTool {
             RegisteredTool::Mcp(tool) => {
                 // An MCP server's tool declares no paths it changes: nothing is recorded.
                 debug_assert!(around.is_none(), "an MCP tool changes no declared paths");
-                tool.invoke(args, request).await
+                tool.call_checked(args, request).await
             }
         }
     }

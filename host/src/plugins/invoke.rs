@@ -52,8 +52,9 @@ pub trait AroundCall: Send {
     fn after(&mut self);
 }
 
-/// Runs `tool` on the model's `args`.
+/// Runs `tool` on the model's `args`, checked against its schema first.
 pub async fn invoke(tool: &Arc<Tool>, args: &ToolArgs, request: &CallRequest) -> ToolOutcome {
+    check_call_args(tool, args)?;
     invoke_around(tool, args, request, None).await
 }
 
@@ -68,7 +69,9 @@ pub fn check_call_args(tool: &Tool, args: &ToolArgs) -> Result<(), ToolFailure> 
         .map_err(|mismatch| ToolFailure::new(FailureKind::InvalidArguments, mismatch.to_string()))
 }
 
-/// Runs `tool` on the model's `args`, with `around` just before and after the plugin.
+/// Runs `tool` on the model's `args`, with `around` just before and after the plugin. The
+/// caller has checked `args` against the schema ([`check_call_args`]): the agent does so
+/// before a call is asked about or admitted, so the schema is not walked twice per call.
 pub async fn invoke_around(
     tool: &Arc<Tool>,
     args: &ToolArgs,
@@ -77,7 +80,6 @@ pub async fn invoke_around(
 ) -> ToolOutcome {
     let started = Instant::now();
     let name = tool.name();
-    check_call_args(tool, args)?;
     let Ok(permit) =
         tokio::time::timeout(request.timeout, Arc::clone(&tool.limiter).acquire_owned()).await
     else {

@@ -132,6 +132,12 @@ impl McpTool {
     /// server), then `tools/call` within `request.timeout`.
     pub async fn invoke(&self, args: &ToolArgs, request: &CallRequest) -> ToolOutcome {
         self.check_args(args)?;
+        self.call_checked(args, request).await
+    }
+
+    /// Runs one call whose `args` the caller has already checked ([`Self::check_args`]):
+    /// `tools/call` within `request.timeout`.
+    pub async fn call_checked(&self, args: &ToolArgs, request: &CallRequest) -> ToolOutcome {
         let result = self.server.call(&self.remote_name, args, request).await?;
         result_text(&self.name, result)
     }
