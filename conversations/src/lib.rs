@@ -18,6 +18,8 @@
 //!   the pattern and trigrams of a searched text.
 //! - `approvals`: [`Approvals`], tool calls waiting for the user's decision, kept in
 //!   each store's database ([`SqliteApprovals`], [`PostgresApprovals`]).
+//! - `compaction`: [`Compaction`], a model-made summary sent in place of a conversation's
+//!   older messages once it outgrew its model's context window.
 //! - `lease`: [`RunLeases`], one run at a time per conversation, and its in-process
 //!   [`LocalRunLeases`].
 //! - `sqlite`: [`SqliteStore`]: connections (`pool`), schema and migrations
@@ -45,6 +47,7 @@
 #![forbid(unsafe_code)]
 
 mod approvals;
+mod compaction;
 mod error;
 mod id;
 mod lease;
@@ -60,6 +63,7 @@ mod title;
 pub use approvals::{
     new_approval_id, ApprovalState, Approvals, Decided, Decision, GaveUp, DENY_REASON_MAX_CHARS,
 };
+pub use compaction::Compaction;
 pub use error::StoreError;
 pub use id::ConversationId;
 pub use lease::{LeaseHolder, LocalRunLeases, RunLeases};

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 use time::OffsetDateTime;
 
+use crate::compaction::Compaction;
 use crate::error::StoreError;
 use crate::id::ConversationId;
 use crate::step::Step;
@@ -219,6 +220,19 @@ pub trait ConversationStore: Send + Sync {
         text: &str,
         limit: usize,
     ) -> Result<Vec<ConversationSummary>, StoreError>;
+
+    /// The conversation's compactions (`crate::compaction`), the one covering the fewest
+    /// messages first; empty for an unknown id.
+    async fn compactions(&self, id: &ConversationId) -> Result<Vec<Compaction>, StoreError>;
+
+    /// Keeps `compaction` for the conversation. A summary already kept for the same
+    /// messages is left as it was (the first one saved wins); saving for an unknown id, or
+    /// covering more messages than are stored, keeps nothing.
+    async fn save_compaction(
+        &self,
+        id: &ConversationId,
+        compaction: &Compaction,
+    ) -> Result<(), StoreError>;
 
     /// Checks that the store can serve calls now, for a readiness probe: a server-backed
     /// store runs a trivial query. The embedded store is always ready.

@@ -8,6 +8,7 @@
 //! the caller goes away).
 
 mod approvals;
+mod compaction;
 mod connect;
 mod failure;
 mod lease;
@@ -31,6 +32,7 @@ pub use lease::PostgresRunLeases;
 pub use schema::{Migration, POSTGRES_SCHEMA_VERSION};
 pub use statements::StatementMode;
 
+use crate::compaction::Compaction;
 use crate::error::StoreError;
 use crate::id::ConversationId;
 use crate::search::SearchPattern;
@@ -307,6 +309,32 @@ impl ConversationStore for PostgresStore {
         within(self.query_timeout, action, async {
             let client = self.client(action()).await?;
             queries::delete_conversation(&client, self.mode, id)
+                .await
+                .map_err(|e| query_failed(action(), e))
+        })
+        .await
+    }
+
+    async fn compactions(&self, id: &ConversationId) -> Result<Vec<Compaction>, StoreError> {
+        let action = || format!("read the compactions of conversation '{id}'");
+        within(self.query_timeout, action, async {
+            let client = self.client(action()).await?;
+            compaction::select(&client, self.mode, id)
+                .await
+                .map_err(|e| query_failed(action(), e))
+        })
+        .await
+    }
+
+    async fn save_compaction(
+        &self,
+        id: &ConversationId,
+        compaction: &Compaction,
+    ) -> Result<(), StoreError> {
+        let action = || format!("save a compaction of conversation '{id}'");
+        within(self.query_timeout, action, async {
+            let client = self.client(action()).await?;
+            compaction::insert(&client, self.mode, id, compaction)
                 .await
                 .map_err(|e| query_failed(action(), e))
         })

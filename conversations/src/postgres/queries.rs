@@ -2,7 +2,7 @@
 //! snapshot and commits (or fails) as a whole without a client-side transaction (a new
 //! conversation with its first step included): `append` locks the conversation's row with
 //! its `UPDATE`, so concurrent steps of one conversation are numbered one after the other.
-//! `replace_step` is the exception: a transaction of four statements, the first locking the
+//! `replace_step` is the exception: a transaction of five statements, the first locking the
 //! conversation's row. Rows are turned back into records here. Statements are sent as
 //! `statements` says (prepared, or unnamed behind a transaction pooler). Each message's
 //! searchable text (`crate::search`) is stored beside it (`search_text`, schema version 7),
@@ -207,7 +207,13 @@ pub(crate) async fn replace_step(
         return Ok(Replaced::PastEnd { count });
     }
     let from = i64::try_from(from).unwrap_or(i64::MAX);
+    // A summary that covered a replaced message no longer stands for what is stored.
+    const UNCOVER: Sql = Sql {
+        text: "DELETE FROM compactions WHERE conversation_id = $1 AND covers > $2",
+        types: &[Type::TEXT, Type::INT8],
+    };
     let removed: i64 = tx.one(mode, &DELETE, &[&id.as_str(), &from]).await?.get(0);
+    tx.count(mode, &UNCOVER, &[&id.as_str(), &from]).await?;
     tx.count(mode, &SHRINK, &[&id.as_str(), &from, &removed])
         .await?;
     if !step.is_empty() {
@@ -243,7 +249,8 @@ pub(crate) async fn delete_conversation(
         text: "WITH gone AS (DELETE FROM conversations WHERE id = $1 RETURNING id),
                   messages_gone AS (DELETE FROM messages WHERE conversation_id = $1),
                   approvals_gone AS (DELETE FROM approvals WHERE conversation_id = $1),
-                  tools_gone AS (DELETE FROM approved_tools WHERE conversation_id = $1)
+                  tools_gone AS (DELETE FROM approved_tools WHERE conversation_id = $1),
+                  compactions_gone AS (DELETE FROM compactions WHERE conversation_id = $1)
              SELECT count(*) FROM gone",
         types: &[Type::TEXT],
     };

@@ -124,6 +124,16 @@ const MIGRATIONS: &[&str] = &[
     UPDATE messages SET search_text = rojos_migration_search_text(json);
     DROP FUNCTION rojos_migration_search_text(text);
     CREATE INDEX messages_search_text ON messages USING gin (search_text gin_trgm_ops);",
+    // 8: compactions (`crate::compaction`, the SQLite store's version 7): a summary of a
+    // conversation's first `covers` messages, sent in their place by later model turns.
+    // Deleted with their conversation and by `replace_step` when it replaces covered ones.
+    "CREATE TABLE compactions (
+        conversation_id text NOT NULL,
+        covers          bigint NOT NULL,
+        summary         text NOT NULL,
+        created_at      bigint NOT NULL,
+        PRIMARY KEY (conversation_id, covers)
+    );",
 ];
 
 /// The schema version this build creates and understands.

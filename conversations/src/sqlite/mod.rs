@@ -3,6 +3,7 @@
 //! SQL on a pooled connection (`pool`), with the SQL itself in `queries`.
 
 mod approvals;
+mod compaction;
 mod pool;
 mod queries;
 mod schema;
@@ -18,6 +19,7 @@ use rusqlite::Connection;
 pub use approvals::SqliteApprovals;
 pub use schema::SCHEMA_VERSION;
 
+use crate::compaction::Compaction;
 use crate::error::StoreError;
 use crate::id::ConversationId;
 use crate::search::SearchPattern;
@@ -323,6 +325,33 @@ impl ConversationStore for SqliteStore {
         self.pool
             .write(&action, move |conn| {
                 queries::delete_conversation(conn, &id).map_err(|e| StoreError::backend(failed, e))
+            })
+            .await
+    }
+
+    async fn compactions(&self, id: &ConversationId) -> Result<Vec<Compaction>, StoreError> {
+        let id = id.clone();
+        let action = format!("read the compactions of conversation '{id}'");
+        let failed = action.clone();
+        self.pool
+            .read(&action, move |conn| {
+                compaction::select(conn, &id).map_err(|e| StoreError::backend(failed, e))
+            })
+            .await
+    }
+
+    async fn save_compaction(
+        &self,
+        id: &ConversationId,
+        compaction: &Compaction,
+    ) -> Result<(), StoreError> {
+        let (id, compaction) = (id.clone(), compaction.clone());
+        let action = format!("save a compaction of conversation '{id}'");
+        let failed = action.clone();
+        self.pool
+            .write(&action, move |conn| {
+                compaction::insert(conn, &id, &compaction, queries::now_millis())
+                    .map_err(|e| StoreError::backend(failed, e))
             })
             .await
     }

@@ -239,6 +239,9 @@ pub(crate) fn replace_step(
     conn.prepare_cached("DELETE FROM messages WHERE conversation_id = ?1 AND seq >= ?2")?
         .execute(params![id.as_str(), from])?;
     unindex_messages(conn, id, from)?;
+    // A summary that covered a replaced message no longer stands for what is stored.
+    conn.prepare_cached("DELETE FROM compactions WHERE conversation_id = ?1 AND covers > ?2")?
+        .execute(params![id.as_str(), from])?;
     conn.prepare_cached(
         "UPDATE conversations
          SET message_count = ?2, stored_bytes = stored_bytes - ?3,

@@ -122,6 +122,17 @@ const MIGRATIONS: &[&str] = &[
         SELECT d.doc, rojos_fold(rojos_search_text(m.json))
         FROM search_docs d
         JOIN messages m ON m.conversation_id = d.conversation_id AND m.seq = d.seq;",
+    // 7: compactions (`crate::compaction`): a summary of a conversation's first `covers`
+    // messages, made by the model when the conversation outgrew its context window, sent in
+    // their place by every later model turn. The messages themselves are kept. Replacing
+    // messages (`replace_from`) deletes the summaries that covered any of them.
+    "CREATE TABLE compactions (
+        conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+        covers          INTEGER NOT NULL,
+        summary         TEXT NOT NULL,
+        created_at      INTEGER NOT NULL,
+        PRIMARY KEY (conversation_id, covers)
+    ) STRICT;",
 ];
 
 /// The schema version this build creates and understands.

@@ -10,6 +10,7 @@
 
 mod approvals;
 mod atomicity;
+mod compactions;
 mod concurrency;
 mod leases;
 mod listing;

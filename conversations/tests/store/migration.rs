@@ -131,7 +131,7 @@ async fn a_version_2_database_loses_its_foreign_keys_and_keeps_its_messages_and_
 
     let migrated = PostgresStore::migrate(&options).await.unwrap();
 
-    assert_eq!(migrated, Migration { from: 2, to: 7 });
+    assert_eq!(migrated, Migration { from: 2, to: 8 });
     assert_eq!(foreign_keys(&database), "");
     assert_eq!(versions(&database), "1,2,3,4,5,6,7");
     store.append(&id, vec![user("after")]).await.unwrap();
@@ -163,7 +163,7 @@ async fn a_version_3_database_gains_given_titles_and_keeps_its_derived_ones() {
         .await
         .unwrap();
     // Back to version 3 as it shipped: no `custom_title`, no approvals, no search text, no
-    // version 4, 5, 6 or 7.
+    // version 4, 5, 6, 7 or 8.
     cluster()
         .psql(
             &database,
@@ -176,7 +176,7 @@ async fn a_version_3_database_gains_given_titles_and_keeps_its_derived_ones() {
 
     let migrated = PostgresStore::migrate(&options).await.unwrap();
 
-    assert_eq!(migrated, Migration { from: 3, to: 7 });
+    assert_eq!(migrated, Migration { from: 3, to: 8 });
     assert_eq!(versions(&database), "1,2,3,4,5,6,7");
     let store = PostgresStore::open(&options).unwrap();
     let title = |list: Vec<rojos_conversations::ConversationSummary>| list[0].title.clone();
@@ -293,7 +293,7 @@ async fn a_version_5_database_keys_its_approvals_by_approval_id_and_keeps_their_
 
     let migrated = PostgresStore::migrate(&options).await.unwrap();
 
-    assert_eq!(migrated, Migration { from: 5, to: 7 });
+    assert_eq!(migrated, Migration { from: 5, to: 8 });
     let approvals = store.approvals();
     assert_eq!(
         approvals.state(&id, "denied").await.unwrap(),

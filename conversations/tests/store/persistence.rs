@@ -219,7 +219,7 @@ async fn a_version_2_file_gains_given_titles_and_keeps_its_derived_ones() {
     let store = SqliteStore::open(&path).unwrap();
 
     assert_eq!(user_version(&path), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 6);
+    assert_eq!(SCHEMA_VERSION, 7);
     let approvals: i64 = raw(&path)
         .query_row(
             "SELECT count(*) FROM sqlite_schema WHERE name IN ('approvals', 'approved_tools')",
