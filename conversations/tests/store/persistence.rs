@@ -72,6 +72,7 @@ fn an_empty_file_is_migrated_to_the_current_schema() {
         [
             "approvals",
             "approved_tools",
+            "compactions",
             "conversations",
             "messages",
             "search_docs",
@@ -93,7 +94,8 @@ async fn a_version_5_file_has_its_stored_messages_indexed_for_search() {
     // Back to version 5 as it shipped: no search index.
     raw(&db_path(&dir))
         .execute_batch(
-            "DROP TABLE search_trigrams; DROP TABLE search_docs; DROP TABLE search_projects;
+            "DROP TABLE compactions;
+             DROP TABLE search_trigrams; DROP TABLE search_docs; DROP TABLE search_projects;
              PRAGMA user_version = 5;",
         )
         .unwrap();
@@ -210,7 +212,7 @@ async fn a_version_2_file_gains_given_titles_and_keeps_its_derived_ones() {
     raw(&path)
         .execute_batch(
             "ALTER TABLE conversations DROP COLUMN custom_title;
-             DROP TABLE approvals; DROP TABLE approved_tools;
+             DROP TABLE approvals; DROP TABLE approved_tools; DROP TABLE compactions;
              DROP TABLE search_trigrams; DROP TABLE search_docs; DROP TABLE search_projects;
              PRAGMA user_version = 2;",
         )
@@ -249,7 +251,8 @@ async fn a_version_4_file_keys_its_approvals_by_approval_id_and_keeps_their_stat
     // Back to version 4 as it shipped: approvals keyed by the model's call id, no search index.
     raw(&path)
         .execute_batch(&format!(
-            "DROP TABLE search_trigrams; DROP TABLE search_docs; DROP TABLE search_projects;
+            "DROP TABLE compactions;
+             DROP TABLE search_trigrams; DROP TABLE search_docs; DROP TABLE search_projects;
              DROP TABLE approvals;
              CREATE TABLE approvals (
                  conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
