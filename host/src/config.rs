@@ -288,6 +288,12 @@ pub struct RojoConfig {
     pub max_steps: NonZeroU32,
     /// Which tools wait for the user's approval (`approve`).
     pub approve: ApprovalRule,
+    /// The model's context window in tokens (`context_tokens`), over its provider's.
+    pub context_tokens: Option<u64>,
+    /// How full the window may get, in percent, before older messages are shortened and
+    /// summarised (`compact_at_percent`, default 80); 0 never does, and a conversation that
+    /// outgrows the window then ends with the provider's error.
+    pub compact_at_percent: u8,
 }
 
 /// A rojo's enabled tools.
@@ -859,6 +865,16 @@ fn parse_rojo(
         tools,
         max_steps,
         approve: approve::parse(name, raw.approve.as_ref())?,
+        context_tokens: provider::context_tokens(&key, raw.context_tokens)?,
+        compact_at_percent: match raw.compact_at_percent {
+            Some(p) if p > 100 => {
+                return Err(invalid(
+                    format!("{key}.compact_at_percent"),
+                    "must be 0 (never compact) to 100",
+                ))
+            }
+            p => p.unwrap_or(crate::agent::context::DEFAULT_COMPACT_AT_PERCENT),
+        },
     })
 }
 

@@ -15,7 +15,8 @@
 //! far); clients that ignore them lose nothing (`progress.rs`).
 //! A call the rojo's `approve` names is followed by `APPROVAL_REQUIRED` while it waits for
 //! the user's decision (`approval.rs`), then by its `TOOL_RESULT` as usual.
-//! `TOOL_CALL`/`TOOL_RESULT` pair by `id`; `ERROR` reports a failure after streaming began;
+//! `CONTEXT_COMPACTED` says older messages were summarised to fit the model's context window
+//! (`context`). `TOOL_CALL`/`TOOL_RESULT` pair by `id`; `ERROR` reports a failure after streaming began;
 //! `DONE` always ends the stream and says why the run stopped. See `docs/api.md`.
 
 use serde::Serialize;
@@ -85,6 +86,15 @@ pub enum Event {
         result: String,
         /// Whether the tool succeeded.
         ok: bool,
+    },
+    /// The conversation outgrew the model's context window: its first `covers` messages
+    /// were summarised, and model turns send `summary` in their place from now on (the
+    /// stored messages are kept). Optional: a client that ignores it loses nothing.
+    ContextCompacted {
+        /// How many messages, from the first, the summary stands for.
+        covers: u64,
+        /// The summary the model made.
+        summary: String,
     },
     /// A failure after streaming began.
     Error {

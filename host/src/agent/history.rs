@@ -159,6 +159,8 @@ mod tests {
             tools: crate::config::ToolSelection::All,
             max_steps: std::num::NonZeroU32::new(3).expect("3 is not zero"),
             approve: crate::config::ApprovalRule::Nothing,
+            context_tokens: None,
+            compact_at_percent: 80,
         };
         let closing = with_note(
             json!({"role": "assistant", "content": "(no answer: x)"}),
@@ -190,6 +192,8 @@ mod tests {
             tools: crate::config::ToolSelection::All,
             max_steps: std::num::NonZeroU32::new(3).expect("3 is not zero"),
             approve: crate::config::ApprovalRule::Nothing,
+            context_tokens: None,
+            compact_at_percent: 80,
         };
         let history = Arc::new(texts(&[json!({"role": "user", "content": "hi"})]));
         let r = request(&rojo, &history, vec![], true);

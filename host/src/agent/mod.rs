@@ -16,6 +16,7 @@
 mod approval;
 mod budget;
 mod canonical;
+pub mod context;
 mod dispatch;
 pub mod events;
 mod first_turn;
@@ -119,6 +120,8 @@ pub struct RunRequest {
     pub provider: ProviderRef,
     /// Its client, as configured when the message arrived.
     pub client: rojos_llm::Client,
+    /// Its model's context window.
+    pub window: context::Window,
     /// The conversation to continue (already created or checked).
     pub conversation: ConversationId,
     /// Its stored messages.

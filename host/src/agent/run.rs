@@ -19,8 +19,8 @@ use tracing::Instrument;
 
 use super::progress::ProgressThrottle;
 use super::{
-    approval, dispatch, error_chain, history, Agent, Event, FirstTurn, Line, Placement, RunRequest,
-    StopReason,
+    approval, context, dispatch, error_chain, history, Agent, Event, FirstTurn, Line, Placement,
+    RunRequest, StopReason,
 };
 use crate::{
     plugins::{model_text, CallRequest, FailureKind, ToolFailure},
@@ -31,6 +31,8 @@ use crate::{
 /// The closing message stored before a new user message when the run before it ended
 /// without closing the history.
 pub(super) const INTERRUPTED: &str = "(no answer: the run was interrupted)";
+
+mod fitted;
 
 /// Runs one user message to its end and sends `DONE`.
 pub(super) async fn run(
@@ -60,8 +62,16 @@ pub(super) async fn run(
             request.conversation.clone(),
             user_message_index(&request, &history),
         );
+        let window = request.window;
+        tracing::info!(
+            context_tokens = window.tokens,
+            context_source = window.source.name(),
+            compact_at_percent = request.rojo.compact_at_percent,
+            "context window"
+        );
         let mut run = Run {
             agent: &agent,
+            fit: context::Fit::new(window, user_message_index(&request, &history) as usize),
             history,
             // The store's count; each message stored by this run adds its own size.
             history_bytes: request.history_bytes,
@@ -187,6 +197,8 @@ enum TurnEnd {
     Failed {
         message: String,
         partial: String,
+        /// The provider said the request is over the model's context window.
+        overflow: bool,
     },
     /// The step stored alongside the turn's request could not be stored.
     Unsaved(StoreError),
@@ -203,6 +215,8 @@ struct Run<'a> {
     history_bytes: usize,
     /// Earlier calls and what is left of the run's budgets.
     ledger: dispatch::Ledger,
+    /// How requests are fitted into the model's context window.
+    fit: context::Fit,
 }
 
 impl Run<'_> {
@@ -288,33 +302,56 @@ impl Run<'_> {
                 return self.conversation_full().await;
             }
             let last = step == rojo.max_steps.get();
-            // One registry snapshot per model turn: a reload never changes tools mid-turn.
-            let (registry, sent) = match first_turn.take() {
-                Some(turn) => (
-                    turn.registry,
-                    Sent::before_the_run(turn.stream, turn.ahead, turn.started),
-                ),
-                None => {
-                    let registry = self.agent.registry.snapshot();
-                    let request =
-                        history::request(rojo, &self.history, registry.offered(&rojo.tools), last);
-                    (registry, Sent::now(client.stream_shared(request)))
+            let mut overflowed = false;
+            let turn = loop {
+                // One registry snapshot per model turn: a reload never changes tools mid-turn.
+                let (registry, sent) = match first_turn.take() {
+                    Some(turn) => (
+                        turn.registry,
+                        Sent::before_the_run(turn.stream, turn.ahead, turn.started),
+                    ),
+                    None => {
+                        let registry = self.agent.registry.snapshot();
+                        let tools = registry.offered(&rojo.tools);
+                        let request = match self.fitted(tools, last, &mut unsaved).await? {
+                            Ok(request) => request,
+                            Err(stop) => return Ok(stop),
+                        };
+                        (registry, Sent::now(client.stream_shared(request)))
+                    }
+                };
+                match self
+                    .model_turn(sent, unsaved.take())
+                    .instrument(tracing::info_span!("step", n = step))
+                    .await
+                {
+                    Ok(turn) => break (registry, turn),
+                    Err(TurnEnd::Unsaved(e)) => return Err(e),
+                    Err(TurnEnd::Cancelled { partial }) => return self.cancelled(partial).await,
+                    // The provider's own overflow error: the window is smaller than planned
+                    // for. Fitted again to a smaller one, the turn is tried once more.
+                    Err(TurnEnd::Failed {
+                        overflow: true,
+                        partial,
+                        ..
+                    }) if !overflowed && partial.is_empty() && self.fit.enabled(rojo) => {
+                        overflowed = true;
+                        self.fit.overflowed(&self.request.provider.model);
+                    }
+                    Err(TurnEnd::Failed {
+                        message, partial, ..
+                    }) => {
+                        return self
+                            .fail(StopReason::ProviderError, &message, partial)
+                            .await;
+                    }
                 }
             };
-            let turn = match self
-                .model_turn(sent, unsaved.take())
-                .instrument(tracing::info_span!("step", n = step))
-                .await
-            {
-                Ok(turn) => turn,
-                Err(TurnEnd::Unsaved(e)) => return Err(e),
-                Err(TurnEnd::Cancelled { partial }) => return self.cancelled(partial).await,
-                Err(TurnEnd::Failed { message, partial }) => {
-                    return self
-                        .fail(StopReason::ProviderError, &message, partial)
-                        .await;
-                }
-            };
+            let (registry, turn) = turn;
+            if let Some(usage) = turn.usage {
+                self.fit
+                    .learn(usage.prompt_tokens, &self.request.provider.model);
+            }
             if !turn.wants_tools() || last {
                 return self.answer(client, turn, last && step > 1).await;
             }
@@ -468,6 +505,7 @@ impl Run<'_> {
         TurnEnd::Failed {
             message: advice::for_error(provider, error),
             partial,
+            overflow: error.fault() == rojos_llm::Fault::ContextTooLong,
         }
     }
 

@@ -26,6 +26,8 @@ pub struct ProviderConfig {
     /// No `model` was given and the kind has none to start with (a local server): the first
     /// model the server lists is used.
     pub model_from_list: bool,
+    /// The model's context window in tokens, as `context_tokens` gives it.
+    pub context_tokens: Option<u64>,
 }
 
 /// Reads `[providers.NAME]`; `max_model_turn_bytes` is `[limits]`'s, applied to the client (a
@@ -75,7 +77,23 @@ pub(super) fn parse(
         key_env: key_var,
         missing_key,
         model_from_list,
+        context_tokens: context_tokens(&key, raw.context_tokens)?,
     })
+}
+
+/// `context_tokens` (a provider's or a rojo's `key`): a window too small for any request is
+/// refused.
+pub(super) fn context_tokens(key: &str, given: Option<u64>) -> Result<Option<u64>, ConfigError> {
+    match given {
+        Some(n) if n < crate::agent::context::MIN_CONTEXT_TOKENS => Err(invalid(
+            format!("{key}.context_tokens"),
+            format!(
+                "must be at least {} (the model's context window, in tokens)",
+                crate::agent::context::MIN_CONTEXT_TOKENS
+            ),
+        )),
+        given => Ok(given),
+    }
 }
 
 fn parse_kind(key: &str, name: Option<&str>) -> Result<Option<ProviderKind>, ConfigError> {

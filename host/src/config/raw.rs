@@ -158,6 +158,7 @@ pub(super) struct RawProvider {
     pub(super) turn_timeout_secs: Option<f64>,
     pub(super) max_attempts: Option<u32>,
     pub(super) empty_content: Option<RawEmptyContent>,
+    pub(super) context_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -176,6 +177,8 @@ pub(super) struct RawRojo {
     pub(super) tools: RawNames,
     pub(super) max_steps: Option<u32>,
     pub(super) approve: Option<RawNames>,
+    pub(super) context_tokens: Option<u64>,
+    pub(super) compact_at_percent: Option<u8>,
 }
 
 /// A name, or a list of names (a rojo's `provider` and `tools`).

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::{auth::Caller, error::ApiError, ndjson, replace};
 use crate::{
-    agent::{FirstTurn, Placement, RunLease, RunRequest},
+    agent::{context::Window, FirstTurn, Placement, RunLease, RunRequest},
     config::RojoConfig,
     providers::{choice, ProviderRef},
     state::AppState,
@@ -65,7 +65,7 @@ pub(super) async fn chat(
         None => None,
     };
     let rojo_name = rojo_of_run(body.rojo, existing.as_ref())?;
-    let (rojo, provider, client) =
+    let (rojo, provider, client, window) =
         rojo_and_provider(&state, &rojo_name)
             .await
             .map_err(|e| match (e, &existing) {
@@ -96,6 +96,7 @@ pub(super) async fn chat(
             rojo,
             provider,
             client,
+            window,
             conversation: opened.id,
             history: opened.history,
             history_bytes: opened.history_bytes,
@@ -165,7 +166,7 @@ fn gone_rojo(head: &ConversationHead) -> ApiError {
 async fn rojo_and_provider(
     state: &AppState,
     rojo_name: &str,
-) -> Result<(RojoConfig, ProviderRef, rojos_llm::Client), ApiError> {
+) -> Result<(RojoConfig, ProviderRef, rojos_llm::Client, Window), ApiError> {
     let settings = state.live.settings();
     let rojo = settings
         .rojo(rojo_name)
@@ -173,7 +174,28 @@ async fn rojo_and_provider(
     let chosen = choice::for_chat(&state.statuses, &settings, rojo_name, rojo)
         .await
         .map_err(ApiError::Unavailable)?;
-    Ok((rojo.clone(), chosen.provider, chosen.client))
+    let window = window_of(&settings, rojo, &chosen.provider, &chosen.client);
+    Ok((rojo.clone(), chosen.provider, chosen.client, window))
+}
+
+/// The context window of `rojo`'s model on `provider` (`docs/configuration.md`, "Context
+/// window").
+pub(super) fn window_of(
+    settings: &crate::live::Settings,
+    rojo: &RojoConfig,
+    provider: &ProviderRef,
+    client: &rojos_llm::Client,
+) -> Window {
+    let configured = settings
+        .providers
+        .get(&provider.name)
+        .and_then(|p| p.config.context_tokens);
+    Window::resolve(
+        rojo.context_tokens,
+        configured,
+        &client.provider().model,
+        provider.kind == Some(rojos_llm::ProviderKind::Ollama),
+    )
 }
 
 /// What a new conversation's first model turn is asked with (see [`open_conversation`]).

@@ -80,6 +80,7 @@ mod tests {
             key_env: Some("EXAMPLE_KEY".into()),
             missing_key: false,
             model_from_list: false,
+            context_tokens: None,
         };
         let live = LiveProvider::new(config.clone(), None);
         let named = ProviderRef::of_live("p", &live);

@@ -123,6 +123,7 @@ async fn calls_sent_whole_in_one_chunk_are_started_before_their_tool_call() {
             Event::ToolCall { name, .. } => format!("call {name}"),
             Event::ToolResult { name, .. } => format!("result {name}"),
             Event::ApprovalRequired { name, .. } => format!("approval {name}"),
+            Event::ContextCompacted { covers, .. } => format!("compacted {covers}"),
             Event::ToolCallProgress { .. } => "progress".into(),
             Event::Chat { .. } => "chat".into(),
             Event::Error { .. } => "error".into(),

@@ -17,6 +17,7 @@ mod chat;
 mod cli;
 mod cli_output;
 mod connections;
+mod context;
 mod conversation_rojo;
 mod conversations;
 mod dropin;

@@ -126,6 +126,8 @@ call_timeout_secs = {call_timeout}
 [providers.scripted]
 base_url = "{provider_url}"
 model = "scripted-model"
+# Far more than any test sends: only the tests of long conversations give a small window.
+context_tokens = 1000000
 max_attempts = 2
 idle_timeout_secs = 5
 

@@ -50,6 +50,8 @@ pub enum Event {
         ok: bool,
     },
     /// A failure after streaming began.
+    #[serde(rename = "CONTEXT_COMPACTED")]
+    ContextCompacted { covers: u64, summary: String },
     #[serde(rename = "ERROR")]
     Error { message: String },
     /// The end.

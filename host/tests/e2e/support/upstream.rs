@@ -294,6 +294,20 @@ struct Script {
     release: Release,
     /// The headers of every `GET /v1/models`.
     models_received: Mutex<Vec<HeaderMap>>,
+    /// When set: the context window it enforces (see [`ScriptedUpstream::start_windowed`]).
+    window: Option<Windowed>,
+    /// Requests refused as over the window.
+    over_window: AtomicUsize,
+    /// Summary requests answered.
+    summaries: AtomicUsize,
+}
+
+/// A context window the upstream enforces, counting four bytes of request body a token.
+#[derive(Debug, Clone)]
+struct Windowed {
+    tokens: usize,
+    /// The status and body a request over the window gets.
+    overflow: (u16, String),
 }
 
 /// The gate of the [`Turn::held`] turns: no permits until [`ScriptedUpstream::release`].
@@ -367,6 +381,37 @@ impl ScriptedUpstream {
             ..Script::default()
         })
         .await
+    }
+
+    /// Starts an upstream like [`ScriptedUpstream::start_per_message`] that enforces a
+    /// context window of `tokens` (four bytes of request body a token): a bigger request gets
+    /// `overflow` (a status and a provider's real body). A request whose system message asks
+    /// for a summary is answered with one, numbered.
+    pub async fn start_windowed(
+        tokens: usize,
+        overflow: (u16, &str),
+        call: Turn,
+        answer: Turn,
+    ) -> ScriptedUpstream {
+        ScriptedUpstream::serve(Script {
+            per_message: Some((call, answer)),
+            window: Some(Windowed {
+                tokens,
+                overflow: (overflow.0, overflow.1.to_owned()),
+            }),
+            ..Script::default()
+        })
+        .await
+    }
+
+    /// Requests refused as over the window ([`ScriptedUpstream::start_windowed`]).
+    pub fn over_window(&self) -> usize {
+        self.script.over_window.load(Ordering::SeqCst)
+    }
+
+    /// Summary requests answered ([`ScriptedUpstream::start_windowed`]).
+    pub fn summaries(&self) -> usize {
+        self.script.summaries.load(Ordering::SeqCst)
     }
 
     /// Sets what `GET /v1/models` answers from now on.
@@ -480,7 +525,41 @@ async fn serve_turn(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let bytes = body.len();
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if let Some(window) = &script.window {
+        let summary = body["messages"][0]["content"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("You summarise"));
+        script.received.lock().unwrap().push(Received {
+            body: body.clone(),
+            headers: headers.clone(),
+        });
+        if bytes / 4 > window.tokens {
+            script.over_window.fetch_add(1, Ordering::SeqCst);
+            let (code, body) = &window.overflow;
+            return (StatusCode::from_u16(*code).expect("status"), body.clone()).into_response();
+        }
+        if summary {
+            let n = script.summaries.fetch_add(1, Ordering::SeqCst) + 1;
+            let text = format!("Summary {n}: the user asked about note.txt; it was read.");
+            let events = Turn::text(&text).kind;
+            if let TurnKind::Sse(events) = events {
+                return sse_response(events);
+            }
+        }
+        let after_tool = script.received.lock().unwrap().last().and_then(|r| {
+            r.body["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .map(|m| m["role"] == "tool")
+        }) == Some(true);
+        let (call, answer) = script.per_message.clone().expect("windowed has turns");
+        let turn = if after_tool { answer } else { call };
+        if let TurnKind::Sse(events) = turn.kind {
+            return sse_response(events);
+        }
+    }
     let tools = body["messages"]
         .as_array()
         .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
@@ -602,4 +681,14 @@ fn huge_line(script: Arc<Script>, bytes: usize) -> Response {
         .header("content-type", "text/event-stream")
         .body(Body::from_stream(body))
         .expect("response")
+}
+
+/// `events` as one plain SSE response.
+fn sse_response(events: Vec<String>) -> Response {
+    let body: String = events.concat();
+    (
+        [(axum::http::header::CONTENT_TYPE, "text/event-stream")],
+        body,
+    )
+        .into_response()
 }

@@ -1,0 +1,100 @@
+use super::*;
+use crate::agent::context::WindowSource;
+use serde_json::json;
+
+fn text(v: Value) -> MessageText {
+    MessageText::new(&v)
+}
+
+/// `turns` exchanges of a user message, a call, its large result and an answer.
+fn history(turns: usize, result_bytes: usize) -> Arc<Vec<MessageText>> {
+    let mut h = Vec::new();
+    for n in 0..turns {
+        h.push(text(json!({"role": "user", "content": format!("q{n}")})));
+        h.push(text(
+            json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": format!("c{n}"), "type": "function",
+             "function": {"name": "get_text_content", "arguments": "{\"path\":\"n.txt\"}"}}]}),
+        ));
+        h.push(text(json!({"role": "tool", "tool_call_id": format!("c{n}"), "content": "x".repeat(result_bytes)})));
+        h.push(text(
+            json!({"role": "assistant", "content": format!("a{n}")}),
+        ));
+    }
+    Arc::new(h)
+}
+
+fn input<'a>(history: &'a Arc<Vec<MessageText>>, summary: Option<&'a Compaction>) -> Input<'a> {
+    Input {
+        history,
+        system: None,
+        tools_bytes: 1_000,
+        summary,
+        run_start: history.len().saturating_sub(4),
+        window: Window {
+            tokens: 8_192,
+            source: WindowSource::Rojo,
+        },
+        percent: 80,
+        measure: Measure::default(),
+        may_compact: true,
+    }
+}
+
+#[test]
+fn a_history_that_fits_is_sent_as_it_is_shared() {
+    let h = history(2, 1_000);
+    let Plan::Send(p) = plan(&input(&h, None)) else {
+        panic!("fits")
+    };
+    assert!(!p.shortened);
+    assert!(Arc::ptr_eq(&p.messages, &h));
+}
+
+#[test]
+fn older_results_are_stubbed_before_anything_is_summarised() {
+    let h = history(4, 3_000);
+    let Plan::Send(p) = plan(&input(&h, None)) else {
+        panic!("stubs fit")
+    };
+    assert!(p.shortened);
+    assert_eq!(p.messages.len(), h.len());
+    assert!(p.messages[2]
+        .as_str()
+        .contains("left out this result (3000 bytes, from get_text_content"));
+    // The newest turn's result is kept word for word.
+    assert_eq!(p.messages[14], h[14]);
+}
+
+#[test]
+fn too_many_turns_are_compacted_before_a_user_message_and_the_summary_reused() {
+    let h = history(60, 3_000);
+    let Plan::Compact { upto } = plan(&input(&h, None)) else {
+        panic!("compacts")
+    };
+    assert_eq!(h[upto].role(), "user");
+    let summary = Compaction {
+        covers: upto as u64,
+        summary: "S".into(),
+    };
+    let mut i = input(&h, Some(&summary));
+    i.may_compact = false;
+    let Plan::Send(p) = plan(&i) else {
+        panic!("fits after")
+    };
+    assert_eq!(p.messages.len(), h.len() - upto);
+    assert!(p.system.unwrap().contains("S"));
+}
+
+#[test]
+fn a_single_result_too_large_is_cut_with_a_marker_and_nothing_fitting_is_an_error() {
+    let h = history(1, 60_000);
+    let Plan::Send(p) = plan(&input(&h, None)) else {
+        panic!("cut to fit")
+    };
+    assert!(p.messages[2].as_str().contains("Rojos cut this"));
+    assert_eq!(p.messages[0], h[0], "the user's message is kept");
+    let mut i = input(&h, None);
+    i.tools_bytes = 100_000;
+    assert!(matches!(plan(&i), Plan::TooBig { .. }));
+}

@@ -1,0 +1,75 @@
+//! [`Fit`]: what a run knows about its model's window between turns: its size (made smaller
+//! when the provider showed it is), the measure learnt from the provider's usage, the size
+//! of the last request, and the newest summary, read from the store once it is needed.
+
+use rojos_conversations::Compaction;
+
+use super::{Measure, Window, WindowSource};
+use crate::config::RojoConfig;
+
+/// A run's fitting state.
+#[derive(Debug)]
+pub(in crate::agent) struct Fit {
+    /// The model's window.
+    pub window: Window,
+    /// The run's measure.
+    pub measure: Measure,
+    /// The estimated bytes of the last request sent.
+    pub last_sent: usize,
+    /// The newest summary: `None` until read from the store.
+    pub summary: Option<Option<Compaction>>,
+    /// The index of the run's user message.
+    pub run_start: usize,
+}
+
+impl Fit {
+    /// The state of a run whose user message is at `run_start`.
+    pub(in crate::agent) fn new(window: Window, run_start: usize) -> Fit {
+        Fit {
+            window,
+            measure: Measure::default(),
+            last_sent: 0,
+            summary: None,
+            run_start,
+        }
+    }
+
+    /// Whether the rojo fits requests at all (`compact_at_percent` is not 0).
+    pub(in crate::agent) fn enabled(&self, rojo: &RojoConfig) -> bool {
+        rojo.compact_at_percent > 0
+    }
+
+    /// The provider refused the last request as over the window: plan for three quarters
+    /// of what it was estimated to take.
+    pub(in crate::agent) fn overflowed(&mut self, model: &str) {
+        let sent = self.measure.tokens(self.last_sent);
+        let tokens = (sent * 3 / 4).clamp(super::MIN_CONTEXT_TOKENS / 2, self.window.tokens);
+        tracing::warn!(
+            model,
+            context_tokens = self.window.tokens,
+            now = tokens,
+            "the provider refused the request as over its context window; fitting it again"
+        );
+        self.window.tokens = tokens;
+    }
+
+    /// Learns from the provider's `usage.prompt_tokens` of the last request; a provider
+    /// that cut the request (Ollama, silently) shows the window it really loaded.
+    pub(in crate::agent) fn learn(&mut self, prompt_tokens: u64, model: &str) {
+        if let Some(kept) = self.measure.learn(self.last_sent, prompt_tokens) {
+            let tokens = kept.min(self.window.tokens);
+            tracing::warn!(
+                model,
+                sent_bytes = self.last_sent,
+                prompt_tokens,
+                context_tokens = self.window.tokens,
+                "the provider counted far fewer prompt tokens than were sent: it cut the \
+                 request to its loaded context window; later turns are fitted to that"
+            );
+            self.window = Window {
+                tokens,
+                source: WindowSource::Truncated,
+            };
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! Long conversations never hit the wall: against an upstream that enforces an 8,192-token
+//! window and answers a bigger request as the provider does, a conversation in which every
+//! message reads a 6 KB note goes on for 100 stored messages. Older tool results are
+//! shortened and older turns summarised (once per compaction, the summary reused by later
+//! turns and by a restarted host); no request is ever over the window, no tool call is sent
+//! without its result, and the stored history keeps every message. A provider's own
+//! overflow error (OpenAI's, llama.cpp's) makes the host fit the request again and retry.
+
+use std::collections::HashSet;
+
+use serde_json::{json, Value};
+
+use crate::support::{
+    host::{HostConfig, TestHost},
+    ndjson::{Event, Stream},
+    upstream::{ScriptedUpstream, Turn},
+};
+
+/// The window the upstream enforces, in tokens of four bytes.
+const WINDOW: usize = 8_192;
+
+/// OpenAI's answer to a request over the window.
+const OPENAI_OVERFLOW: &str = r#"{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9120 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+
+/// llama.cpp's.
+const LLAMACPP_OVERFLOW: &str = r#"{"error":{"code":400,"message":"request (9120 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9120,"n_ctx":8192}}"#;
+
+async fn windowed(overflow: &str) -> ScriptedUpstream {
+    ScriptedUpstream::start_windowed(
+        WINDOW,
+        (400, overflow),
+        Turn::tool_calls(&[("call_read", "get_text_content", json!({"path": "note.txt"}))]),
+        Turn::text("It is a note about kettles."),
+    )
+    .await
+}
+
+/// A host whose `default` rojo is told the model's window is `tokens`.
+fn config(upstream: &ScriptedUpstream, tokens: usize) -> HostConfig {
+    HostConfig::builtins().upstream(upstream).with(&format!(
+        "[rojos.default]\nprovider = \"scripted\"\ntools = \"*\"\ncontext_tokens = {tokens}\n"
+    ))
+}
+
+fn seed_note(host: &TestHost) {
+    let root = host.project_root("demo");
+    std::fs::create_dir_all(&root).unwrap();
+    let note: String = (0..160)
+        .map(|n| format!("Line {n:03}: kettles boil water for tea.\n"))
+        .collect();
+    assert!(note.len() > 5_000);
+    std::fs::write(root.join("note.txt"), note).unwrap();
+}
+
+/// Sends message `n` and checks it completed with the tool's result.
+async fn ask(host: &TestHost, conversation: Option<&str>, n: usize) -> Stream {
+    let mut body =
+        json!({"projectId": "demo", "message": format!("Message {n}: what is note.txt about?")});
+    if let Some(id) = conversation {
+        body["conversationId"] = json!(id);
+    }
+    let stream = Stream::read(host.chat(body).await).await;
+    assert_eq!(stream.errors(), Vec::<String>::new(), "message {n}");
+    assert_eq!(stream.done().1, "completed", "message {n}");
+    assert!(stream.results()[0].1, "message {n}: the note was read");
+    stream
+}
+
+fn compactions(stream: &Stream) -> Vec<(u64, String)> {
+    stream
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ContextCompacted { covers, summary } => Some((*covers, summary.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every `tool` message of a request follows the assistant message that made its call.
+fn calls_kept_with_results(body: &Value) {
+    let mut open = HashSet::new();
+    for message in body["messages"].as_array().unwrap() {
+        match message["role"].as_str() {
+            Some("assistant") => {
+                open.clear();
+                for call in message["tool_calls"].as_array().into_iter().flatten() {
+                    open.insert(call["id"].as_str().unwrap().to_owned());
+                }
+            }
+            Some("tool") => assert!(
+                open.contains(message["tool_call_id"].as_str().unwrap()),
+                "a tool result sent without its call: {message}"
+            ),
+            _ => open.clear(),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_message_conversation_reading_large_notes_fits_the_window_throughout() {
+    let upstream = windowed(OPENAI_OVERFLOW).await;
+    let config = config(&upstream, WINDOW);
+    let mut host = TestHost::start(config.clone()).await;
+    seed_note(&host);
+    let first = ask(&host, None, 0).await;
+    let conversation = first.done().0;
+    let mut seen = Vec::new();
+    for n in 1..25 {
+        if n == 12 {
+            // A restart in the middle: the summary kept is read back, not made again.
+            let summaries = upstream.summaries();
+            host = host.restart(config.clone()).await;
+            let stream = ask(&host, Some(&conversation), n).await;
+            assert!(compactions(&stream).len() <= 1);
+            let after = upstream.received();
+            let system = after
+                .iter()
+                .rev()
+                .find(|r| r.body["tools"].is_array())
+                .map(|r| {
+                    r.body["messages"][0]["content"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_owned()
+                })
+                .unwrap();
+            assert!(
+                system.contains("Summary "),
+                "the first turn after the restart sends the kept summary: {system:.200}"
+            );
+            seen.extend(compactions(&stream));
+            assert!(upstream.summaries() <= summaries + 1);
+            continue;
+        }
+        let before = upstream.summaries();
+        let stream = ask(&host, Some(&conversation), n).await;
+        let made = compactions(&stream);
+        // A summary is asked for only by a turn that compacts, once: later turns reuse it.
+        assert_eq!(
+            made.len(),
+            usize::from(upstream.summaries() > before),
+            "message {n}"
+        );
+        seen.extend(made);
+    }
+
+    assert_eq!(upstream.over_window(), 0, "no request was over the window");
+    assert!(!seen.is_empty(), "the conversation was compacted");
+
+    let covers: Vec<u64> = seen.iter().map(|(c, _)| *c).collect();
+    assert!(covers.windows(2).all(|w| w[0] < w[1]), "{covers:?}");
+    for request in upstream.received() {
+        calls_kept_with_results(&request.body);
+    }
+    let stored = host.stored_messages(&conversation).await;
+    assert_eq!(stored.len(), 100, "every message is stored");
+    assert!(stored.iter().all(|m| m["role"] != "system"));
+    // The summary travels in the system message, with the newest turns word for word.
+    let last = upstream.received().last().unwrap().body.clone();
+    assert!(last["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("Summary "));
+    let sent = last["messages"].as_array().unwrap();
+    assert!(sent.len() < 40, "older turns are summarised, not sent");
+    assert_eq!(sent.last().unwrap()["role"], "tool");
+    assert!(sent.last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .contains("Line 159"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_providers_own_overflow_error_makes_the_host_fit_the_request_and_retry() {
+    for overflow in [OPENAI_OVERFLOW, LLAMACPP_OVERFLOW] {
+        let upstream = windowed(overflow).await;
+        // The host is told a window four times the real one.
+        let host = TestHost::start(config(&upstream, WINDOW * 4)).await;
+        seed_note(&host);
+        let conversation = ask(&host, None, 0).await.done().0;
+        for n in 1..12 {
+            ask(&host, Some(&conversation), n).await;
+        }
+        let largest = upstream
+            .received()
+            .iter()
+            .map(|r| r.body.to_string().len())
+            .max();
+        assert!(
+            upstream.over_window() > 0,
+            "the window was overrun: {overflow} (largest request {largest:?} bytes)"
+        );
+        assert_eq!(host.stored_messages(&conversation).await.len(), 48);
+    }
+}
