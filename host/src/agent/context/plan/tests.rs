@@ -53,7 +53,7 @@ fn a_history_that_fits_is_sent_as_it_is_shared() {
 
 #[test]
 fn older_results_are_stubbed_before_anything_is_summarised() {
-    let h = history(4, 3_000);
+    let h = history(5, 4_000);
     let Plan::Send(p) = plan(&input(&h, None)) else {
         panic!("stubs fit")
     };
@@ -61,9 +61,8 @@ fn older_results_are_stubbed_before_anything_is_summarised() {
     assert_eq!(p.messages.len(), h.len());
     assert!(p.messages[2]
         .as_str()
-        .contains("left out this result (3000 bytes, from get_text_content"));
-    // The newest turn's result is kept word for word.
-    assert_eq!(p.messages[14], h[14]);
+        .contains("left out this result (4000 bytes, from get_text_content"));
+    assert_eq!(p.messages[19], h[19], "the newest answer is kept word for word");
 }
 
 #[test]
@@ -88,7 +87,10 @@ fn too_many_turns_are_compacted_before_a_user_message_and_the_summary_reused() {
 
 #[test]
 fn a_single_result_too_large_is_cut_with_a_marker_and_nothing_fitting_is_an_error() {
-    let h = history(1, 60_000);
+    // The run's own turn: its result is the newest, not stubbed but cut.
+    let mut whole = history(1, 60_000).to_vec();
+    whole.pop();
+    let h = Arc::new(whole);
     let Plan::Send(p) = plan(&input(&h, None)) else {
         panic!("cut to fit")
     };
