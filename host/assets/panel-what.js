@@ -53,12 +53,26 @@ window.RojosWhat = (() => {
   }
 
   // The file at `path` now: { exists, size, modifiedAt, text? } or null when unknown (a
-  // folder, a refusal, no connection).
+  // folder, a refusal, no connection). Found by listing its folders from the root (each
+  // listing answers 200), so a file that does not exist yet costs no failed request.
   async function current(ctx, path) {
-    const url = '/projects/' + encodeURIComponent(ctx.project) + '/files/content?path=' + encodeURIComponent(path);
+    const base = '/projects/' + encodeURIComponent(ctx.project) + '/files';
+    const names = path.split('/').filter((n) => n && n !== '.');
+    if (!names.length) return null;
     try {
-      const response = await ctx.api(url);
-      if (response.status === 404) return { exists: false };
+      let folder = '.';
+      let entry = null;
+      for (const [i, name] of names.entries()) {
+        const response = await ctx.api(base + '?path=' + encodeURIComponent(folder));
+        if (!response.ok) return null;
+        const listing = await response.json();
+        entry = (listing.entries || []).find((e) => e.name === name);
+        if (!entry) return listing.truncated ? null : { exists: false };
+        if (i < names.length - 1 && entry.type !== 'directory') return { exists: false };
+        folder = folder === '.' ? name : folder + '/' + name;
+      }
+      if (entry.type !== 'file') return null;
+      const response = await ctx.api(base + '/content?path=' + encodeURIComponent(path));
       if (!response.ok) return null;
       const file = await response.json();
       return { exists: true, size: file.size, modifiedAt: file.modifiedAt, text: typeof file.text === 'string' ? file.text : null };
