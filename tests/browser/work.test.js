@@ -104,6 +104,8 @@ for (const [size, viewport, scheme] of SIZES) {
       const root = seed(host, { 'notes/old-draft.md': draft, 'a.txt': 'one\ntwo\nthree\n' });
       await openPanel(page, host);
       await page.selectOption('#rojo', 'careful');
+      // The picker shows the whole name of the rojo chosen.
+      assert.deepEqual(await topbarFits(page), { rows: 1, cut: [], overflow: false });
 
       await send(page, 'delete the old draft');
       await page.waitForSelector('.approve-box', { timeout: 20000 });
