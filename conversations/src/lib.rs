@@ -51,6 +51,7 @@ mod compaction;
 mod error;
 mod id;
 mod lease;
+mod parse_id;
 mod postgres;
 mod search;
 mod sqlite;
