@@ -62,7 +62,10 @@ fn older_results_are_stubbed_before_anything_is_summarised() {
     assert!(p.messages[2]
         .as_str()
         .contains("left out this result (4000 bytes, from get_text_content"));
-    assert_eq!(p.messages[19], h[19], "the newest answer is kept word for word");
+    assert_eq!(
+        p.messages[19], h[19],
+        "the newest answer is kept word for word"
+    );
 }
 
 #[test]
