@@ -58,3 +58,4 @@ mod transfers;
 mod trust;
 mod undo;
 mod undo_bounds;
+mod undo_streaming;
