@@ -11,6 +11,7 @@ mod approvals;
 mod auth;
 mod backlog;
 mod binary;
+mod body_timeouts;
 mod budgets;
 mod capped_listings;
 mod chat;
