@@ -42,7 +42,9 @@ async fn recording_and_undoing_a_100_mib_delete_stays_far_below_the_data_in_memo
         Turn::text("deleted"),
     ])
     .await;
-    let config = config_with(&upstream, "[limits]\ncheckpoint_bytes = 1073741824\n");
+    let mut config = config_with(&upstream, "[limits]\ncheckpoint_bytes = 1073741824\n");
+    // Recording 100 MiB takes longer than a test's usual call limit on a busy machine.
+    config.call_timeout_secs = 300.0;
     let dir = config.in_temp_folder();
     let big = dir.path().join("storage/demo/root/big");
     std::fs::create_dir_all(&big).unwrap();
