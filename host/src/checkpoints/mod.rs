@@ -1,11 +1,12 @@
 //! Undo of a run's file changes (docs/api.md "Undo of file changes"). Around each call of a
 //! tool that declares `changes_paths` or `creates_paths` inside a chat run, on the call's own
 //! thread ([`RunCheckpoint::around`]): before it, the earlier state of exactly the paths its
-//! arguments name (through fs-guard's [`ProjectDir::snapshot`], which resolves them as the
-//! tool will; only what is missing for a path the tool only creates); after it, their
-//! fingerprints. [`Checkpoints::undo`] puts the earlier state back (through
-//! [`ProjectDir::restore`]) when every path is still as the run
-//! left it. Checkpoints live in `<storage>/<projectId>/checkpoints/`, beside `root/`, where
+//! arguments name (through fs-guard's [`ProjectDir::shape`], which resolves them as the
+//! tool will; only what is missing for a path the tool only creates), files' content copied
+//! into the log in parts, never held whole; after it, their fingerprints.
+//! [`Checkpoints::undo`] puts the earlier state back (through
+//! [`ProjectDir::restore_shape`], content again streamed from the log) when every path is
+//! still as the run left it. Checkpoints live in `<storage>/<projectId>/checkpoints/`, beside `root/`, where
 //! no tool reaches, one log per run, within `[limits] checkpoint_bytes` per project (what
 //! they take on disk, oldest dropped first).
 //!
@@ -16,7 +17,7 @@
 //! - `fingerprint`: what "unchanged since the run" compares.
 //! - `before`: a file's text before a run, for the panel's line diff.
 //! - `lock`: the project lock undo holds from its check to its restore.
-//! - `memory`: the bytes of content all recordings and undos hold at once.
+//! - `memory`: the names and entries all recordings and undos hold at once.
 //! - `record`: what a changing call records before and after it runs.
 //! - `room`: keeping a project's checkpoints within the budget.
 //! - `undo`: putting a run's earlier state back.
@@ -53,7 +54,6 @@ use crate::{
     plugins::AroundCall,
     storage::{Handle, ProjectId, Storage},
 };
-use fingerprint::fingerprint;
 use head::Head;
 use memory::Memory;
 use stored::{open_or_create, Log, Manifest, RecordError};
@@ -69,7 +69,7 @@ pub struct Checkpoints {
     budget: u64,
     /// `[limits] checkpoint_record_bytes`: the longest record line.
     record_bytes: u64,
-    /// `[limits] checkpoint_memory_bytes`: the content all of them hold at once.
+    /// `[limits] checkpoint_memory_bytes`: the names and entries all of them hold at once.
     memory: Memory,
     /// Each project's [`ProjectLock`] in this host.
     projects: Mutex<HashMap<ProjectId, Arc<ProjectLock>>>,
@@ -85,8 +85,8 @@ pub struct CheckpointLimits {
     pub budget: u64,
     /// `[limits] checkpoint_record_bytes`: most bytes of names and entries one record holds.
     pub record_bytes: u64,
-    /// `[limits] checkpoint_memory_bytes`: most bytes of content all recordings and undos of
-    /// this host hold at once.
+    /// `[limits] checkpoint_memory_bytes`: most bytes of names and entries all recordings and
+    /// undos of this host hold at once.
     pub memory_bytes: u64,
 }
 
@@ -297,35 +297,13 @@ impl Checkpoints {
         Arc::clone(projects.entry(project.clone()).or_default())
     }
 
-    /// The fingerprint of what stands at `path` now (`None` when it cannot be read, or not
-    /// within `[limits] checkpoint_memory_bytes`).
+    /// The fingerprint of what stands at `path` now, its files' bytes streamed through the
+    /// hash (`None` when it cannot be read, or holds more than `[limits] checkpoint_bytes`
+    /// of content: it is then taken as changed).
     fn current(&self, dir: &ProjectDir, path: &str) -> Option<String> {
-        let (recorded, _held) = self.snapshot_held(dir, path, self.budget).ok()?;
-        recorded.last().map(|r| fingerprint(&r.node))
-    }
-
-    /// [`ProjectDir::snapshot`] of at most `max` bytes of content, held in
-    /// [`memory::Memory`]: what is free is taken at once; only a snapshot that needed more
-    /// gives it back and waits for all it may need. The bytes stay held (as many as were
-    /// read) until the returned hold is dropped.
-    fn snapshot_held(
-        &self,
-        dir: &ProjectDir,
-        path: &str,
-        max: u64,
-    ) -> Result<(Vec<rojos_fs_guard::Recorded>, memory::Held<'_>), Refused> {
-        let want = max.min(self.memory.cap());
-        let free = self.memory.take_free(want);
-        let (recorded, mut held) = match dir.snapshot(path, free.bytes()) {
-            Err(PathError::SnapshotTooLarge { .. }) if free.bytes() < want => {
-                drop(free);
-                let held = self.memory.take(want).ok_or(Refused::Memory)?;
-                (dir.snapshot(path, want)?, held)
-            }
-            other => (other?, free),
-        };
-        held.shrink_to(recorded.iter().map(|r| r.node.content_bytes()).sum());
-        Ok((recorded, held))
+        let mut hasher = fingerprint::Hasher::default();
+        dir.shape(path, self.budget, Some(&mut hasher)).ok()?;
+        Some(hasher.finish())
     }
 
     /// `<storage>/<projectId>/checkpoints/`, created when `create`; `None` when missing.
@@ -383,12 +361,12 @@ fn summary(head: &Head) -> Summary {
     }
 }
 
-/// Why a snapshot was not taken.
+/// Why a change was not recorded.
 #[derive(Debug)]
 enum Refused {
     /// fs-guard's refusal (over the byte limit, not undoable, a bad path).
     Path(PathError),
-    /// `[limits] checkpoint_memory_bytes` had no room for it in time.
+    /// `[limits] checkpoint_memory_bytes` had no room for its names and entries in time.
     Memory,
 }
 

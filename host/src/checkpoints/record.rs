@@ -10,12 +10,13 @@ use std::{
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 use rojos_conversations::ConversationId;
-use rojos_fs_guard::{PathError, ProjectDir};
+use rojos_fs_guard::{PathError, ProjectDir, Shape, Shaped};
 use rojos_plugin_api::Limits;
 
+use super::stored::CopyError;
 use super::{
-    covered, fingerprint, head, now_ms, related, stored, through_link, Change, Checkpoints, Held,
-    Log, Manifest, RecordError, Refused,
+    covered, head, now_ms, related, stored, through_link, Change, Checkpoints, Held, Log, Manifest,
+    RecordError, Refused,
 };
 use crate::{plugins::AroundCall, storage::ProjectId};
 
@@ -151,32 +152,33 @@ impl Checkpoints {
         };
         let mut new_paths = Vec::new();
         let mut touched = Vec::new();
-        let mut recorded = Vec::new();
+        let mut recorded: Vec<(String, Shape)> = Vec::new();
         let mut content = manifest.bytes;
-        // The content read, held in the host's checkpoint memory until it is written.
-        let mut memory = self.memory.take_free(0);
+        // First walk: names, types, modes and sizes only (no file is read); the content is
+        // copied into the log, in parts, once the record is known to fit.
         for change in paths {
-            let (snapshot, held) = match change {
-                Change::Whole(path) => {
-                    self.snapshot_held(dir, path, self.budget.saturating_sub(content))
-                }
-                Change::Creation(path) => dir
-                    .snapshot_creation(path)
-                    .map(|r| (r, self.memory.take_free(0)))
-                    .map_err(Refused::from),
+            let shaped = match change {
+                Change::Whole(path) => dir.shape(path, self.budget.saturating_sub(content), None),
+                Change::Creation(path) => dir.snapshot_creation(path).map(|recorded| {
+                    recorded
+                        .into_iter()
+                        .map(|r| Shaped {
+                            path: r.path,
+                            shape: Shape::Absent,
+                        })
+                        .collect()
+                }),
             }
-            .map_err(|e| self.refusal(e))?;
-            memory.absorb(held);
-            for r in snapshot {
+            .map_err(|e| self.refusal(Refused::Path(e)))?;
+            for r in shaped {
                 touched.push(r.path.clone());
                 let earlier = manifest.entries.iter().map(|e| e.path.as_str());
-                let so_far = recorded.iter().map(|(p, _, _): &(String, _, _)| p.as_str());
+                let so_far = recorded.iter().map(|(p, _)| p.as_str());
                 if covered(earlier.chain(so_far), &r.path) {
                     continue;
                 }
-                content += r.node.content_bytes();
-                let print = fingerprint(&r.node);
-                recorded.push((r.path, r.node, print));
+                content += r.shape.content_bytes();
+                recorded.push((r.path, r.shape));
             }
             let path = change.path();
             if !manifest.paths.iter().chain(&new_paths).any(|p| p == path) {
@@ -201,7 +203,7 @@ impl Checkpoints {
             None => (HEAD_BYTES, 0),
         };
         let pending =
-            stored::prepare(new_paths, &recorded, self.record_bytes).map_err(|e| match e {
+            stored::prepare(new_paths, recorded, self.record_bytes).map_err(|e| match e {
                 RecordError::TooLarge { .. } => format!(
                     "not run: this change could not be made undoable: {e}. Change fewer \
                      files at a time (a smaller folder), or raise the limit"
@@ -241,7 +243,13 @@ impl Checkpoints {
                 log.insert(Log::create(folder, manifest, self.record_bytes).map_err(failed)?)
             }
         };
-        let synced = log.record_call(pending).map_err(failed)?;
+        // The record's names and entries are held while its content is copied.
+        let memory = self.hold_names(pending.line_len())?;
+        let synced = log.record_call(pending, dir).map_err(|e| match e {
+            CopyError::Io(e) => failed(e),
+            CopyError::Path(e) => self.refusal(Refused::Path(e)),
+            changed @ CopyError::Changed(_) => format!("not run: {changed}"),
+        })?;
         drop(memory);
         state.kept = Some(used + log.disk().saturating_sub(disk_before));
         if synced && !log.names_synced {
@@ -269,9 +277,9 @@ impl Checkpoints {
     fn refusal(&self, refused: Refused) -> String {
         let error = match refused {
             Refused::Memory => {
-                return "not run: the server is recording or undoing other large changes and \
-                        has no room for this one now ([limits] checkpoint_memory_bytes); try \
-                        again in a moment"
+                return "not run: the server is recording or undoing other changes of many \
+                        files and has no room for the names and entries of this one now \
+                        ([limits] checkpoint_memory_bytes); try again in a moment"
                     .to_owned()
             }
             Refused::Path(error) => error,
@@ -279,17 +287,33 @@ impl Checkpoints {
         match error {
             PathError::SnapshotTooLarge { .. } => format!(
                 "not run: this change could not be made undoable: {error}. Undo keeps at most \
-                 {} bytes per project ([limits] checkpoint_bytes in rojos.toml: raise it) and \
-                 holds at most {} bytes of content in memory at once ([limits] \
-                 checkpoint_memory_bytes), or change a smaller part at a time",
+                 {} bytes per project ([limits] checkpoint_bytes in rojos.toml: raise it), or \
+                 change a smaller part at a time",
                 self.budget,
-                self.memory.cap()
             ),
             PathError::NotUndoable { .. } => {
                 format!("not run: this change could not be made undoable: {error}")
             }
             other => format!("not run: {other}"),
         }
+    }
+
+    /// Holds `bytes` of names and entries in [`super::memory::Memory`] (`[limits]
+    /// checkpoint_memory_bytes`) while a record's or an undo's content is copied; refused at
+    /// once when they are more than all of it, or when they are not free in time.
+    pub(super) fn hold_names(&self, bytes: u64) -> Result<super::memory::Held<'_>, String> {
+        if bytes > self.memory.cap() {
+            return Err(format!(
+                "not run: this change could not be made undoable: its checkpoint record would \
+                 hold {bytes} bytes of names and entries, more than the {} bytes all \
+                 recordings and undos may hold at once ([limits] checkpoint_memory_bytes in \
+                 rojos.toml: raise it), or change fewer files at a time",
+                self.memory.cap()
+            ));
+        }
+        self.memory
+            .take(bytes)
+            .ok_or_else(|| self.refusal(Refused::Memory))
     }
 
     /// What [`super::RunCheckpoint::around`] records after a call.

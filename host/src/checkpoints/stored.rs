@@ -33,9 +33,10 @@ use std::{
 };
 
 use cap_std::fs::{Dir, OpenOptions};
-use rojos_fs_guard::Node;
+use rojos_fs_guard::{Node, PathError, ProjectDir, Shape, Visit};
 use serde::{Deserialize, Serialize};
 
+use super::fingerprint::{self, Hasher};
 use super::head::Head;
 
 /// The ending of a run's log file name.
@@ -361,20 +362,60 @@ pub(super) struct Log {
     max_line: u64,
 }
 
-/// A call's record, made but not written yet: its size is known before anything is.
+/// A call's record, made but not written yet: its size is known before anything is. Its
+/// fingerprints are placeholders until its content is copied (they have one length).
 #[derive(Debug)]
-pub(super) struct Pending<'a> {
+pub(super) struct Pending {
     record: Record,
-    line: Vec<u8>,
-    blobs: Vec<&'a [u8]>,
+    /// The length of its line.
+    line_len: u64,
+    /// Each recorded path, what it held, and where its content starts in the record's.
+    copies: Vec<(String, Shape, u64)>,
     holds_content: bool,
 }
 
-impl Pending<'_> {
+impl Pending {
     /// The bytes it takes in the log: its line (names and entries) and the files' content.
     pub(super) fn size(&self) -> u64 {
-        self.line.len() as u64 + self.blobs.iter().map(|b| b.len() as u64).sum::<u64>()
+        self.line_len + self.record.payload()
     }
+
+    /// The length of its line (names and entries).
+    pub(super) fn line_len(&self) -> u64 {
+        self.line_len
+    }
+}
+
+/// Where a recording reads the content it copies into the log: the project's files.
+pub(super) trait Source {
+    /// Walks what stands at `path` now through `visit` (at most `max` bytes of content) and
+    /// returns its shape.
+    fn walk(&self, path: &str, max: u64, visit: &mut dyn Visit) -> Result<Shape, PathError>;
+}
+
+impl Source for ProjectDir {
+    fn walk(&self, path: &str, max: u64, visit: &mut dyn Visit) -> Result<Shape, PathError> {
+        let mut shaped = self.shape(path, max, Some(visit))?;
+        Ok(match shaped.pop() {
+            Some(last) if last.path == path => last.shape,
+            _ => Shape::Absent,
+        })
+    }
+}
+
+/// Why a call's record was not written.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum CopyError {
+    /// A recorded path changed between its two walks (by something else writing to the
+    /// project meanwhile).
+    #[error("{0} changed while it was recorded for undo: try again")]
+    Changed(String),
+    /// fs-guard's refusal while reading the content.
+    #[error(transparent)]
+    Path(#[from] PathError),
+    /// The log could not be written.
+    #[error(transparent)]
+    Io(#[from] io::Error),
 }
 
 /// Why a call's record cannot be made.
@@ -419,7 +460,7 @@ impl Log {
             evicted: false,
             changed: false,
         };
-        log.append(&run, &[])?;
+        log.append(&run)?;
         Ok(log)
     }
 
@@ -454,17 +495,76 @@ impl Log {
         self.file_len.max(self.manifest.len) + self.head_len
     }
 
-    /// Appends one call's record made by [`prepare`]. Synced when it holds anything but
-    /// absences. Returns whether it was synced.
-    pub(super) fn record_call(&mut self, pending: Pending<'_>) -> io::Result<bool> {
+    /// Appends one call's record made by [`prepare`], its content copied from `source` in
+    /// parts of [`CHUNK`] bytes and fingerprinted on the way: first a placeholder line (not
+    /// a record: a crash leaves a torn end), then the content, then the line with the
+    /// fingerprints. Synced when it holds anything but absences. Returns whether it was
+    /// synced. On an error the log is left as it was (its whole records).
+    pub(super) fn record_call(
+        &mut self,
+        pending: Pending,
+        source: &dyn Source,
+    ) -> Result<bool, CopyError> {
+        let written = self.write_call(pending, source);
+        if written.is_err() {
+            // What was written past the log's whole records is cut off again.
+            let end = self.manifest.len;
+            if self.file.set_len(end).is_ok() {
+                self.file_len = end;
+            }
+        }
+        written
+    }
+
+    fn write_call(&mut self, pending: Pending, source: &dyn Source) -> Result<bool, CopyError> {
         let Pending {
-            record,
-            line,
-            blobs,
+            mut record,
+            line_len,
+            copies,
             holds_content,
         } = pending;
-        let payload_at = self.append_line(&line, &blobs)?;
-        drop(line);
+        let at = self.manifest.len;
+        let payload_at = at + line_len;
+        let mut placeholder = vec![b' '; usize::try_from(line_len).map_err(io::Error::other)?];
+        if let Some(last) = placeholder.last_mut() {
+            *last = b'\n';
+        }
+        self.file.write_all_at(&placeholder, at)?;
+        drop(placeholder);
+        let mut prints = Vec::with_capacity(copies.len());
+        for (path, shape, base) in &copies {
+            if *shape == Shape::Absent {
+                prints.push(fingerprint::absent());
+                continue;
+            }
+            let mut copy = Copy {
+                file: &self.file,
+                at: payload_at + base,
+                hasher: Hasher::default(),
+            };
+            let walked = source.walk(path, shape.content_bytes(), &mut copy)?;
+            if walked != *shape {
+                return Err(CopyError::Changed(path.clone()));
+            }
+            prints.push(copy.hasher.finish());
+        }
+        if let Record::Call { entries, .. } = &mut record {
+            for (entry, print) in entries.iter_mut().zip(prints) {
+                entry.before_print = print;
+            }
+        }
+        let line = record.line()?;
+        if line.len() as u64 != line_len {
+            return Err(io::Error::other("a checkpoint record changed its length").into());
+        }
+        self.file.write_all_at(&line, at)?;
+        self.manifest.longest = self.manifest.longest.max(line_len);
+        let end = payload_at + record.payload();
+        if self.file_len > end {
+            self.file.set_len(end)?;
+        }
+        self.file_len = end;
+        self.manifest.len = end;
         if holds_content {
             self.file.sync_data()?;
         }
@@ -480,7 +580,7 @@ impl Log {
             return Ok(());
         }
         let record = Record::After { prints };
-        self.append(&record, &[])?;
+        self.append(&record)?;
         self.manifest.apply(record, 0);
         self.write_head();
         Ok(())
@@ -488,7 +588,7 @@ impl Log {
 
     /// Marks the run undone (synced).
     pub(super) fn record_undone(&mut self) -> io::Result<()> {
-        self.append(&Record::Undone, &[])?;
+        self.append(&Record::Undone)?;
         self.file.sync_data()?;
         self.manifest.apply(Record::Undone, 0);
         self.write_head();
@@ -506,9 +606,9 @@ impl Log {
         }
     }
 
-    /// Writes `record` and its file content after the last whole record; returns where the
-    /// content starts.
-    fn append(&mut self, record: &Record, blobs: &[&[u8]]) -> io::Result<u64> {
+    /// Writes `record` (one without content) after the last whole record, cutting off a
+    /// torn end beyond.
+    fn append(&mut self, record: &Record) -> io::Result<()> {
         let line = record.line()?;
         if line.len() as u64 > self.max_line {
             return Err(io::Error::other(RecordError::TooLarge {
@@ -516,27 +616,54 @@ impl Log {
                 limit: self.max_line,
             }));
         }
-        self.append_line(&line, blobs)
+        let at = self.manifest.len;
+        self.file.write_all_at(&line, at)?;
+        self.manifest.longest = self.manifest.longest.max(line.len() as u64);
+        let end = at + line.len() as u64;
+        if self.file_len > end {
+            self.file.set_len(end)?;
+        }
+        self.file_len = end;
+        self.manifest.len = end;
+        Ok(())
     }
 
-    /// Writes a record's `line` and its file content after the last whole record, cutting
-    /// off a torn end beyond; returns where the content starts.
-    fn append_line(&mut self, line: &[u8], blobs: &[&[u8]]) -> io::Result<u64> {
-        let mut at = self.manifest.len;
-        self.file.write_all_at(line, at)?;
-        self.manifest.longest = self.manifest.longest.max(line.len() as u64);
-        at += line.len() as u64;
-        let payload_at = at;
-        for blob in blobs {
-            self.file.write_all_at(blob, at)?;
-            at += blob.len() as u64;
+    /// Walks `stored` through `visit`, files' bytes read back from the log in parts.
+    pub(super) fn visit(&self, stored: &StoredNode, visit: &mut dyn Visit) -> io::Result<()> {
+        match stored {
+            StoredNode::Absent => visit.absent(),
+            StoredNode::File { mode, at, size } => {
+                let mut part = Part {
+                    file: &self.file,
+                    at: *at,
+                    left: *size,
+                };
+                visit.file(*mode, *size, *at, &mut part)
+            }
+            StoredNode::Folder { mode, entries } => {
+                visit.folder(*mode, entries.len())?;
+                for (name, entry) in entries {
+                    visit.entry(name)?;
+                    self.visit(entry, visit)?;
+                }
+                Ok(())
+            }
+            StoredNode::Symlink { target } => visit.symlink(target),
         }
-        if self.file_len > at {
-            self.file.set_len(at)?;
+    }
+
+    /// Copies the `size` bytes at `at` in the log to `out`, in parts of [`CHUNK`] bytes.
+    pub(super) fn copy_to(&self, at: u64, size: u64, out: &mut dyn Write) -> io::Result<()> {
+        let mut part = Part {
+            file: &self.file,
+            at,
+            left: size,
+        };
+        let copied = io::copy(&mut part, out)?;
+        if copied != size {
+            return Err(io::ErrorKind::UnexpectedEof.into());
         }
-        self.file_len = at;
-        self.manifest.len = at;
-        Ok(payload_at)
+        Ok(())
     }
 
     /// The node `stored` with its files' bytes read back from the log.
@@ -567,46 +694,48 @@ impl Log {
 }
 
 /// Makes one call's record: the paths it named for the first time (`paths`) and what the
-/// newly recorded paths held, each with its fingerprint; its line at most `max_line` bytes.
+/// newly recorded paths held (their fingerprints are filled in as their content is copied,
+/// [`Log::record_call`]); its line at most `max_line` bytes.
 ///
 /// # Errors
 ///
 /// [`RecordError::TooLarge`] when its line is over `[limits] checkpoint_record_bytes`.
-pub(super) fn prepare<'a>(
+pub(super) fn prepare(
     paths: Vec<String>,
-    recorded: &'a [(String, Node, String)],
+    recorded: Vec<(String, Shape)>,
     max_line: u64,
-) -> Result<Pending<'a>, RecordError> {
-    let mut blobs = Vec::new();
+) -> Result<Pending, RecordError> {
     let mut payload = 0;
-    let entries: Vec<Entry> = recorded
-        .iter()
-        .map(|(path, node, print)| Entry {
+    let mut entries = Vec::with_capacity(recorded.len());
+    let mut copies = Vec::with_capacity(recorded.len());
+    for (path, shape) in recorded {
+        let base = payload;
+        entries.push(Entry {
             path: path.clone(),
-            before: stored(node, &mut blobs, &mut payload),
-            before_print: print.clone(),
+            before: stored(&shape, &mut payload),
+            // A placeholder of a fingerprint's length (lowercase hex of SHA-256).
+            before_print: "0".repeat(64),
             after: None,
-        })
-        .collect();
-    let holds_content = recorded
-        .iter()
-        .any(|(_, node, _)| !matches!(node, Node::Absent));
+        });
+        copies.push((path, shape, base));
+    }
+    let holds_content = copies.iter().any(|(_, shape, _)| *shape != Shape::Absent);
     let record = Record::Call {
         paths,
         entries,
         payload,
     };
-    let line = record.line()?;
-    if line.len() as u64 > max_line {
+    let line_len = record.line()?.len() as u64;
+    if line_len > max_line {
         return Err(RecordError::TooLarge {
-            size: line.len() as u64,
+            size: line_len,
             limit: max_line,
         });
     }
     Ok(Pending {
         record,
-        line,
-        blobs,
+        line_len,
+        copies,
         holds_content,
     })
 }
@@ -675,35 +804,134 @@ pub(super) fn remove(checkpoints: &Dir, conversation: &str, run: &str) -> io::Re
     Ok(())
 }
 
-/// `node` as a record stores it: each file's bytes pushed on `blobs`, its offset counted
-/// from the record's content start (`payload` so far).
-fn stored<'a>(node: &'a Node, blobs: &mut Vec<&'a [u8]>, payload: &mut u64) -> StoredNode {
-    match node {
-        Node::Absent => StoredNode::Absent,
-        Node::File { mode, bytes } => {
+/// `shape` as a record stores it: each file's offset counted from the record's content
+/// start (`payload` so far), in the order a walk copies them (names in order, depth first).
+fn stored(shape: &Shape, payload: &mut u64) -> StoredNode {
+    match shape {
+        Shape::Absent => StoredNode::Absent,
+        Shape::File { mode, size, .. } => {
             let at = *payload;
-            *payload += bytes.len() as u64;
-            blobs.push(bytes);
+            *payload += size;
             StoredNode::File {
                 mode: *mode,
                 at,
-                size: bytes.len() as u64,
+                size: *size,
             }
         }
-        Node::Folder { mode, entries } => StoredNode::Folder {
+        Shape::Folder { mode, entries } => StoredNode::Folder {
             mode: *mode,
             entries: entries
                 .iter()
-                .map(|(name, entry)| (name.clone(), stored(entry, blobs, payload)))
+                .map(|(name, entry)| (name.clone(), stored(entry, payload)))
                 .collect(),
         },
-        Node::Symlink { target } => StoredNode::Symlink {
+        Shape::Symlink { target } => StoredNode::Symlink {
             target: target.clone(),
         },
     }
 }
 
+/// A recording's walk: each file's bytes copied into the log where its record puts them,
+/// and fingerprinted, one part at a time.
+struct Copy<'a> {
+    file: &'a File,
+    /// Where the walk's content starts in the log.
+    at: u64,
+    hasher: Hasher,
+}
+
+impl Visit for Copy<'_> {
+    fn absent(&mut self) -> io::Result<()> {
+        self.hasher.absent()
+    }
+
+    fn folder(&mut self, mode: u32, entries: usize) -> io::Result<()> {
+        self.hasher.folder(mode, entries)
+    }
+
+    fn entry(&mut self, name: &str) -> io::Result<()> {
+        self.hasher.entry(name)
+    }
+
+    fn symlink(&mut self, target: &str) -> io::Result<()> {
+        self.hasher.symlink(target)
+    }
+
+    fn file(&mut self, mode: u32, size: u64, at: u64, content: &mut dyn Read) -> io::Result<()> {
+        let mut to = self.at + at;
+        let mut teed = Tee {
+            content,
+            file: self.file,
+            to: &mut to,
+        };
+        self.hasher.file(mode, size, at, &mut teed)
+    }
+}
+
+/// A file's content on its way into the hasher, written to the log as it passes.
+struct Tee<'a, 'b> {
+    content: &'a mut dyn Read,
+    file: &'b File,
+    to: &'a mut u64,
+}
+
+impl Read for Tee<'_, '_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.content.read(buf)?;
+        self.file.write_all_at(&buf[..n], *self.to)?;
+        *self.to += n as u64;
+        Ok(n)
+    }
+}
+
+/// `left` bytes of the log from `at`, read in parts.
+struct Part<'a> {
+    file: &'a File,
+    at: u64,
+    left: u64,
+}
+
+impl Read for Part<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let want = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        if want == 0 {
+            return Ok(0);
+        }
+        let n = self.file.read_at(&mut buf[..want], self.at)?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        self.at += n as u64;
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
 impl StoredNode {
+    /// This node as fs-guard restores it (files' offsets in the log).
+    pub(super) fn shape(&self) -> Shape {
+        match self {
+            StoredNode::Absent => Shape::Absent,
+            StoredNode::File { mode, at, size } => Shape::File {
+                mode: *mode,
+                size: *size,
+                at: *at,
+            },
+            StoredNode::Folder { mode, entries } => Shape::Folder {
+                mode: *mode,
+                entries: entries
+                    .iter()
+                    .map(|(name, entry)| (name.clone(), entry.shape()))
+                    .collect(),
+            },
+            StoredNode::Symlink { target } => Shape::Symlink {
+                target: target.clone(),
+            },
+        }
+    }
+
     /// Makes the files' offsets count from the log's start (`base`: where the record's
     /// content starts).
     fn shift(&mut self, base: u64) {
@@ -742,14 +970,81 @@ mod tests {
     /// The longest record line in these tests.
     const MAX: u64 = 1 << 20;
 
+    /// The nodes a test records, by path: a [`Source`] as the project's files would be.
+    struct Nodes(BTreeMap<String, Node>);
+
+    /// Walks `node` through `visit` as fs-guard's walk does; returns its shape.
+    fn walk(node: &Node, at: &mut u64, visit: &mut dyn Visit) -> io::Result<Shape> {
+        Ok(match node {
+            Node::Absent => {
+                visit.absent()?;
+                Shape::Absent
+            }
+            Node::File { mode, bytes } => {
+                let size = bytes.len() as u64;
+                visit.file(*mode, size, *at, &mut bytes.as_slice())?;
+                let shape = Shape::File {
+                    mode: *mode,
+                    size,
+                    at: *at,
+                };
+                *at += size;
+                shape
+            }
+            Node::Symlink { target } => {
+                visit.symlink(target)?;
+                Shape::Symlink {
+                    target: target.clone(),
+                }
+            }
+            Node::Folder { mode, entries } => {
+                visit.folder(*mode, entries.len())?;
+                let mut shapes = BTreeMap::new();
+                for (name, entry) in entries {
+                    visit.entry(name)?;
+                    shapes.insert(name.clone(), walk(entry, at, visit)?);
+                }
+                Shape::Folder {
+                    mode: *mode,
+                    entries: shapes,
+                }
+            }
+        })
+    }
+
+    impl Source for Nodes {
+        fn walk(&self, path: &str, _max: u64, visit: &mut dyn Visit) -> Result<Shape, PathError> {
+            let node = self.0.get(path).cloned().unwrap_or(Node::Absent);
+            walk(&node, &mut 0, visit).map_err(|e| rojos_fs_guard::from_io(path, e))
+        }
+    }
+
+    /// The shape of `node` (as a first walk finds it).
+    fn shape(node: &Node) -> Shape {
+        let mut hasher = Hasher::default();
+        walk(node, &mut 0, &mut hasher).expect("walk")
+    }
+
+    /// The fingerprint of `node`.
+    fn print(node: &Node) -> String {
+        let mut hasher = Hasher::default();
+        walk(node, &mut 0, &mut hasher).expect("walk");
+        hasher.finish()
+    }
+
     /// Appends one call's record to `log`.
     fn record(
         log: &mut Log,
         paths: Vec<String>,
-        recorded: Vec<(String, Node, String)>,
+        recorded: Vec<(String, Node)>,
     ) -> io::Result<bool> {
-        let pending = prepare(paths, &recorded, MAX).map_err(io::Error::other)?;
-        log.record_call(pending)
+        let shapes = recorded
+            .iter()
+            .map(|(p, n)| (p.clone(), shape(n)))
+            .collect();
+        let pending = prepare(paths, shapes, MAX).map_err(io::Error::other)?;
+        log.record_call(pending, &Nodes(recorded.into_iter().collect()))
+            .map_err(io::Error::other)
     }
 
     fn folder() -> (tempfile::TempDir, Dir) {
@@ -794,14 +1089,10 @@ mod tests {
     fn fingerprints_already_recorded_are_not_appended_again() {
         let (_temp, dir) = folder();
         let mut log = Log::create(dir.try_clone().unwrap(), run(), MAX).expect("create");
-        record(
-            &mut log,
-            vec!["a".into()],
-            vec![("a".into(), Node::Absent, "p".into())],
-        )
-        .expect("record");
+        record(&mut log, vec!["a".into()], vec![("a".into(), Node::Absent)]).expect("record");
         let len = log.manifest.len;
-        log.record_after(vec![Some("p".into())]).expect("same");
+        log.record_after(vec![Some(print(&Node::Absent))])
+            .expect("same");
         assert_eq!(log.manifest.len, len, "nothing appended");
         log.record_after(vec![Some("q".into())]).expect("changed");
         assert!(log.manifest.len > len);
@@ -824,13 +1115,13 @@ mod tests {
         assert!(!record(
             &mut log,
             vec!["new".into()],
-            vec![("new".into(), Node::Absent, "p0".into())]
+            vec![("new".into(), Node::Absent)]
         )
         .expect("absence"));
         assert!(record(
             &mut log,
             vec!["docs".into()],
-            vec![("docs".into(), tree.clone(), "p1".into())]
+            vec![("docs".into(), tree.clone())]
         )
         .expect("content"));
         log.record_after(vec![Some("q0".into()), None])
@@ -865,7 +1156,7 @@ mod tests {
         record(
             &mut log,
             vec!["a".into()],
-            vec![("a".into(), file(b"kept"), "p".into())],
+            vec![("a".into(), file(b"kept"))],
         )
         .expect("record");
         let whole = log.manifest.len;
@@ -893,20 +1184,16 @@ mod tests {
     fn a_line_over_the_limit_is_refused_when_written_and_not_taken_for_a_torn_end_when_read() {
         let (_temp, dir) = folder();
         let mut log = Log::create(dir.try_clone().unwrap(), run(), MAX).expect("create");
-        let many: Vec<(String, Node, String)> = (0..64)
-            .map(|i| (format!("file-{i:04}"), Node::Absent, "p".to_owned()))
+        let many: Vec<(String, Node)> = (0..64)
+            .map(|i| (format!("file-{i:04}"), Node::Absent))
             .collect();
-        match prepare(Vec::new(), &many, 256) {
+        let shapes = many.iter().map(|(p, n)| (p.clone(), shape(n))).collect();
+        match prepare(Vec::new(), shapes, 256) {
             Err(RecordError::TooLarge { size, limit: 256 }) => assert!(size > 256),
             other => panic!("expected a refusal, got {other:?}"),
         }
         record(&mut log, vec!["a".into()], many.clone()).expect("within MAX");
-        record(
-            &mut log,
-            vec!["b".into()],
-            vec![("b".into(), file(b"x"), "q".into())],
-        )
-        .expect("a later record");
+        record(&mut log, vec!["b".into()], vec![("b".into(), file(b"x"))]).expect("a later record");
         drop(log);
         // Read with a smaller limit (a host whose limit was lowered): the long record is
         // followed by another, so it is not a torn end, and the log is not cut short there.
@@ -926,7 +1213,7 @@ mod tests {
         record(
             &mut log,
             vec!["a".into()],
-            vec![("a".into(), file(b"content"), "p".into())],
+            vec![("a".into(), file(b"content"))],
         )
         .expect("record");
         log.record_after(vec![Some("q".into())]).expect("after");
@@ -945,5 +1232,55 @@ mod tests {
             .len();
         assert_eq!(size, read.len, "no content left in the file");
         assert!(dir.metadata("conv.0000000000001-0.log.tmp").is_err());
+    }
+
+    /// A [`Source`] whose files grew since the first walk.
+    struct Grown;
+
+    impl Source for Grown {
+        fn walk(&self, path: &str, _max: u64, visit: &mut dyn Visit) -> Result<Shape, PathError> {
+            walk(&file(b"longer now"), &mut 0, visit).map_err(|e| rojos_fs_guard::from_io(path, e))
+        }
+    }
+
+    #[test]
+    fn content_is_copied_in_parts_and_a_change_between_the_walks_leaves_the_log_whole() {
+        let (_temp, dir) = folder();
+        let mut log = Log::create(dir.try_clone().unwrap(), run(), MAX).expect("create");
+        // Over several parts of the copy.
+        let big = file(&(0..200_000u32).map(|n| n as u8).collect::<Vec<_>>());
+        record(
+            &mut log,
+            vec!["big".into()],
+            vec![("big".into(), big.clone())],
+        )
+        .expect("record");
+        let whole = log.manifest.len;
+        let pending = prepare(
+            vec!["b".into()],
+            vec![("b".into(), shape(&file(b"x")))],
+            MAX,
+        )
+        .expect("prepared");
+        match log.record_call(pending, &Grown) {
+            Err(CopyError::Changed(path)) => assert_eq!(path, "b"),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        assert_eq!(log.manifest.len, whole);
+        let on_disk = dir
+            .metadata("conv.0000000000001-0.log")
+            .expect("stat")
+            .len();
+        assert_eq!(on_disk, whole, "nothing left past the whole records");
+        drop(log);
+        let read = read_back(&dir);
+        assert_eq!(read.paths, ["big"]);
+        assert_eq!(read.entries[0].before_print, print(&big));
+        let log = Log::open(&dir, "conv", &read.run, MAX).expect("open");
+        assert_eq!(log.load(&read.entries[0].before).expect("load"), big);
+        let mut hasher = Hasher::default();
+        log.visit(&read.entries[0].before, &mut hasher)
+            .expect("visit");
+        assert_eq!(hasher.finish(), print(&big));
     }
 }

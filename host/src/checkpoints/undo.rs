@@ -1,7 +1,7 @@
 //! Putting a run's earlier state back ([`Checkpoints::undo`]): the project lock held whole
 //! from the check to the end of the restore, only the run asked for (or the last one, never
 //! one before a run that cannot be undone), every earlier state read and checked before
-//! anything is put back, within the host's checkpoint memory.
+//! anything is put back, its content streamed from the log in parts.
 
 use std::io;
 
@@ -9,7 +9,7 @@ use rojos_conversations::ConversationId;
 use rojos_fs_guard::{PathError, ProjectDir};
 use rojos_plugin_api::Limits;
 
-use super::{fingerprint, head::Head, summary, Checkpoints, Log, Summary};
+use super::{fingerprint::Hasher, head::Head, summary, Checkpoints, Log, Summary};
 use crate::storage::ProjectId;
 
 /// Why an undo did not happen.
@@ -42,8 +42,9 @@ pub enum UndoError {
     /// time for the undo to hold the project's lock.
     #[error("the project's files are being changed (a tool call of another run, or an upload) and did not finish within {0} seconds: nothing was undone; try again when they end")]
     Busy(u64),
-    /// The host's checkpoint memory did not have room for the run's earlier content in time.
-    #[error("the server is recording or undoing other large changes and has no room for this undo now (limits.checkpoint_memory_bytes): nothing was undone; try again in a moment")]
+    /// The host's checkpoint memory did not have room for the run's names and entries in
+    /// time.
+    #[error("the server is recording or undoing other changes of many files and has no room for the names and entries of this undo now (limits.checkpoint_memory_bytes): nothing was undone; try again in a moment")]
     Memory,
     /// A path could not be put back (fs-guard's refusal, e.g. a folder now a link out).
     #[error("the undo stopped: {0}")]
@@ -119,25 +120,28 @@ impl Checkpoints {
                 return Err(UndoError::Changed(changed));
             }
         }
-        // Every earlier state is read and checked against its fingerprint before anything is
-        // put back: a damaged log stops the undo with nothing changed.
+        // Every earlier state is read back and checked against its fingerprint before
+        // anything is put back (a damaged log stops the undo with nothing changed), then put
+        // back: both stream the content from the log in parts; only the names and entries
+        // are held, within the host's checkpoint memory.
         let _memory = self
             .memory
-            .take(log.manifest.bytes)
+            .take(log.manifest.longest.min(self.memory.cap()))
             .ok_or(UndoError::Memory)?;
-        let mut earlier = Vec::with_capacity(log.manifest.entries.len());
         for entry in &log.manifest.entries {
-            let node = log.load(&entry.before)?;
-            if fingerprint(&node) != entry.before_print {
+            let mut hasher = Hasher::default();
+            log.visit(&entry.before, &mut hasher)?;
+            if hasher.finish() != entry.before_print {
                 tracing::error!(run = %log.manifest.run, path = %entry.path, "damaged checkpoint");
                 return Err(UndoError::Damaged(entry.path.clone()));
             }
-            earlier.push((entry.path.as_str(), node));
         }
-        for (path, node) in earlier.iter().rev() {
-            dir.restore(path, node)?;
+        for entry in log.manifest.entries.iter().rev() {
+            let shape = entry.before.shape();
+            dir.restore_shape(&entry.path, &shape, &mut |at, size, out| {
+                log.copy_to(at, size, out)
+            })?;
         }
-        drop(earlier);
         let before = log.disk();
         log.record_undone()?;
         if let Some(kept) = state.kept.as_mut() {

@@ -143,7 +143,7 @@ async fn admit(
     let max = state.config.max_body_bytes;
     let body = axum::body::to_bytes(body, max)
         .await
-        .map_err(|e| body_error(&e, max))?;
+        .map_err(|e| super::body_deadline::body_error(&e, max))?;
     let Some(id) = initialize_id(&body) else {
         return Ok(next.run(Request::from_parts(parts, Body::from(body))).await);
     };
@@ -157,18 +157,6 @@ async fn admit(
             Ok(session_refused(refused, id, &sessions))
         }
     }
-}
-
-/// A body that could not be read: `413` past `max`, else `400`.
-fn body_error(error: &axum::Error, max: usize) -> ApiError {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(cause) = source {
-        if cause.is::<http_body_util::LengthLimitError>() {
-            return ApiError::PayloadTooLarge(max);
-        }
-        source = cause.source();
-    }
-    ApiError::BadRequest(format!("the request body could not be read: {error}"))
 }
 
 /// The part of a JSON-RPC message that says whether it opens a session.

@@ -5,6 +5,7 @@
 mod always_allowed;
 mod approvals;
 pub mod auth;
+mod body_deadline;
 mod chat;
 mod conversations;
 pub mod error;
@@ -26,6 +27,7 @@ mod undo;
 use axum::{
     extract::DefaultBodyLimit,
     http::{header, HeaderValue},
+    middleware,
     response::{IntoResponse, Response},
     routing::{delete, get, post},
     Router,
@@ -81,6 +83,10 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            body_deadline::read_within_limit,
+        ))
         .layer(TraceLayer::new_for_http())
         // No response may be sniffed into another type (an NDJSON line or a JSON error as HTML).
         .layer(SetResponseHeaderLayer::overriding(

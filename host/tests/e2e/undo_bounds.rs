@@ -1,10 +1,11 @@
 //! What bounds undo over real HTTP (docs/security.md, the undo subsections): a checkpoint
 //! record over `[limits] checkpoint_record_bytes` is refused before its change runs, and one
 //! a host cannot read is listed as unreadable and stops the undo instead of letting it revert
-//! an earlier run; an undo names the run it reverts; an upload during an undo waits for it
-//! and is not removed by it; `checkpoint_bytes` counts names and empty files (what the
-//! records take on disk), and listing reads the small heads, not the records; content over
-//! `[limits] checkpoint_memory_bytes` is not held.
+//! an earlier run; an undo names the run it reverts; an upload, and another run's tool call,
+//! made during an undo wait for it and are not removed by it; `checkpoint_bytes` counts names
+//! and empty files (what the records take on disk), and listing reads the small heads, not
+//! the records; `[limits] checkpoint_memory_bytes` bounds the names and entries held, while
+//! content streams past it.
 
 use std::path::Path;
 
@@ -203,6 +204,60 @@ async fn an_upload_into_a_folder_while_its_deletion_is_undone_waits_and_is_not_r
 }
 
 #[tokio::test]
+async fn another_runs_tool_call_during_an_undo_waits_for_it_and_lands_on_the_restored_files() {
+    let (host, upstream) = host_with(
+        vec![
+            calls(vec![delete("docs"), delete("big")]),
+            Turn::text("deleted"),
+            calls(vec![write("docs/new.txt", "written during the undo")]),
+            Turn::text("written"),
+        ],
+        "",
+    )
+    .await;
+    // The call waits for the undo within its own time limit: give it room on a busy machine.
+    let mut config = config_with(&upstream, "");
+    config.call_timeout_secs = 120.0;
+    let host = host.restart(config).await;
+    let root = host.project_root("demo");
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    std::fs::write(root.join("docs/keep.txt"), "kept").unwrap();
+    empty_files(&root, "big", 1000);
+    let (conversation, results) = run(&host, None, "delete both").await;
+    assert!(results.iter().all(|(_, ok, _)| *ok), "{results:?}");
+
+    let url = format!("{}/conversations/{conversation}/undo", host.url);
+    let undoing = tokio::spawn(async move {
+        let response = client().post(url).bearer_auth(TOKEN).send().await.unwrap();
+        let status = response.status().as_u16();
+        (
+            status,
+            response.json::<Value>().await.unwrap_or(Value::Null),
+        )
+    });
+    // The undo puts entries back in reverse: `big` first (a thousand files), `docs` last.
+    // Once `big` is back, the undo is past its check and `docs` is not restored yet.
+    while !root.join("big").exists() {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    // Another conversation's run writes into `docs` now: its call waits for the undo.
+    let (other, results) = run(&host, None, "write into docs").await;
+    assert_ne!(other, conversation);
+    assert!(results[0].1, "{results:?}");
+    let (status, body) = undoing.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("docs/new.txt")).unwrap(),
+        "written during the undo",
+        "a tool call's write is not lost to the undo"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("docs/keep.txt")).unwrap(),
+        "kept"
+    );
+}
+
+#[tokio::test]
 async fn names_and_empty_files_count_against_the_budget_and_listing_reads_the_heads() {
     let mut turns = Vec::new();
     for i in 0..8 {
@@ -255,20 +310,28 @@ async fn names_and_empty_files_count_against_the_budget_and_listing_reads_the_he
 }
 
 #[tokio::test]
-async fn earlier_content_over_the_checkpoint_memory_is_refused_before_the_change_runs() {
+async fn checkpoint_memory_bounds_names_and_entries_and_content_streams_past_it() {
     let (host, _upstream) = host_with(
-        vec![calls(vec![delete("blob.bin")]), Turn::text("refused")],
+        vec![
+            calls(vec![delete("blob.bin"), delete("many")]),
+            Turn::text("one of two"),
+        ],
         "[limits]\ncheckpoint_memory_bytes = 65536\n",
     )
     .await;
     let root = host.project_root("demo");
     std::fs::create_dir_all(&root).unwrap();
-    std::fs::write(root.join("blob.bin"), vec![7u8; 100 << 10]).unwrap();
-    let (_, results) = run(&host, None, "delete it").await;
-    let (_, ok, text) = &results[0];
+    let blob: Vec<u8> = (0..400u32 << 10).map(|n| (n % 251) as u8).collect();
+    std::fs::write(root.join("blob.bin"), &blob).unwrap();
+    // A thousand long names: a record line of far more than 64 KiB.
+    empty_files(&root, "many", 1000);
+    let (conversation, results) = run(&host, None, "delete both").await;
+    assert!(results[0].1, "content over the memory streams: {results:?}");
+    let (_, ok, text) = &results[1];
     assert!(!ok && text.contains("checkpoint_memory_bytes"), "{text}");
-    assert_eq!(
-        std::fs::read(root.join("blob.bin")).unwrap().len(),
-        100 << 10
-    );
+    assert_eq!(std::fs::read_dir(root.join("many")).unwrap().count(), 1000);
+
+    let (status, body) = undo(&host, &conversation, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(std::fs::read(root.join("blob.bin")).unwrap(), blob);
 }

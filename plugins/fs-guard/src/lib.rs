@@ -56,6 +56,6 @@ pub use names::{escaped, is_invisible, json_escaped};
 pub use path::{check_path, PathUse, RelPath, MAX_NAME_BYTES, MAX_PATH_BYTES};
 pub use project::{
     EntryType, IfExists, ListEntry, Listing, Node, OpenedFile, PathMeta, ProjectDir, Recorded,
-    StagedWrite, Written, MAX_DELETE_DEPTH,
+    Shape, Shaped, StagedWrite, Visit, Written, MAX_DELETE_DEPTH,
 };
 pub use version::{BadVersion, ContentVersion};

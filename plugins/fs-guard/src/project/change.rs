@@ -554,10 +554,19 @@ pub(super) fn create_new_file(
     path: &str,
     bytes: &[u8],
 ) -> Result<(), PathError> {
+    create_new_file_from(folder, leaf, path, &mut |file| file.write_all(bytes))
+}
+
+/// [`create_new_file`] with its content written by `fill` (which may stream it in parts).
+pub(super) fn create_new_file_from(
+    folder: &Dir,
+    leaf: &str,
+    path: &str,
+    fill: &mut dyn FnMut(&mut cap_std::fs::File) -> std::io::Result<()>,
+) -> Result<(), PathError> {
     let io = |e| from_io(path, e);
     let (temp_name, mut file) = temp_file(folder).map_err(io)?;
-    let written = file
-        .write_all(bytes)
+    let written = fill(&mut file)
         .and_then(|()| file.sync_all())
         .map_err(io)
         .and_then(|()| {

@@ -19,6 +19,7 @@ mod change;
 mod first_names;
 mod move_fallback;
 mod read;
+mod shape;
 mod snapshot;
 mod staged;
 mod tree;
@@ -26,6 +27,7 @@ mod tree;
 use first_names::FirstNames;
 
 pub use read::OpenedFile;
+pub use shape::{Shape, Shaped, Visit};
 pub use snapshot::{Node, Recorded};
 pub use staged::StagedWrite;
 pub use tree::MAX_DELETE_DEPTH;

@@ -66,7 +66,7 @@ pub struct Recorded {
 }
 
 /// How many folders deep a snapshot or a restore goes.
-const MAX_DEPTH: usize = tree::MAX_DELETE_DEPTH;
+pub(super) const MAX_DEPTH: usize = tree::MAX_DELETE_DEPTH;
 
 impl ProjectDir {
     /// What a changing call on `path` may change, as it is now: each missing folder on the
@@ -150,7 +150,7 @@ impl ProjectDir {
 
     /// Records each of `folders` (the names on the way to an entry) that is missing, as
     /// [`Node::Absent`]: a write or a new folder creates them.
-    fn record_missing_folders(
+    pub(super) fn record_missing_folders(
         &self,
         folders: &[&str],
         path: &str,
@@ -217,13 +217,13 @@ impl ProjectDir {
 }
 
 /// What is left of a snapshot's byte limit.
-struct Budget {
-    left: u64,
-    max: u64,
+pub(super) struct Budget {
+    pub(super) left: u64,
+    pub(super) max: u64,
 }
 
 impl Budget {
-    fn take(&mut self, bytes: u64, path: &str) -> Result<(), PathError> {
+    pub(super) fn take(&mut self, bytes: u64, path: &str) -> Result<(), PathError> {
         self.left = self
             .left
             .checked_sub(bytes)
@@ -367,12 +367,12 @@ fn write_node(
 }
 
 /// Opens the folder `name` of `folder`, refusing a symlink (`ELOOP`) or anything else.
-fn open_folder_nofollow(folder: BorrowedFd<'_>, name: &str) -> Result<OwnedFd, Errno> {
+pub(super) fn open_folder_nofollow(folder: BorrowedFd<'_>, name: &str) -> Result<OwnedFd, Errno> {
     let name = CString::new(name).map_err(|_| Errno::INVAL)?;
     rustix::fs::openat(folder, &name, super::tree::FOLDER_NOFOLLOW, Mode::empty())
 }
 
-fn not_undoable(path: &str, what: &'static str) -> PathError {
+pub(super) fn not_undoable(path: &str, what: &'static str) -> PathError {
     PathError::NotUndoable {
         path: Shown::new(path),
         what,
