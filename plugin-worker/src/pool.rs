@@ -106,11 +106,11 @@ impl WorkerPool {
         project: ProjectKey,
         root: BorrowedFd<'_>,
         limits: Limits,
-        args: String,
+        args: &str,
         deadline: tokio::time::Instant,
     ) -> Outcome {
         let mut outcome = self
-            .call_once(&project, root, limits, args.clone(), deadline)
+            .call_once(&project, root, limits, args, deadline)
             .await;
         if outcome == Outcome::Ended(Ended::NotSent) {
             // The worker was ending as the call came; the call never reached it.
@@ -124,7 +124,7 @@ impl WorkerPool {
         project: &ProjectKey,
         root: BorrowedFd<'_>,
         limits: Limits,
-        args: String,
+        args: &str,
         deadline: tokio::time::Instant,
     ) -> Outcome {
         let worker = match tokio::time::timeout_at(deadline, self.worker(project, root)).await {
