@@ -297,12 +297,7 @@ async fn compare(
     println!();
     let [before_runs, after_runs] = &figures;
     let rows = compare::rows(before_runs, after_runs);
-    report::comparison(
-        &rows,
-        options.rounds.max(1),
-        &label(before),
-        &label(after),
-    );
+    report::comparison(&rows, options.rounds.max(1), &label(before), &label(after));
     Ok(())
 }
 

@@ -109,9 +109,7 @@ impl WorkerPool {
         args: &str,
         deadline: tokio::time::Instant,
     ) -> Outcome {
-        let mut outcome = self
-            .call_once(&project, root, limits, args, deadline)
-            .await;
+        let mut outcome = self.call_once(&project, root, limits, args, deadline).await;
         if outcome == Outcome::Ended(Ended::NotSent) {
             // The worker was ending as the call came; the call never reached it.
             outcome = self.call_once(&project, root, limits, args, deadline).await;

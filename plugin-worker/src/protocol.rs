@@ -261,7 +261,11 @@ mod tests {
     fn a_borrowed_call_is_the_same_frame_as_an_owned_one() {
         let limits = Limits::default();
         let args = r#"{"path":"a \"b\".txt"}"#;
-        let borrowed = encode(&CallFrame::Call { id: 7, limits, args });
+        let borrowed = encode(&CallFrame::Call {
+            id: 7,
+            limits,
+            args,
+        });
         let owned = encode(&ToWorker::Call {
             id: 7,
             limits,

@@ -99,7 +99,10 @@ fn start(mut channel: BlockingChannel) -> i32 {
         .into_result()
         .map(RString::into_string)
         .map_err(RString::into_string);
-    if channel.send(&FromWorker::Ready { manifest, missing }).is_err() {
+    if channel
+        .send(&FromWorker::Ready { manifest, missing })
+        .is_err()
+    {
         return 0;
     }
     let (reader, writer) = channel.split();
