@@ -55,6 +55,8 @@ pub(crate) struct Launch {
     pub(crate) load: Vec<&'static str>,
     /// The words of `$ROJOS_BENCH_WRAP` (a profiler the host runs under), when set.
     pub(crate) wrap: Option<String>,
+    /// `[plugins].isolation`: `None` leaves the host's default.
+    pub(crate) isolation: Option<&'static str>,
 }
 
 impl Launch {
@@ -65,6 +67,7 @@ impl Launch {
             plugin_dir: build.to_owned(),
             load: BUILTINS.to_vec(),
             wrap: wrapped_by(),
+            isolation: None,
         }
     }
 
@@ -83,6 +86,7 @@ impl Launch {
             plugin_dir: if own_plugins { beside } else { build }.to_owned(),
             load: BUILTINS.to_vec(),
             wrap: wrapped_by(),
+            isolation: None,
         })
     }
 
@@ -200,7 +204,7 @@ impl HostProcess {
     ) -> anyhow::Result<HostProcess> {
         let dir = tempfile::tempdir().context("cannot make a temp folder")?;
         let config = dir.path().join("rojos.toml");
-        let text = render_config(&launch.plugin_paths(), provider_url, flavour) + &store.config;
+        let text = render_config(launch, provider_url, flavour) + &store.config;
         std::fs::write(&config, text)?;
         if flavour == Flavour::DropIn {
             std::fs::create_dir(dir.path().join("plugins.d"))?;
@@ -411,8 +415,9 @@ fn log_tail(dir: &Path) -> String {
     format!("host log ({}):\n{tail}", log_path(dir).display())
 }
 
-fn render_config(plugins: &[PathBuf], provider_url: &str, flavour: Flavour) -> String {
-    let load: Vec<String> = plugins
+fn render_config(launch: &Launch, provider_url: &str, flavour: Flavour) -> String {
+    let load: Vec<String> = launch
+        .plugin_paths()
         .iter()
         .map(|lib| format!("{:?}", lib.display().to_string()))
         .collect();
@@ -429,7 +434,7 @@ projects = ["*"]
 
 [plugins]
 load = [{load}]
-{dir}call_timeout_secs = 60
+{dir}{isolation}call_timeout_secs = 60
 max_concurrent_calls = 256
 
 [providers.bench]
@@ -443,6 +448,10 @@ provider = "bench"
 tools = "*"
 "#,
         load = load.join(", "),
+        isolation = launch
+            .isolation
+            .map(|i| format!("isolation = \"{i}\"\n"))
+            .unwrap_or_default(),
         dir = if flavour == Flavour::DropIn {
             "dir = \"plugins.d\"\n"
         } else {
@@ -480,6 +489,7 @@ mod tests {
             plugin_dir: scripts.path().to_owned(),
             load: Vec::new(),
             wrap: wrapper.map(|text| script("wrapper.sh", text).display().to_string()),
+            isolation: None,
         };
         HostProcess::launch(
             &launch,

@@ -123,6 +123,15 @@ struct Options {
     /// figure's median per binary and the after/before ratio, and nothing else.
     #[arg(long)]
     baseline: Option<PathBuf>,
+    /// `[plugins].isolation` of the host under test (`in-process` or `worker`; default: the
+    /// host's own default): S1–S3 with the built-ins in sandboxed workers.
+    #[arg(long, value_parser = ["in-process", "worker"])]
+    isolation: Option<String>,
+    /// `[plugins].isolation` of the `--baseline` host. With `--baseline` naming the same
+    /// binary as the one under test, `--baseline-isolation in-process --isolation worker`
+    /// compares the two placements of the built-ins, interleaved.
+    #[arg(long, value_parser = ["in-process", "worker"])]
+    baseline_isolation: Option<String>,
     /// With `--baseline`: rounds of (before, after).
     #[arg(long, default_value_t = 3)]
     rounds: usize,
@@ -162,10 +171,11 @@ async fn run(options: Options) -> anyhow::Result<()> {
         eprintln!("rojos-bench: cannot raise the open files limit: {e}");
     }
     let build = host::build_dir()?;
-    let launch = match &options.host {
+    let mut launch = match &options.host {
         Some(binary) => Launch::of_binary(binary, &build)?,
         None => Launch::of_build(&build),
     };
+    launch.isolation = isolation(options.isolation.as_deref());
     report::machine(&launch.binary);
 
     if let Some(chunks) = options.answer_chunks {
@@ -174,7 +184,8 @@ async fn run(options: Options) -> anyhow::Result<()> {
     }
     let upstream = Upstream::start().await?;
     if let Some(baseline) = &options.baseline {
-        let before = Launch::of_binary(baseline, &build)?;
+        let mut before = Launch::of_binary(baseline, &build)?;
+        before.isolation = isolation(options.baseline_isolation.as_deref());
         return compare(&options, &before, &launch, &upstream).await;
     }
     // Every store first, so a missing PostgreSQL package stops the bench before any run.
@@ -241,6 +252,22 @@ async fn run(options: Options) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The binary, and where its plugins run when the bench chose it.
+fn label(launch: &Launch) -> String {
+    match launch.isolation {
+        Some(isolation) => format!("{} (isolation = {isolation})", launch.binary.display()),
+        None => launch.binary.display().to_string(),
+    }
+}
+
+/// The `[plugins].isolation` value of an `--isolation` option.
+fn isolation(option: Option<&str>) -> Option<&'static str> {
+    match option? {
+        "worker" => Some("worker"),
+        _ => Some("in-process"),
+    }
+}
+
 /// Before/after: the selected S1–S4 and idle with `before` and `after`, interleaved round by
 /// round, on the first `--store`; then the comparison.
 async fn compare(
@@ -257,7 +284,7 @@ async fn compare(
             println!(
                 "\n=== round {round}, {}: {}",
                 ["before", "after"][side],
-                launch.binary.display()
+                label(launch)
             );
             let run = scenarios_on(options, launch, upstream, &store).await?;
             let mut these = figures::of_store_run(&run);
@@ -271,12 +298,7 @@ async fn compare(
     println!();
     let [before_runs, after_runs] = &figures;
     let rows = compare::rows(before_runs, after_runs);
-    report::comparison(
-        &rows,
-        options.rounds.max(1),
-        &before.binary.display().to_string(),
-        &after.binary.display().to_string(),
-    );
+    report::comparison(&rows, options.rounds.max(1), &label(before), &label(after));
     Ok(())
 }
 

@@ -54,17 +54,23 @@ pub(crate) fn measure(build: &Path) -> anyhow::Result<Workers> {
         .enable_all()
         .build()
         .context("cannot build a runtime")?;
+    // From a task on the runtime's workers, as the server's agent makes its calls (a
+    // `block_on` thread is woken by another thread for every answer, a worker task is not).
     runtime.block_on(async {
-        let (warm_in, warm_worker) = warm(&in_process, &isolated).await?;
-        let (cold, rss, _worlds) = cold(&isolated).await?;
-        Ok(Workers {
-            in_process: warm_in,
-            worker: warm_worker,
-            cold_start: cold,
-            load,
-            idle_rss_kib: rss,
-            starts: STARTS,
+        tokio::spawn(async move {
+            let (warm_in, warm_worker) = warm(&in_process, &isolated).await?;
+            let (cold, rss, _worlds) = cold(&isolated).await?;
+            Ok(Workers {
+                in_process: warm_in,
+                worker: warm_worker,
+                cold_start: cold,
+                load,
+                idle_rss_kib: rss,
+                starts: STARTS,
+            })
         })
+        .await
+        .context("the measuring task failed")?
     })
 }
 

@@ -106,12 +106,10 @@ impl WorkerPool {
         project: ProjectKey,
         root: BorrowedFd<'_>,
         limits: Limits,
-        args: String,
+        args: &str,
         deadline: tokio::time::Instant,
     ) -> Outcome {
-        let mut outcome = self
-            .call_once(&project, root, limits, args.clone(), deadline)
-            .await;
+        let mut outcome = self.call_once(&project, root, limits, args, deadline).await;
         if outcome == Outcome::Ended(Ended::NotSent) {
             // The worker was ending as the call came; the call never reached it.
             outcome = self.call_once(&project, root, limits, args, deadline).await;
@@ -124,7 +122,7 @@ impl WorkerPool {
         project: &ProjectKey,
         root: BorrowedFd<'_>,
         limits: Limits,
-        args: String,
+        args: &str,
         deadline: tokio::time::Instant,
     ) -> Outcome {
         let worker = match tokio::time::timeout_at(deadline, self.worker(project, root)).await {

@@ -58,7 +58,7 @@ pub fn manifest(
     command.stderr(Stdio::inherit());
     let mut child = command.spawn().map_err(start_failed)?;
     drop((inherited, theirs));
-    let mut channel = BlockingChannel::new(ours);
+    let mut channel = BlockingChannel::new(ours).map_err(start_failed)?;
     let reply = channel
         .stream()
         .set_read_timeout(Some(timeout))

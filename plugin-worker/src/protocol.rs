@@ -121,23 +121,40 @@ pub fn decode<T: DeserializeOwned>(frame: &[u8]) -> Result<T, serde_json::Error>
     serde_json::from_slice(frame)
 }
 
-/// The same frames over a blocking socket, for the one exchange made outside an async
-/// runtime (reading a plugin's manifest while it is loaded).
+/// A call as the server encodes it: the same frame as [`ToWorker::Call`], from borrowed
+/// arguments (the caller keeps its text for a retry, and nothing is copied to encode it).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub enum CallFrame<'a> {
+    /// [`ToWorker::Call`].
+    Call {
+        /// Chosen by the server; the answer carries it.
+        id: u64,
+        /// The file tools' limits for this call.
+        limits: Limits,
+        /// The model's arguments.
+        args: &'a str,
+    },
+}
+
+/// The same frames over a blocking socket, for the exchanges made outside an async runtime:
+/// reading a plugin's manifest while it is loaded, and the worker's side of every call.
 #[derive(Debug)]
 pub struct BlockingChannel {
-    stream: UnixStream,
-    codec: LengthDelimitedCodec,
-    buffer: BytesMut,
+    reader: FrameReader,
+    writer: FrameWriter,
 }
 
 impl BlockingChannel {
     /// Frames over `stream`.
-    pub fn new(stream: UnixStream) -> BlockingChannel {
-        BlockingChannel {
-            stream,
-            codec: codec(),
-            buffer: BytesMut::new(),
-        }
+    ///
+    /// # Errors
+    ///
+    /// The socket could not be duplicated for the writing half.
+    pub fn new(stream: UnixStream) -> std::io::Result<BlockingChannel> {
+        Ok(BlockingChannel {
+            writer: FrameWriter::new(stream.try_clone()?),
+            reader: FrameReader::new(stream),
+        })
     }
 
     /// Sends one message.
@@ -146,9 +163,44 @@ impl BlockingChannel {
     ///
     /// The socket failed.
     pub fn send<T: Serialize>(&mut self, message: &T) -> std::io::Result<()> {
-        let mut frame = BytesMut::new();
-        self.codec.encode(encode(message), &mut frame)?;
-        self.stream.write_all(&frame)
+        self.writer.send(message)
+    }
+
+    /// Receives one message (blocking, up to the socket's read time-out).
+    ///
+    /// # Errors
+    ///
+    /// The socket failed or closed, or the frame is not a message.
+    pub fn recv<T: DeserializeOwned>(&mut self) -> std::io::Result<T> {
+        self.reader.recv()
+    }
+
+    /// The socket, e.g. to set its time-outs.
+    pub fn stream(&self) -> &UnixStream {
+        &self.reader.stream
+    }
+
+    /// The two halves, to read on one thread while others write.
+    pub fn split(self) -> (FrameReader, FrameWriter) {
+        (self.reader, self.writer)
+    }
+}
+
+/// The reading half of a [`BlockingChannel`].
+#[derive(Debug)]
+pub struct FrameReader {
+    stream: UnixStream,
+    codec: LengthDelimitedCodec,
+    buffer: BytesMut,
+}
+
+impl FrameReader {
+    fn new(stream: UnixStream) -> FrameReader {
+        FrameReader {
+            stream,
+            codec: codec(),
+            buffer: BytesMut::new(),
+        }
     }
 
     /// Receives one message (blocking, up to the socket's read time-out).
@@ -169,9 +221,60 @@ impl BlockingChannel {
             self.buffer.extend_from_slice(&chunk[..n]);
         }
     }
+}
 
-    /// The socket, e.g. to set its time-outs.
-    pub fn stream(&self) -> &UnixStream {
-        &self.stream
+/// The writing half of a [`BlockingChannel`]: one frame per [`FrameWriter::send`], written
+/// whole.
+#[derive(Debug)]
+pub struct FrameWriter {
+    stream: UnixStream,
+    codec: LengthDelimitedCodec,
+    frame: BytesMut,
+}
+
+impl FrameWriter {
+    fn new(stream: UnixStream) -> FrameWriter {
+        FrameWriter {
+            stream,
+            codec: codec(),
+            frame: BytesMut::new(),
+        }
+    }
+
+    /// Sends one message.
+    ///
+    /// # Errors
+    ///
+    /// The socket failed.
+    pub fn send<T: Serialize>(&mut self, message: &T) -> std::io::Result<()> {
+        self.frame.clear();
+        self.codec.encode(encode(message), &mut self.frame)?;
+        self.stream.write_all(&self.frame)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_borrowed_call_is_the_same_frame_as_an_owned_one() {
+        let limits = Limits::default();
+        let args = r#"{"path":"a \"b\".txt"}"#;
+        let borrowed = encode(&CallFrame::Call {
+            id: 7,
+            limits,
+            args,
+        });
+        let owned = encode(&ToWorker::Call {
+            id: 7,
+            limits,
+            args: args.to_owned(),
+        });
+        assert_eq!(borrowed, owned);
+        let Ok(ToWorker::Call { id, args: back, .. }) = decode::<ToWorker>(&borrowed) else {
+            panic!("not a call");
+        };
+        assert_eq!((id, back.as_str()), (7, args));
     }
 }

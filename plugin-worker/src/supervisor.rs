@@ -16,18 +16,25 @@ use std::{
     time::{Duration, Instant},
 };
 
+use bytes::{Bytes, BytesMut};
 use futures_util::{SinkExt, StreamExt};
 use rojos_plugin_api::Limits;
 use tokio::{
     io::{AsyncBufReadExt, BufReader},
-    net::UnixStream,
+    net::{
+        unix::{OwnedReadHalf, OwnedWriteHalf},
+        UnixStream,
+    },
     process::{Child, ChildStderr},
-    sync::{mpsc, oneshot},
+    sync::{oneshot, Notify},
 };
-use tokio_util::{codec::Framed, sync::CancellationToken};
+use tokio_util::{
+    codec::{Encoder, Framed, FramedRead, LengthDelimitedCodec},
+    sync::CancellationToken,
+};
 
 use crate::{
-    protocol::{codec, decode, encode, FromWorker, Refusal, Start, ToWorker},
+    protocol::{codec, decode, encode, CallFrame, FromWorker, Refusal, Start, ToWorker},
     spawn, status,
 };
 
@@ -62,11 +69,13 @@ type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Answer>>>>;
 /// A running worker.
 #[derive(Debug)]
 pub struct Worker {
-    outbox: mpsc::UnboundedSender<ToWorker>,
+    outgoing: Arc<Outgoing>,
     pending: Pending,
     next_id: AtomicU64,
     kill: CancellationToken,
     ended: CancellationToken,
+    /// Cancelled when the last handle is dropped: the supervising task then closes the socket.
+    dropped: CancellationToken,
     last_used: Mutex<Instant>,
     /// The parts of the sandbox this kernel lacks.
     pub missing: Vec<String>,
@@ -110,33 +119,48 @@ impl Worker {
                 return Err(StartError::Died(cause));
             }
         };
-        let (outbox, inbox) = mpsc::unbounded_channel();
+        // Nothing was sent after the start, so the write buffer is empty; anything read
+        // past the ready frame stays with the reader.
+        let parts = channel.into_parts();
+        let (read_half, write_half) = parts.io.into_split();
+        let mut frames = FramedRead::new(read_half, codec());
+        *frames.read_buffer_mut() = parts.read_buf;
+        let outgoing = Arc::new(Outgoing {
+            half: write_half,
+            state: Mutex::default(),
+            backlog: Notify::new(),
+        });
         let worker = Arc::new(Worker {
-            outbox,
+            outgoing: Arc::clone(&outgoing),
             pending: Arc::default(),
             next_id: AtomicU64::new(1),
             kill: CancellationToken::new(),
             ended: CancellationToken::new(),
+            dropped: CancellationToken::new(),
             last_used: Mutex::new(Instant::now()),
             missing,
         });
         tokio::spawn(supervise(Link {
             child,
-            channel,
-            inbox,
+            frames,
+            outgoing,
             pending: Arc::clone(&worker.pending),
             kill: worker.kill.clone(),
             ended: worker.ended.clone(),
+            dropped: worker.dropped.clone(),
             stderr,
         }));
         Ok(worker)
     }
 
-    /// Runs one call; `Err` when the worker ended before answering.
-    pub async fn call(&self, limits: Limits, args: String) -> Answer {
+    /// Runs one call; `Err` when the worker ended before answering. The call's frame is
+    /// written by the caller itself; only the answer comes through the supervising task.
+    pub async fn call(&self, limits: Limits, args: &str) -> Answer {
         *lock(&self.last_used) = Instant::now();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
+        // Waiting before it is sent: the supervisor fails every waiting call when the
+        // worker ends, so none is missed.
         lock(&self.pending).insert(id, tx);
         let mut guard = Unwanted {
             id,
@@ -144,8 +168,8 @@ impl Worker {
             armed: true,
         };
         if self
-            .outbox
-            .send(ToWorker::Call { id, limits, args })
+            .outgoing
+            .send(&encode(&CallFrame::Call { id, limits, args }))
             .is_err()
         {
             guard.armed = false;
@@ -174,6 +198,12 @@ impl Worker {
     }
 }
 
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.dropped.cancel();
+    }
+}
+
 /// Tells the worker a call's answer is no longer wanted, when its future is dropped.
 struct Unwanted<'a> {
     id: u64,
@@ -185,19 +215,107 @@ impl Drop for Unwanted<'_> {
     fn drop(&mut self) {
         if self.armed {
             lock(&self.worker.pending).remove(&self.id);
-            let _ = self.worker.outbox.send(ToWorker::Cancel { id: self.id });
+            let _ = self
+                .worker
+                .outgoing
+                .send(&encode(&ToWorker::Cancel { id: self.id }));
         }
+    }
+}
+
+/// The socket's writing half, shared by the callers. A frame is written whole, without
+/// waiting, by whoever sends it; what the socket does not take at once goes to the backlog,
+/// which the supervising task writes as the socket drains, in order: a caller that gives up
+/// mid-frame never leaves half a frame behind.
+#[derive(Debug)]
+struct Outgoing {
+    half: OwnedWriteHalf,
+    state: Mutex<OutState>,
+    /// Wakes the supervising task when the backlog has bytes.
+    backlog: Notify,
+}
+
+#[derive(Debug, Default)]
+struct OutState {
+    /// Bytes of frames not written yet, in order.
+    backlog: BytesMut,
+    /// The worker has ended: nothing is sent any more.
+    closed: bool,
+}
+
+/// The worker has ended; the frame was not sent.
+struct Closed;
+
+impl Outgoing {
+    /// Sends `payload` as one frame: written now, or queued behind the backlog.
+    fn send(&self, payload: &Bytes) -> Result<(), Closed> {
+        let mut frame = BytesMut::with_capacity(payload.len() + 4);
+        if codec().encode(payload.clone(), &mut frame).is_err() {
+            // Longer than any frame the worker accepts: as good as never sent.
+            return Err(Closed);
+        }
+        let mut state = lock(&self.state);
+        if state.closed {
+            return Err(Closed);
+        }
+        if state.backlog.is_empty() {
+            match self.half.try_write(&frame) {
+                Ok(n) if n == frame.len() => return Ok(()),
+                Ok(n) => state.backlog.extend_from_slice(&frame[n..]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    state.backlog.extend_from_slice(&frame);
+                }
+                // The worker is gone; the supervising task sees the socket close and fails
+                // the waiting calls with the cause.
+                Err(_) => return Ok(()),
+            }
+        } else {
+            state.backlog.extend_from_slice(&frame);
+        }
+        drop(state);
+        self.backlog.notify_one();
+        Ok(())
+    }
+
+    fn has_backlog(&self) -> bool {
+        !lock(&self.state).backlog.is_empty()
+    }
+
+    /// Writes what the socket takes of the backlog now.
+    fn flush_some(&self) -> std::io::Result<()> {
+        let mut state = lock(&self.state);
+        while !state.backlog.is_empty() {
+            match self.half.try_write(&state.backlog) {
+                Ok(n) => {
+                    let _ = state.backlog.split_to(n);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// No more frames: later sends fail with [`Closed`], and the worker reads the end of its
+    /// input (its cue to exit) even while callers still hold the worker.
+    fn close(&self) {
+        let mut state = lock(&self.state);
+        state.closed = true;
+        state.backlog.clear();
+        let stream: &UnixStream = self.half.as_ref();
+        let _ = rustix::net::shutdown(stream, rustix::net::Shutdown::Write);
     }
 }
 
 /// What the supervising task owns.
 struct Link {
     child: Child,
-    channel: Framed<UnixStream, tokio_util::codec::LengthDelimitedCodec>,
-    inbox: mpsc::UnboundedReceiver<ToWorker>,
+    frames: FramedRead<OwnedReadHalf, LengthDelimitedCodec>,
+    outgoing: Arc<Outgoing>,
     pending: Pending,
     kill: CancellationToken,
     ended: CancellationToken,
+    dropped: CancellationToken,
     stderr: Option<tokio::task::JoinHandle<String>>,
 }
 
@@ -211,21 +329,25 @@ enum Stop {
 async fn supervise(link: Link) {
     let Link {
         mut child,
-        channel,
-        mut inbox,
+        mut frames,
+        outgoing,
         pending,
         kill,
         ended,
+        dropped,
         stderr,
     } = link;
-    let (mut sink, mut frames) = channel.split();
     let stop = loop {
+        let backlog = outgoing.has_backlog();
         tokio::select! {
             () = kill.cancelled() => break Stop::Killed,
-            message = inbox.recv() => match message {
-                Some(message) => if sink.send(encode(&message)).await.is_err() { break Stop::Lost },
-                None => break Stop::Idle,
-            },
+            () = dropped.cancelled() => break Stop::Idle,
+            () = outgoing.backlog.notified() => {}
+            ready = outgoing.half.writable(), if backlog => {
+                if ready.and_then(|()| outgoing.flush_some()).is_err() {
+                    break Stop::Lost;
+                }
+            }
             frame = frames.next() => match frame.map(|f| f.map(|f| decode::<FromWorker>(&f))) {
                 Some(Ok(Ok(FromWorker::Done { id, result }))) => {
                     if let Some(waiting) = lock(&pending).remove(&id) {
@@ -236,9 +358,10 @@ async fn supervise(link: Link) {
             },
         }
     };
-    drop((sink, frames));
     // No new call is sent from now on: the pool starts another worker for the next one.
+    outgoing.close();
     ended.cancel();
+    drop(frames);
     let ending = match stop {
         Stop::Killed => {
             let _ = child.start_kill();

@@ -1,30 +1,38 @@
 //! The worker process: `rojos plugin-worker`, started by the server with the socket as
 //! descriptor [`SOCKET_FD`] (and a project root as [`ROOT_FD`]). It reads its start message,
 //! puts itself in the sandbox, opens the library (so the library's constructors already run
-//! confined), reports the manifest, then runs each call on a thread of its own until the
-//! server closes the socket, when it exits at once, whatever its threads are doing.
+//! confined), reports the manifest, then serves calls until the server closes the socket, when
+//! it exits at once, whatever its threads are doing.
+//!
+//! No async runtime: the thread that reads a call runs it and writes its answer itself, so a
+//! call costs no hand-off between threads inside the worker. While it runs, another thread
+//! reads the next frame (leader and followers: the threads take turns at the socket under one
+//! lock), so calls on one project still run side by side and a cancel or the socket's close
+//! is seen at once. A thread is started only when every thread is busy with a call.
 
 use std::{
     collections::HashSet,
-    os::fd::{AsFd, FromRawFd, OwnedFd},
+    os::{
+        fd::{AsFd, FromRawFd, OwnedFd, RawFd},
+        unix::net::UnixStream,
+    },
     process::ExitCode,
+    sync::{Arc, Mutex},
 };
 
 use abi_stable::std_types::{RStr, RString};
-use futures_util::{SinkExt, StreamExt};
-use rojos_plugin_api::{CallContext, ToolModuleRef};
-use tokio::{net::UnixStream, sync::mpsc};
-use tokio_util::codec::{Framed, LengthDelimitedCodec};
+use rojos_plugin_api::{CallContext, Limits, ToolModuleRef};
 
 use crate::{
     module,
-    protocol::{codec, decode, encode, FromWorker, Refusal, Start, ToWorker, ROOT_FD, SOCKET_FD},
+    protocol::{
+        BlockingChannel, FrameReader, FrameWriter, FromWorker, Refusal, ToWorker, ROOT_FD,
+        SOCKET_FD,
+    },
     sandbox::{self, Reach, Rule},
 };
 
-type Channel = Framed<UnixStream, LengthDelimitedCodec>;
-
-/// Runs the worker; returns when the server closes the socket (or at a protocol error).
+/// Runs the worker; exits when the server closes the socket (or at a protocol error).
 pub fn main() -> ExitCode {
     // SAFETY: the server starts this process with its end of the socketpair as SOCKET_FD, and
     // nothing else in this process has taken that descriptor; a missing one fails below.
@@ -34,41 +42,36 @@ pub fn main() -> ExitCode {
         eprintln!("rojos plugin-worker is started by the server, not by hand");
         return ExitCode::from(2);
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()
+    let stream = UnixStream::from(socket);
+    let channel = match stream
+        .set_nonblocking(false)
+        .and_then(|()| BlockingChannel::new(stream))
     {
-        Ok(runtime) => runtime,
+        Ok(channel) => channel,
         Err(e) => {
-            eprintln!("plugin worker: no runtime: {e}");
+            eprintln!("plugin worker: cannot use its socket: {e}");
             return ExitCode::from(2);
         }
     };
-    let code = runtime.block_on(serve(socket));
+    let code = start(channel);
     // Plugin threads may still run: they end with the process, not before.
     std::process::exit(code)
 }
 
-async fn serve(socket: OwnedFd) -> i32 {
-    let std = std::os::unix::net::UnixStream::from(socket);
-    let stream = match std
-        .set_nonblocking(true)
-        .and_then(|()| UnixStream::from_std(std))
-    {
-        Ok(stream) => stream,
+/// Reads the start, sandboxes, opens the library, reports; then serves calls (and never
+/// returns once serving: the process exits when the socket closes).
+fn start(mut channel: BlockingChannel) -> i32 {
+    let start = match channel.recv::<ToWorker>() {
+        Ok(ToWorker::Start(start)) => start,
+        Ok(other) => {
+            refuse(&mut channel, Refusal::Protocol(format!("{other:?}")));
+            return 2;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::Other => {
+            refuse(&mut channel, Refusal::Protocol(e.to_string()));
+            return 2;
+        }
         Err(_) => return 2,
-    };
-    let mut channel = Framed::new(stream, codec());
-    let start = match channel.next().await {
-        Some(Ok(frame)) => match decode::<ToWorker>(&frame) {
-            Ok(ToWorker::Start(start)) => start,
-            other => {
-                let why = format!("{other:?}");
-                refuse(&mut channel, Refusal::Protocol(why)).await;
-                return 2;
-            }
-        },
-        _ => return 2,
     };
     let root = start.project_id.as_ref().map(|_| {
         // SAFETY: a worker started for a project inherits the project root as ROOT_FD.
@@ -81,14 +84,14 @@ async fn serve(socket: OwnedFd) -> i32 {
     let missing = match sandbox::apply(&Rule::ALL, &start.sandbox, reach) {
         Ok(missing) => missing,
         Err(why) => {
-            refuse(&mut channel, Refusal::Sandbox(why)).await;
+            refuse(&mut channel, Refusal::Sandbox(why));
             return 3;
         }
     };
     let module = match module::open(&start.library) {
         Ok(module) => module,
         Err(e) => {
-            refuse(&mut channel, Refusal::Module(e)).await;
+            refuse(&mut channel, Refusal::Module(e));
             return 4;
         }
     };
@@ -96,65 +99,128 @@ async fn serve(socket: OwnedFd) -> i32 {
         .into_result()
         .map(RString::into_string)
         .map_err(RString::into_string);
-    let ready = FromWorker::Ready { manifest, missing };
-    if channel.send(encode(&ready)).await.is_err() {
+    if channel
+        .send(&FromWorker::Ready { manifest, missing })
+        .is_err()
+    {
         return 0;
     }
-    run_calls(channel, module, &start).await;
-    0
+    let (reader, writer) = channel.split();
+    let serving = Arc::new(Serving {
+        reader: Mutex::new(reader),
+        writer: Mutex::new(writer),
+        module,
+        project_id: start.project_id.clone().unwrap_or_default(),
+        root_fd: if root.is_some() { ROOT_FD } else { -1 },
+        calls: Mutex::new(Calls {
+            threads: 1,
+            ..Calls::default()
+        }),
+    });
+    // `root` stays open (the plugins reach it as ROOT_FD): serving never returns.
+    serve(&serving)
 }
 
-async fn refuse(channel: &mut Channel, why: Refusal) {
-    let _ = channel.send(encode(&FromWorker::Refused(why))).await;
+fn refuse(channel: &mut BlockingChannel, why: Refusal) {
+    let _ = channel.send(&FromWorker::Refused(why));
 }
 
-/// Serves calls until the server closes the socket.
-async fn run_calls(channel: Channel, module: ToolModuleRef, start: &Start) {
-    let (mut sink, mut frames) = channel.split();
-    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(u64, Result<String, String>)>();
-    let project_id = start.project_id.clone().unwrap_or_default();
-    let root_fd = if start.project_id.is_some() {
-        ROOT_FD
-    } else {
-        -1
-    };
-    let mut running = HashSet::new();
-    let mut cancelled = HashSet::new();
+/// What the serving threads share.
+struct Serving {
+    /// The socket's reading half: the thread holding it waits for the next frame.
+    reader: Mutex<FrameReader>,
+    /// The writing half: one answer at a time, each written whole.
+    writer: Mutex<FrameWriter>,
+    module: ToolModuleRef,
+    project_id: String,
+    root_fd: RawFd,
+    calls: Mutex<Calls>,
+}
+
+/// The calls running now.
+#[derive(Default)]
+struct Calls {
+    running: HashSet<u64>,
+    /// Running calls whose answer the server no longer waits for.
+    cancelled: HashSet<u64>,
+    /// Serving threads, and how many of them are running a call.
+    threads: usize,
+    busy: usize,
+}
+
+/// One serving thread: reads a frame, runs it if it is a call, answers; again. Exits the
+/// process when the socket closes or a frame is not understood.
+fn serve(serving: &Arc<Serving>) -> ! {
     loop {
-        tokio::select! {
-            frame = frames.next() => {
-                let Some(Ok(frame)) = frame else { return };
-                match decode::<ToWorker>(&frame) {
-                    Ok(ToWorker::Call { id, limits, args }) => {
-                        let context = CallContext { project_id: project_id.clone(), root_fd, limits };
-                        let context = serde_json::to_string(&context).expect("a CallContext always serialises");
-                        let done = done_tx.clone();
-                        running.insert(id);
-                        tokio::task::spawn_blocking(move || {
-                            let result = module.call()(RStr::from_str(&context), RStr::from_str(&args))
-                                .into_result()
-                                .map(RString::into_string)
-                                .map_err(RString::into_string);
-                            let _ = done.send((id, result));
-                        });
-                    }
-                    Ok(ToWorker::Cancel { id }) => {
-                        if running.contains(&id) {
-                            cancelled.insert(id);
-                        }
-                    }
-                    _ => return,
+        let message = lock(&serving.reader).recv::<ToWorker>();
+        match message {
+            Ok(ToWorker::Call { id, limits, args }) => {
+                let spare_needed = {
+                    let mut calls = lock(&serving.calls);
+                    calls.running.insert(id);
+                    calls.busy += 1;
+                    calls.busy == calls.threads
+                };
+                if spare_needed {
+                    start_spare(serving);
+                }
+                let result = run(serving, limits, &args);
+                let wanted = {
+                    let mut calls = lock(&serving.calls);
+                    calls.running.remove(&id);
+                    calls.busy -= 1;
+                    !calls.cancelled.remove(&id)
+                };
+                if wanted
+                    && lock(&serving.writer)
+                        .send(&FromWorker::Done { id, result })
+                        .is_err()
+                {
+                    std::process::exit(0);
                 }
             }
-            Some((id, result)) = done_rx.recv() => {
-                running.remove(&id);
-                if cancelled.remove(&id) {
-                    continue;
-                }
-                if sink.send(encode(&FromWorker::Done { id, result })).await.is_err() {
-                    return;
+            Ok(ToWorker::Cancel { id }) => {
+                let mut calls = lock(&serving.calls);
+                if calls.running.contains(&id) {
+                    calls.cancelled.insert(id);
                 }
             }
+            // The server closed the socket (or broke the protocol): nothing more to do.
+            _ => std::process::exit(0),
         }
     }
+}
+
+/// Starts another serving thread, to read while every other thread runs a call. Without
+/// one (the thread limit is reached), the next call waits for a running one to finish.
+fn start_spare(serving: &Arc<Serving>) {
+    lock(&serving.calls).threads += 1;
+    let spare = Arc::clone(serving);
+    let started = std::thread::Builder::new()
+        .name("call".to_owned())
+        .spawn(move || serve(&spare));
+    if let Err(e) = started {
+        lock(&serving.calls).threads -= 1;
+        eprintln!("plugin worker: no thread for another call ({e}); calls wait their turn");
+    }
+}
+
+/// The plugin's `call`.
+fn run(serving: &Serving, limits: Limits, args: &str) -> Result<String, String> {
+    let context = CallContext {
+        project_id: serving.project_id.clone(),
+        root_fd: serving.root_fd,
+        limits,
+    };
+    let context = serde_json::to_string(&context).expect("a CallContext always serialises");
+    serving.module.call()(RStr::from_str(&context), RStr::from_str(args))
+        .into_result()
+        .map(RString::into_string)
+        .map_err(RString::into_string)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -101,8 +101,7 @@ pub async fn invoke_around(
         Runner::Worker(pool) => {
             let _held = permit;
             let deadline = tokio::time::Instant::from_std(started + request.timeout);
-            let args = args.text().to_owned();
-            return call_in_worker(pool, name, args, request, around, deadline).await;
+            return call_in_worker(pool, name, args.text(), request, around, deadline).await;
         }
     };
     let context = CallContext {

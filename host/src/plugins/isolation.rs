@@ -67,7 +67,7 @@ impl WorkerSettings {
 pub(super) async fn call_in_worker(
     pool: &Arc<WorkerPool>,
     name: &str,
-    args: String,
+    args: &str,
     request: &CallRequest,
     mut around: Option<Box<dyn AroundCall>>,
     deadline: tokio::time::Instant,

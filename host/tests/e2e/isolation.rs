@@ -256,3 +256,49 @@ async fn no_write_outside_the_root() {
         "nothing written outside the root"
     );
 }
+
+/// The built-in file tools work unchanged from a worker: a file is created, replaced and
+/// read back, and no temporary file is left beside it. (A write once linked its unnamed
+/// temporary file into place through `/proc`, which the worker's sandbox does not reach.)
+#[tokio::test]
+async fn the_file_tools_create_and_replace_files_from_a_worker() {
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::tool_calls(&[(
+            "w1",
+            "write_text_content",
+            json!({"path": "docs/a.txt", "text": "first"}),
+        )]),
+        Turn::tool_calls(&[(
+            "w2",
+            "write_text_content",
+            json!({"path": "docs/a.txt", "text": "second"}),
+        )]),
+        Turn::tool_calls(&[("r1", "get_text_content", json!({"path": "docs/a.txt"}))]),
+        Turn::text("done"),
+    ])
+    .await;
+    let host = host(&upstream).await;
+    let root = host.project_root("writer");
+    std::fs::create_dir_all(&root).unwrap();
+    let run = Stream::read(
+        host.chat(json!({"projectId": "writer", "message": "write"}))
+            .await,
+    )
+    .await;
+    let results = run.results();
+    assert_eq!(results.len(), 3, "{results:?}");
+    for (name, ok, result) in &results {
+        assert!(ok, "{name}: {result}");
+    }
+    assert!(results[2].2.contains("second"), "{results:?}");
+    assert_eq!(run.text(), "done");
+    assert_eq!(
+        std::fs::read_to_string(root.join("docs/a.txt")).unwrap(),
+        "second"
+    );
+    let left: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["a.txt"], "nothing but the file");
+}

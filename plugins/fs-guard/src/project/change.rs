@@ -6,7 +6,6 @@
 use std::io::{Read, Write};
 
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt, Permissions, PermissionsExt};
-use cap_tempfile::TempFile;
 use rustix::fs::{OFlags, RenameFlags};
 
 use super::{
@@ -520,9 +519,10 @@ impl VersionCheck {
     }
 }
 
-/// Writes `bytes` to a temporary file in `folder`, syncs it, gives it `permissions`, and
-/// renames it onto `leaf`, after `check` (if any) found the expected content there. The
-/// temporary file is removed on every failure.
+/// Writes `bytes` to a temporary file in `folder` (a named one, `O_EXCL`: linking an unnamed
+/// `O_TMPFILE` into place goes through `/proc`, which a sandboxed plugin worker cannot
+/// reach), syncs it, gives it `permissions`, and renames it onto `leaf`, after `check` (if
+/// any) found the expected content there. The temporary file is removed on every failure.
 fn replace_file(
     folder: &Dir,
     leaf: &str,
@@ -532,16 +532,26 @@ fn replace_file(
     check: Option<VersionCheck>,
 ) -> Result<(), PathError> {
     let io = |e| from_io(path, e);
-    let mut temp = TempFile::new(folder).map_err(io)?;
-    temp.write_all(bytes).map_err(io)?;
-    if let Some(permissions) = permissions {
-        temp.as_file().set_permissions(permissions).map_err(io)?;
+    let (temp_name, mut file) = temp_file(folder).map_err(io)?;
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| match permissions {
+            Some(permissions) => file.set_permissions(permissions),
+            None => Ok(()),
+        })
+        .and_then(|()| file.sync_all())
+        .map_err(io)
+        .and_then(|()| match check {
+            Some(check) => check.verify(folder, leaf, path),
+            None => Ok(()),
+        })
+        .and_then(|()| {
+            rustix::fs::renameat(folder, &temp_name, folder, leaf).map_err(|e| io(e.into()))
+        });
+    if written.is_err() {
+        let _ = rustix::fs::unlinkat(folder, &temp_name, rustix::fs::AtFlags::empty());
     }
-    temp.as_file().sync_all().map_err(io)?;
-    if let Some(check) = check {
-        check.verify(folder, leaf, path)?;
-    }
-    temp.replace(leaf).map_err(io)
+    written
 }
 
 /// Writes `bytes` to a new file `leaf` of `folder` without ever replacing one: into a fresh
