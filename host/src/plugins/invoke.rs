@@ -113,16 +113,29 @@ pub async fn invoke_around(
     let root = Arc::clone(&request.root);
     // The only serialisation of the arguments: the C ABI takes JSON text.
     let args = args.text().to_owned();
-    let call = tokio::task::spawn_blocking(move || {
-        let _held = (permit, root);
-        if let Some(around) = around.as_mut() {
-            around.before().map_err(Refusal)?;
+    let start = Arc::new(Start::default());
+    let call = tokio::task::spawn_blocking({
+        let start = Arc::clone(&start);
+        move || {
+            let _held = (permit, root);
+            if let Some(around) = around.as_mut() {
+                around.before().map_err(Refusal)?;
+            }
+            // `before` may have waited (for the project's lock, held by an undo): a call its
+            // caller has given up on meanwhile must not run after all.
+            if !start.run() {
+                if let Some(around) = around.as_mut() {
+                    around.after();
+                }
+                return Err(Refusal(String::new()));
+            }
+            let result =
+                module.call()(RStr::from_str(&context), RStr::from_str(&args)).into_result();
+            if let Some(around) = around.as_mut() {
+                around.after();
+            }
+            Ok(result)
         }
-        let result = module.call()(RStr::from_str(&context), RStr::from_str(&args)).into_result();
-        if let Some(around) = around.as_mut() {
-            around.after();
-        }
-        Ok(result)
     });
     let remaining = request.timeout.saturating_sub(started.elapsed());
     match tokio::time::timeout(remaining, call).await {
@@ -133,6 +146,7 @@ pub async fn invoke_around(
             FailureKind::Host,
             format!("tool {name} failed inside the host: {join}"),
         )),
+        Err(_) if start.give_up() => Err(not_started(name, request.timeout)),
         Err(_) => {
             tracing::warn!(tool = %name, timeout = ?request.timeout, "tool call timed out; its thread is abandoned");
             Err(ToolFailure::new(
@@ -148,6 +162,47 @@ pub async fn invoke_around(
 
 /// Why [`AroundCall::before`] kept the plugin from running.
 struct Refusal(String);
+
+/// Who settles whether a call's plugin runs: its thread, once `before` is done, or its caller,
+/// once the deadline passed. Whichever comes first wins, so a call reported as not run never
+/// runs later.
+#[derive(Default)]
+struct Start(std::sync::atomic::AtomicU8);
+
+impl Start {
+    const WAITING: u8 = 0;
+    const RUNNING: u8 = 1;
+    const GIVEN_UP: u8 = 2;
+
+    /// The call's thread: whether the plugin may run (the caller has not given up).
+    fn run(&self) -> bool {
+        self.settle(Self::RUNNING)
+    }
+
+    /// The caller at the deadline: whether the plugin had not started (and now never will).
+    fn give_up(&self) -> bool {
+        self.settle(Self::GIVEN_UP)
+    }
+
+    fn settle(&self, to: u8) -> bool {
+        use std::sync::atomic::Ordering;
+        self.0
+            .compare_exchange(Self::WAITING, to, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+}
+
+/// The model's error for a call whose deadline passed before its plugin started: it waited
+/// for what must come first (the project's lock while an undo restores it, its recording).
+pub(super) fn not_started(name: &str, timeout: Duration) -> ToolFailure {
+    ToolFailure::new(
+        FailureKind::Timeout,
+        format!(
+            "tool {name} was not run: it could not start within {:.1} s (the project was busy, for example restoring an undo); nothing was changed, so it is safe to call it again",
+            timeout.as_secs_f64()
+        ),
+    )
+}
 
 impl Tool {
     /// Calls the plugin's `call` on this thread, with no argument check, permit or deadline:

@@ -83,6 +83,14 @@ pub(super) async fn call_in_worker(
             Ok((_, Err(refusal))) => return Err(ToolFailure::new(FailureKind::Refused, refusal)),
             Err(join) => return Err(host_failure(name, &join)),
         }
+        // `before` may have waited for the project's lock (held by an undo) past the deadline:
+        // then the plugin is not sent the call at all.
+        if tokio::time::Instant::now() >= deadline {
+            if let Some(mut work) = around {
+                let _ = tokio::task::spawn_blocking(move || work.after()).await;
+            }
+            return Err(super::invoke::not_started(name, request.timeout));
+        }
     }
     let outcome = match rustix::fs::fstat(request.root.as_fd()) {
         Ok(stat) => {
