@@ -16,6 +16,7 @@ mod panel;
 mod projects;
 mod replace;
 mod rojos;
+mod runs;
 pub mod search_slots;
 pub(crate) mod server;
 mod tools;
@@ -51,6 +52,8 @@ pub fn router(state: AppState) -> Router {
             "/conversations/{id}/approvals/{approval_id}",
             post(approvals::decide),
         )
+        .route("/conversations/{id}/events", get(runs::events))
+        .route("/conversations/{id}/stop", post(runs::stop))
         .route("/conversations", get(conversations::list))
         .route("/conversations/{id}/checkpoints", get(undo::list))
         .route("/conversations/{id}/undo", post(undo::undo))

@@ -46,6 +46,7 @@ mod prometheus_rules;
 mod provider_errors;
 mod provider_status;
 mod providers;
+mod runs;
 mod runtime;
 mod search_bounds;
 mod secrets;
