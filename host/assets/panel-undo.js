@@ -93,6 +93,15 @@ window.RojosUndo = (() => {
       if (!bubble) continue;
       place(bubble, bar(checkpoint, checkpoint === last));
       for (const line of turnLines(bubble)) addDiff(line, checkpoint);
+      markUndone(bubble, checkpoint.undone === true);
+    }
+  }
+
+  // Marks the turn that starts at `bubble`, and each of its tool calls, as undone (or not).
+  function markUndone(bubble, undone) {
+    bubble.classList.toggle('turn-undone', undone);
+    for (let n = bubble.nextElementSibling; n && !n.classList.contains('user'); n = n.nextElementSibling) {
+      if (n.classList.contains('activity')) n.classList.toggle('undone', undone);
     }
   }
 
@@ -262,6 +271,9 @@ window.RojosUndo = (() => {
     }
     if (response.ok) {
       if (window.RojosFiles && window.RojosFiles.refresh) window.RojosFiles.refresh();
+      let summary = null;
+      try { summary = (await response.json()).undone; } catch (_) { /* the bar still says it */ }
+      if (summary) addRecord(summary);
       await refresh();
       const done = thread().querySelector('.undo-bar[data-run="' + CSS.escape(element.dataset.run) + '"] .undo-state');
       if (done) done.setAttribute('role', 'status');
@@ -270,6 +282,16 @@ window.RojosUndo = (() => {
     const changed = response.status === 409;
     const message = await panel.errorText(response);
     refused(element, message, changed && !force);
+  }
+
+  // The undo's record at the end of the thread, as a reopened conversation draws it (the
+  // history holds it, and the model reads it on its next turn).
+  function addRecord(summary) {
+    const paths = Array.isArray(summary.paths) ? summary.paths.filter((p) => typeof p === 'string') : [];
+    const text = 'File changes undone' + (paths.length ? ': ' + paths.join(', ') : '') + '. The rojo was told.';
+    const note = node('div', 'note undo-record', text);
+    const typing = thread().querySelector('.typing');
+    thread().insertBefore(note, typing);
   }
 
   // Shows why the undo did not happen; `offerForce`: with an "Undo anyway" choice.

@@ -494,6 +494,13 @@
     }
   }
 
+  // The record an undo left in the history: which paths its run's changes no longer touch.
+  function addUndoRecord(undo) {
+    const paths = Array.isArray(undo.paths) ? undo.paths.filter((p) => typeof p === 'string') : [];
+    const note = addNote('File changes undone' + (paths.length ? ': ' + paths.join(', ') : '') + '. The rojo was told.');
+    if (note) note.classList.add('undo-record');
+  }
+
   // ---- runs that outlive the connection (docs/api.md, "Runs") ------------------------------
 
   // The run's first event names its conversation (a new one's too): from here on a reload
@@ -715,7 +722,9 @@
     const lines = new Map();
     for (const [index, m] of messages.entries()) {
       if (!m || typeof m !== 'object') continue;
-      if (m.role === 'user') {
+      if (m.role === 'user' && m.rojos && typeof m.rojos === 'object' && m.rojos.undo) {
+        addUndoRecord(m.rojos.undo); // the record an undo left (docs/api.md, "Undo of file changes")
+      } else if (m.role === 'user') {
         addUser(contentText(m.content)).dataset.message = String(index); // for panel-undo.js
       } else if (m.role === 'assistant') {
         const text = contentText(m.content);

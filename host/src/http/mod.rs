@@ -22,6 +22,7 @@ pub(crate) mod server;
 mod tools;
 pub mod transfers;
 mod undo;
+mod undo_record;
 
 use axum::{
     extract::DefaultBodyLimit,

@@ -59,3 +59,4 @@ mod transfers;
 mod trust;
 mod undo;
 mod undo_bounds;
+mod undo_record;
