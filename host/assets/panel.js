@@ -509,7 +509,10 @@
     if (typeof event.conversationId !== 'string') return;
     reply.conversationId = event.conversationId;
     state.run = { conversationId: event.conversationId };
-    if (state.conversationId !== event.conversationId) setConversation(event.conversationId);
+    if (state.conversationId !== event.conversationId) {
+      setConversation(event.conversationId);
+      loadHistory(); // a new conversation is in the list while its first reply is written
+    }
     if (typeof event.rojo === 'string') showConversationRojo(event.rojo);
   }
 
