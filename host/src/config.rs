@@ -709,7 +709,7 @@ fn parse_unattended(value: Option<f64>) -> Result<crate::agent::Unattended, Conf
     use crate::agent::Unattended;
     match value {
         None => Ok(Unattended::After(DEFAULT_UNATTENDED_RUN)),
-        Some(s) if s == 0.0 => Ok(Unattended::StopAtOnce),
+        Some(0.0) => Ok(Unattended::StopAtOnce),
         Some(s) if s > 0.0 && s <= MAX_UNATTENDED_RUN_SECS => {
             Ok(Unattended::After(Duration::from_secs_f64(s)))
         }
