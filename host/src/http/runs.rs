@@ -1,7 +1,7 @@
 //! A conversation's run, followed and stopped apart from the request that started it:
 //! `GET /conversations/{id}/events?after=N` streams the events of its current (or just
 //! finished) run after event number `N`, as `POST /chat` does (`204` when this host has no
-//! run of it to follow); `POST /conversations/{id}/stop` stops it (`409` when none is being
+//! run of it to follow, or, without `after`, when its run has ended); `POST /conversations/{id}/stop` stops it (`409` when none is being
 //! written). See `docs/api.md`, "Runs", and `agent::feed`.
 
 use axum::{
@@ -37,6 +37,11 @@ pub(super) async fn events(
     let Some(feed) = state.agent.feeds.get(&id) else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
+    // Without `after`, only a run in progress is followed: a client opening the conversation
+    // reads a finished run's messages in its history.
+    if query.after.is_none() && feed.is_done() {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
     let after = query.after.unwrap_or(0);
     let last = feed.last_seq();
     if after > last {

@@ -90,12 +90,17 @@ async fn a_client_that_leaves_rejoins_its_run_where_it_left_off() {
 
     // Another client follows the same run from its start.
     let whole = host
-        .get(&format!("/conversations/{conversation}/events"))
+        .get(&format!("/conversations/{conversation}/events?after=0"))
         .await;
     let whole = Stream::read(whole).await;
     assert_eq!(whole.started_conversation(), conversation);
     assert_eq!(whole.text(), text);
     assert_eq!(whole.seqs.1, rest.seqs.1);
+    // Without `after`, only a run in progress is followed.
+    let ended = host
+        .get(&format!("/conversations/{conversation}/events"))
+        .await;
+    assert_eq!(ended.status(), 204);
 
     assert_eq!(upstream.dropped(), 0, "the run was never cancelled");
     let stored = host.closed_history(&conversation).await;
