@@ -93,6 +93,7 @@ window.RojosUndo = (() => {
       const element = bar(checkpoint, checkpoint === last);
       place(bubble, element);
       for (const line of turnLines(bubble)) addDiff(line, checkpoint);
+      markUndone(bubble, checkpoint.undone === true);
       if (window.RojosChanges) {
         // The card of the turn's file changes goes before its undo bar (panel-changes.js).
         const shown = window.RojosChanges.show(bubble, checkpoint, turnActivity(bubble),
@@ -103,6 +104,12 @@ window.RojosUndo = (() => {
       }
     }
     if (!newest && window.RojosFiles && window.RojosFiles.markChanged) window.RojosFiles.markChanged([]);
+  }
+
+  // Marks the turn that starts at `bubble`, and each of its tool calls, as undone (or not).
+  function markUndone(bubble, undone) {
+    bubble.classList.toggle('turn-undone', undone);
+    for (const line of turnActivity(bubble)) line.classList.toggle('undone', undone);
   }
 
   // Every activity line of the turn that starts at `bubble`, in order.
@@ -223,6 +230,9 @@ window.RojosUndo = (() => {
     }
     if (response.ok) {
       if (window.RojosFiles && window.RojosFiles.refresh) window.RojosFiles.refresh();
+      let summary = null;
+      try { summary = (await response.json()).undone; } catch (_) { /* the bar still says it */ }
+      if (summary) addRecord(summary);
       await refresh();
       const done = thread().querySelector('.undo-bar[data-run="' + CSS.escape(element.dataset.run) + '"] .undo-state');
       if (done) done.setAttribute('role', 'status');
@@ -231,6 +241,16 @@ window.RojosUndo = (() => {
     const changed = response.status === 409;
     const message = await panel.errorText(response);
     refused(element, message, changed && !force);
+  }
+
+  // The undo's record at the end of the thread, as a reopened conversation draws it (the
+  // history holds it, and the model reads it on its next turn).
+  function addRecord(summary) {
+    const paths = Array.isArray(summary.paths) ? summary.paths.filter((p) => typeof p === 'string') : [];
+    const text = 'File changes undone' + (paths.length ? ': ' + paths.join(', ') : '') + '. The rojo was told.';
+    const note = node('div', 'note undo-record', text);
+    const typing = thread().querySelector('.typing');
+    thread().insertBefore(note, typing);
   }
 
   // Shows why the undo did not happen; `offerForce`: with an "Undo anyway" choice.

@@ -225,10 +225,16 @@
       this.done = false;
       this.failed = false;
       this.pending = false;
+      this.seq = 0; // the number of the last event handled, to rejoin after (docs/api.md, "Runs")
+      this.conversationId = null;
     }
 
     handle(event) {
+      if (event && typeof event.seq === 'number') this.seq = event.seq;
       switch (event && event.type) {
+        case 'RUN_STARTED':
+          runStarted(this, event);
+          break;
         case 'CHAT':
           if (!this.bubble) { this.bubble = addAssistant(); this.text = ''; }
           this.text += typeof event.text === 'string' ? event.text : '';
@@ -383,7 +389,8 @@
     el.send.hidden = busy;
     el.stop.hidden = !busy;
     el.project.disabled = busy;
-    el.rojo.disabled = busy;
+    // A conversation keeps its rojo: the picker chooses a new conversation's.
+    el.rojo.disabled = busy || !!state.conversationId;
     el.newChat.disabled = busy;
     el.app.classList.toggle('busy', busy);
     showTyping(busy);
@@ -411,7 +418,9 @@
     localStorage.setItem(KEY_PROJECT, projectId);
     const mode = regenerate ? null : conv ? conv.takeMode() : null;
     const editLast = !!(mode && mode.editLast && state.conversationId);
-    const body = { projectId, rojo: el.rojo.value || 'default' };
+    // A conversation keeps its rojo: the picker's is sent only to start one.
+    const body = { projectId };
+    if (!state.conversationId) body.rojo = el.rojo.value || 'default';
     if (regenerate) body.regenerate = true;
     else body.message = text;
     if (editLast) body.editLast = true;
@@ -444,8 +453,10 @@
         return;
       }
       if (replaced) replaced.commit();
-      await readEvents(response.body, (event) => reply.handle(event));
-      if (!reply.done) {
+      await followToEnd(response.body, reply, state.abort.signal);
+      if (state.leaving) {
+        reply.finish('Still running: open the conversation again to follow it.');
+      } else if (!reply.done) {
         reply.finish('The connection closed before this call finished.');
         addError('The connection to the server closed before the reply was complete.');
         if (!regenerate) restoreText(text);
@@ -458,6 +469,8 @@
         refused();
         if (!regenerate) restoreText(text);
         if (conv) conv.restoreMode(mode);
+      } else if (e.name === 'AbortError' && state.leaving) {
+        reply.finish('Still running: open the conversation again to follow it.');
       } else if (e.name === 'AbortError') {
         reply.finish('Stopped before this call finished.');
         addNote('Stopped.');
@@ -470,12 +483,136 @@
         if (conv) conv.restoreMode(mode);
       }
     } finally {
+      const left = state.leaving;
       reply.finish('The reply ended before this call finished.');
       state.abort = null;
+      state.run = null;
+      state.leaving = false;
       setBusy(false);
       loadHistory();
-      if (undo) undo.afterRun(bubble);
+      if (undo && !left) undo.afterRun(bubble);
     }
+  }
+
+  // The record an undo left in the history: which paths its run's changes no longer touch.
+  function addUndoRecord(undo) {
+    const paths = Array.isArray(undo.paths) ? undo.paths.filter((p) => typeof p === 'string') : [];
+    const note = addNote('File changes undone' + (paths.length ? ': ' + paths.join(', ') : '') + '. The rojo was told.');
+    if (note) note.classList.add('undo-record');
+  }
+
+  // ---- runs that outlive the connection (docs/api.md, "Runs") ------------------------------
+
+  // The run's first event names its conversation (a new one's too): from here on a reload
+  // or a dropped connection can follow it again, and Stop asks the server to stop it.
+  function runStarted(reply, event) {
+    if (typeof event.conversationId !== 'string') return;
+    reply.conversationId = event.conversationId;
+    state.run = { conversationId: event.conversationId };
+    if (state.conversationId !== event.conversationId) {
+      setConversation(event.conversationId);
+      loadHistory(); // a new conversation is in the list while its first reply is written
+    }
+    if (typeof event.rojo === 'string') showConversationRojo(event.rojo);
+  }
+
+  // Reads a run's events into `reply`; a stream that ends before DONE lost its connection,
+  // not its run: the run is followed again from its last event (a few tries).
+  async function followToEnd(body, reply, signal) {
+    try {
+      await readEvents(body, (event) => reply.handle(event));
+    } catch (e) {
+      if (e.name === 'AbortError' || e instanceof AuthError) throw e;
+    }
+    for (let attempt = 1; !reply.done && reply.conversationId && attempt <= 5; attempt++) {
+      if (signal && signal.aborted) return;
+      await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+      let response;
+      try {
+        const path = '/conversations/' + encodeURIComponent(reply.conversationId) + '/events?after=' + reply.seq;
+        response = await api(path, { signal });
+      } catch (e) {
+        if (e.name === 'AbortError' || e instanceof AuthError) throw e;
+        continue;
+      }
+      if (response.status !== 200) return; // the run is over: its history has the rest
+      try {
+        await readEvents(response.body, (event) => reply.handle(event));
+      } catch (e) {
+        if (e.name === 'AbortError' || e instanceof AuthError) throw e;
+      }
+    }
+  }
+
+  // Stop asks the server to stop the run (every client following it sees it end); before the
+  // run has named its conversation, the request is dropped instead.
+  async function stopRun() {
+    const run = state.run;
+    if (!run) {
+      if (state.abort) state.abort.abort();
+      return;
+    }
+    try {
+      const path = '/conversations/' + encodeURIComponent(run.conversationId) + '/stop';
+      const response = await api(path, { method: 'POST' });
+      if (!response.ok && response.status !== 409 && state.abort) state.abort.abort();
+    } catch (e) {
+      if (!(e instanceof AuthError) && state.abort) state.abort.abort();
+    }
+  }
+
+  // Opening another conversation while a reply streams leaves that run going (it is followed
+  // again when its conversation is opened).
+  function leaveRun() {
+    if (!state.busy || !state.abort) return;
+    state.leaving = true;
+    state.abort.abort();
+  }
+
+  // A run still going in the conversation just opened (after a reload, or opened from the
+  // list while it runs): the thread is shown up to the run's message, then the run's events
+  // from its first one, and followed to its end.
+  async function followLive(id, seq) {
+    let response;
+    try {
+      response = await api('/conversations/' + encodeURIComponent(id) + '/events');
+    } catch (_) {
+      return;
+    }
+    if (response.status !== 200 || seq !== state.openSeq || state.busy) {
+      if (response.body) response.body.cancel().catch(() => {});
+      return;
+    }
+    const users = el.thread.querySelectorAll('.msg.user');
+    const last = users[users.length - 1];
+    if (last) while (last.nextSibling) last.nextSibling.remove();
+    const reply = new Reply();
+    state.abort = new AbortController();
+    setBusy(true);
+    try {
+      await followToEnd(response.body, reply, state.abort.signal);
+      if (!reply.done && !state.leaving) addError('The connection to the server closed before the reply was complete.');
+    } catch (e) {
+      if (e instanceof AuthError) return;
+      if (!(e.name === 'AbortError' && state.leaving)) addError('Cannot follow the reply: ' + e.message);
+    } finally {
+      reply.finish('The reply ended before this call finished.');
+      state.abort = null;
+      state.run = null;
+      state.leaving = false;
+      setBusy(false);
+      loadHistory();
+      if (undo) undo.refresh();
+    }
+  }
+
+  // The conversation's rojo, in its header: it answers every turn of it.
+  function showConversationRojo(rojo) {
+    const label = document.getElementById('conversation-rojo');
+    if (!label) return;
+    label.textContent = rojo ? 'Rojo: ' + rojo : '';
+    label.hidden = !rojo;
+    el.rojo.disabled = state.busy || !!rojo;
   }
 
   function autosize() {
@@ -503,6 +640,7 @@
 
   function newChat() {
     if (state.busy) return;
+    showConversationRojo(null);
     if (conv) conv.cancelEdit();
     state.openSeq += 1;
     setConversation(null);
@@ -589,7 +727,9 @@
     const lines = new Map();
     for (const [index, m] of messages.entries()) {
       if (!m || typeof m !== 'object') continue;
-      if (m.role === 'user') {
+      if (m.role === 'user' && m.rojos && typeof m.rojos === 'object' && m.rojos.undo) {
+        addUndoRecord(m.rojos.undo); // the record an undo left (docs/api.md, "Undo of file changes")
+      } else if (m.role === 'user') {
         addUser(contentText(m.content)).dataset.message = String(index); // for panel-undo.js
       } else if (m.role === 'assistant') {
         const text = contentText(m.content);
@@ -627,6 +767,7 @@
   async function fetchMessages(id, seq) {
     const messages = [];
     let from = 0;
+    let rojo = null; // the conversation's rojo (`Rojos-Rojo`)
     for (;;) {
       const query = from > 0 ? '?from=' + from : '';
       const response = await api('/conversations/' + encodeURIComponent(id) + query);
@@ -636,19 +777,21 @@
       if (seq !== state.openSeq) return { stale: true };
       if (!Array.isArray(page)) return { error: 'the server did not send a list of messages' };
       for (const message of page) messages.push(message);
+      if (from === 0) rojo = response.headers.get('Rojos-Rojo');
       const next = Number(response.headers.get('Rojos-Next-From') || NaN);
       // A next page must start further on, or the list would never end.
-      if (!(next > from) || page.length === 0) return { messages };
+      if (!(next > from) || page.length === 0) return { messages, rojo };
       from = next;
     }
   }
 
   async function openConversation(id, rojo) {
-    if (state.busy) return;
+    leaveRun();
+    while (state.busy) await new Promise((resolve) => setTimeout(resolve, 20));
     const seq = ++state.openSeq;
     closeSidebar();
     try {
-      const { stale, error, messages } = await fetchMessages(id, seq);
+      const { stale, error, messages, rojo: kept } = await fetchMessages(id, seq);
       if (stale) return;
       if (error !== undefined) {
         clearThread();
@@ -659,9 +802,11 @@
       if (rojo && [...el.rojo.options].some((o) => o.value === rojo)) el.rojo.value = rojo;
       setConversation(id);
       renderHistory(messages);
+      showConversationRojo(kept || rojo);
       if (undo) undo.refresh();
       if (conv) conv.cancelEdit();
       if (conv) conv.refreshActions();
+      await followLive(id, seq);
     } catch (e) {
       if (e instanceof AuthError) return;
       addError('Cannot open the conversation: ' + e.message);
@@ -818,7 +963,7 @@
     }
   });
   el.input.addEventListener('input', autosize);
-  el.stop.addEventListener('click', () => { if (state.abort) state.abort.abort(); });
+  el.stop.addEventListener('click', stopRun);
   el.newChat.addEventListener('click', newChat);
   el.rojo.addEventListener('change', () => {
     localStorage.setItem(KEY_ROJO, el.rojo.value);

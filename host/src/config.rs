@@ -127,6 +127,8 @@ pub struct Config {
     /// How long a call waits for the user's approval before it is denied (`[limits]
     /// approval_timeout_secs`).
     pub approval_timeout: Duration,
+    /// When a run nobody follows stops (`[limits] unattended_run_secs`; docs/api.md, "Runs").
+    pub unattended_run: crate::agent::Unattended,
     /// The runtime's worker threads (`[server] worker_threads`); `None`: one per core.
     pub worker_threads: Option<NonZeroUsize>,
     /// How many MCP sessions may be open, and for how long one lives unused (`[limits]
@@ -451,6 +453,7 @@ impl ConfigFile {
             DEFAULT_APPROVAL_TIMEOUT,
             approve::MAX_APPROVAL_TIMEOUT_SECS,
         )?;
+        let unattended_run = parse_unattended(limits_raw.unattended_run_secs)?;
         let rate_limit_per_minute = parse_rate_limit(raw.auth.rate_limit_per_minute)?;
         let mcp_sessions = parse_mcp_sessions(limits_raw, plugins.call_timeout)?;
         let providers = parse_providers(&raw.providers, env, budgets.max_model_turn_bytes)?;
@@ -481,6 +484,7 @@ impl ConfigFile {
             rate_limit_per_minute,
             mcp_servers,
             approval_timeout,
+            unattended_run,
             worker_threads,
             mcp_sessions,
         };
@@ -696,6 +700,32 @@ fn seconds_key(
         None => Ok(default),
         Some(s) if s > 0.0 && s <= max => Ok(Duration::from_secs_f64(s)),
         Some(_) => Err(invalid(key, format!("must be between 0 and {max} seconds"))),
+    }
+}
+
+/// How long a run nobody follows goes on by default (`[limits] unattended_run_secs`).
+pub const DEFAULT_UNATTENDED_RUN: Duration = Duration::from_secs(600);
+
+/// The most seconds `unattended_run_secs` may say (a day).
+const MAX_UNATTENDED_RUN_SECS: f64 = 86_400.0;
+
+/// `[limits] unattended_run_secs`: how long a run goes on with nobody following it; `0`
+/// stops it as soon as its last client leaves.
+fn parse_unattended(value: Option<f64>) -> Result<crate::agent::Unattended, ConfigError> {
+    use crate::agent::Unattended;
+    match value {
+        None => Ok(Unattended::After(DEFAULT_UNATTENDED_RUN)),
+        Some(0.0) => Ok(Unattended::StopAtOnce),
+        Some(s) if s > 0.0 && s <= MAX_UNATTENDED_RUN_SECS => {
+            Ok(Unattended::After(Duration::from_secs_f64(s)))
+        }
+        Some(_) => Err(invalid(
+            "limits.unattended_run_secs",
+            format!(
+                "must be between 0 (stop a run when its last client leaves) and \
+                 {MAX_UNATTENDED_RUN_SECS} seconds"
+            ),
+        )),
     }
 }
 

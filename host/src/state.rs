@@ -231,5 +231,6 @@ fn agent(
                 memory_bytes: config.checkpoint_memory_bytes as u64,
             },
         )),
+        feeds: Arc::new(crate::agent::Feeds::new(config.unattended_run)),
     })
 }

@@ -24,10 +24,10 @@ use rojos_conversations::{
 };
 use rojos_llm::ToolCall;
 use serde_json::{json, Value};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::{dispatch::Gate, history::NOTE_KEY, replaces::replaces_existing, Event, Line};
+use super::{dispatch::Gate, feed::Feed, history::NOTE_KEY, replaces::replaces_existing, Event};
 use crate::{
     config::ApprovalRule,
     plugins::{CallRequest, FailureKind, ToolFailure},
@@ -220,7 +220,7 @@ pub(super) struct RunGate<'a> {
     pub(super) desk: &'a ApprovalDesk,
     pub(super) conversation: &'a ConversationId,
     pub(super) rule: &'a ApprovalRule,
-    pub(super) tx: &'a mpsc::Sender<Line>,
+    pub(super) feed: &'a Feed,
     pub(super) stop: &'a CancellationToken,
     /// How the last call was settled, when it was asked (taken by [`RunGate::take_note`]).
     pub(super) settled: Option<Settled>,
@@ -247,12 +247,9 @@ impl RunGate<'_> {
         message
     }
 
-    /// Resolves when the client went away or the run must stop.
+    /// Resolves when the run must stop.
     async fn cancelled(&self) {
-        tokio::select! {
-            () = self.tx.closed() => {},
-            () = self.stop.cancelled() => {},
-        }
+        self.stop.cancelled().await;
     }
 
     /// Asks for and waits for the decision on `call`, under a new approval id.
@@ -283,7 +280,7 @@ impl RunGate<'_> {
             args,
             conversation_id: conversation.to_string(),
         };
-        let _ = self.tx.send(asked.into()).await;
+        self.feed.push(&asked);
         tracing::info!(tool = %call.name, call_id = %call.id, approval_id = %approval_id, "waiting for the user's approval");
         let deadline = tokio::time::Instant::now() + desk.timeout;
         loop {

@@ -1,13 +1,15 @@
 //! The NDJSON events a chat streams to its client: the wire format of `POST /chat`.
 //!
-//! One JSON object per line, flushed as each event happens:
+//! One JSON object per line, flushed as each event happens, numbered from 1 by `seq` (the
+//! number a client rejoins after, `feed.rs`); `RUN_STARTED` comes first:
 //!
 //! ```text
-//! {"type":"CHAT","text":"I'll create it."}
-//! {"type":"TOOL_CALL","id":"call_1","name":"create_directory","args":{"path":"docs/intro"}}
-//! {"type":"TOOL_RESULT","id":"call_1","name":"create_directory","result":"{\"ok\":true}","ok":true}
-//! {"type":"CHAT","text":"Done."}
-//! {"type":"DONE","conversationId":"3kTMd9aQ2xW7pLb0yZc1vE","stopReason":"completed"}
+//! {"type":"RUN_STARTED","conversationId":"3kTMd9aQ2xW7pLb0yZc1vE","rojo":"default","seq":1}
+//! {"type":"CHAT","text":"I'll create it.","seq":2}
+//! {"type":"TOOL_CALL","id":"call_1","name":"create_directory","args":{"path":"docs/intro"},"seq":3}
+//! {"type":"TOOL_RESULT","id":"call_1","name":"create_directory","result":"{\"ok\":true}","ok":true,"seq":4}
+//! {"type":"CHAT","text":"Done.","seq":5}
+//! {"type":"DONE","conversationId":"3kTMd9aQ2xW7pLb0yZc1vE","stopReason":"completed","seq":6}
 //! ```
 //!
 //! While the model streams a call, optional live-status events may come first:
@@ -26,6 +28,15 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Event {
+    /// The run started: always the first event, so a client knows the conversation (a new
+    /// one's id included) before anything else.
+    RunStarted {
+        /// The conversation the run belongs to.
+        #[serde(rename = "conversationId")]
+        conversation_id: String,
+        /// The rojo that answers.
+        rojo: String,
+    },
     /// A piece of the model's text, as it arrives.
     Chat {
         /// The text.
@@ -122,7 +133,7 @@ pub enum StopReason {
     MaxSteps,
     /// The provider failed (unreachable, error status, error in the stream, cut stream).
     ProviderError,
-    /// The client went away or the server is shutting down.
+    /// Stopped: asked by a client, nobody followed it, or the server is shutting down.
     Cancelled,
     /// The server failed (e.g. the conversation store).
     InternalError,
@@ -139,32 +150,6 @@ impl Event {
     }
 }
 
-/// An event as its client gets it: its NDJSON line, written when the event is made. The
-/// queue between a run and its client holds these rather than [`Event`]s: the queue allocates
-/// its slots 32 at a time, each as large as its largest item (an `Event` is 104 bytes, a line
-/// 24), and every open stream has its queue (`bench/PROFILE.md`, S3's peak memory).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Line(String);
-
-impl Line {
-    /// The line's text, newline included.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl From<Event> for Line {
-    fn from(event: Event) -> Self {
-        Line(event.to_line())
-    }
-}
-
-impl From<Line> for String {
-    fn from(line: Line) -> Self {
-        line.0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,6 +158,13 @@ mod tests {
     #[test]
     fn events_serialise_to_the_contract_wire_format() {
         let cases = [
+            (
+                Event::RunStarted {
+                    conversation_id: "abc".into(),
+                    rojo: "careful".into(),
+                },
+                r#"{"type":"RUN_STARTED","conversationId":"abc","rojo":"careful"}"#,
+            ),
             (
                 Event::Chat { text: "hi".into() },
                 r#"{"type":"CHAT","text":"hi"}"#,

@@ -10,7 +10,8 @@
 //! the same `dispatch` (the MCP server's `tools/call`); `approval` asks the user before a
 //! call the rojo's `approve` names runs, and takes their decision (`replaces` tells whether
 //! a call would replace what exists, for `approve = "destructive"`); `first_turn` sends a new
-//! conversation's first model request while the conversation is created. The agent knows
+//! conversation's first model request while the conversation is created; `feed` numbers and
+//! keeps a run's events for every client that follows it. The agent knows
 //! the registry, the provider clients and the store, but not HTTP.
 
 mod approval;
@@ -19,6 +20,7 @@ mod canonical;
 pub mod context;
 mod dispatch;
 pub mod events;
+pub mod feed;
 mod first_turn;
 mod history;
 mod lease;
@@ -31,11 +33,11 @@ use std::{sync::Arc, time::Duration};
 
 use rojos_conversations::{ConversationId, ConversationStore, RunLeases, StoreError};
 use rojos_plugin_api::Limits;
-use tokio::sync::mpsc;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 pub use approval::{ApprovalDesk, DecideError, DecidedCall};
-pub use events::{Event, Line, StopReason};
+pub use events::{Event, StopReason};
+pub use feed::{Feeds, Follower, StopCause, Unattended};
 pub use first_turn::FirstTurn;
 pub use lease::RunLease;
 pub use single::{SingleCallError, SingleCallResult};
@@ -47,9 +49,6 @@ use crate::{
     registry::RegistryHandle,
     storage::{ProjectId, Storage},
 };
-
-/// How many events may wait for a slow client before the run pauses.
-const EVENT_BUFFER: usize = 64;
 
 /// Everything runs share.
 pub struct Agent {
@@ -81,6 +80,8 @@ pub struct Agent {
     pub metrics: Arc<Metrics>,
     /// The runs' undo checkpoints.
     pub checkpoints: Arc<crate::checkpoints::Checkpoints>,
+    /// The events of this host's runs, for the clients that follow them.
+    pub feeds: Arc<Feeds>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -158,20 +159,42 @@ impl Agent {
         .await
     }
 
-    /// Spawns a run; the receiver yields its events and ends after `DONE`. Dropping the
-    /// receiver cancels the run: the upstream request is dropped and no further tool starts.
+    /// Spawns a run and returns its first follower: the events of the run, numbered, its
+    /// `RUN_STARTED` first and its `DONE` last. The run belongs to its conversation, not to
+    /// this follower: dropping it does not stop the run unless nobody else follows it for
+    /// `[limits] unattended_run_secs` ([`feed`]); a stop is asked through the feed
+    /// ([`Feeds::get`]). `held` (the chat's admission) is kept until the run ends.
     /// With [`Placement::Created`], `first_turn` is the first model turn, sent while the
     /// conversation was created ([`Agent::first_turn`]): the run continues it.
     pub fn start(
         self: &Arc<Self>,
         request: RunRequest,
         first_turn: Option<FirstTurn>,
-    ) -> mpsc::Receiver<Line> {
-        let (tx, rx) = mpsc::channel(EVENT_BUFFER);
+        held: impl Send + 'static,
+    ) -> Follower {
+        let (feed, follower) = self
+            .feeds
+            .open(&request.conversation, request.lease.stop().child_token());
+        feed.push(&Event::RunStarted {
+            conversation_id: request.conversation.to_string(),
+            rojo: request.rojo_name.clone(),
+        });
         let agent = Arc::clone(self);
-        self.tasks
-            .spawn(async move { run::run(agent, request, first_turn, tx).await });
-        rx
+        self.tasks.spawn(async move {
+            let conversation = request.conversation.clone();
+            run::run(Arc::clone(&agent), request, first_turn, Arc::clone(&feed)).await;
+            drop(held);
+            // Kept a while for a client that lost its connection near the end.
+            let shutdown = agent.shutdown.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = tokio::time::sleep(feed::KEPT_AFTER_DONE) => {}
+                    () = shutdown.cancelled() => {}
+                }
+                agent.feeds.forget(&conversation, &feed);
+            });
+        });
+        follower
     }
 }
 

@@ -14,13 +14,13 @@ use rojos_llm::{
     TurnStream,
 };
 use serde_json::Value;
-use tokio::sync::mpsc;
 use tracing::Instrument;
 
+use super::feed::Feed;
 use super::progress::ProgressThrottle;
 use super::{
-    approval, context, dispatch, error_chain, history, Agent, Event, FirstTurn, Line, Placement,
-    RunRequest, StopReason,
+    approval, context, dispatch, error_chain, history, Agent, Event, FirstTurn, Placement,
+    RunRequest, StopCause, StopReason,
 };
 use crate::{
     plugins::{model_text, CallRequest, FailureKind, ToolFailure},
@@ -34,12 +34,13 @@ pub(super) const INTERRUPTED: &str = "(no answer: the run was interrupted)";
 
 mod fitted;
 
-/// Runs one user message to its end and sends `DONE`.
+/// Runs one user message to its end and sends `DONE`; stops early once nobody has followed
+/// it for `[limits] unattended_run_secs` (see [`Feed::stop_when_unattended`]).
 pub(super) async fn run(
     agent: Arc<Agent>,
     mut request: RunRequest,
     first_turn: Option<FirstTurn>,
-    tx: mpsc::Sender<Line>,
+    feed: Arc<Feed>,
 ) {
     let span = tracing::info_span!(
         "chat",
@@ -50,9 +51,9 @@ pub(super) async fn run(
     async move {
         agent.metrics.chat_started();
         let out = Out {
-            tx,
-            // The server's shutdown, or the run's lease lost.
-            shutdown: request.lease.stop().clone(),
+            feed: Arc::clone(&feed),
+            // The server's shutdown, the run's lease lost, a stop asked, or nobody following.
+            shutdown: feed.stop_token(),
         };
         // The run's history is the request's, taken and written as JSON once: nothing else
         // reads it.
@@ -79,7 +80,16 @@ pub(super) async fn run(
             out: &out,
             ledger: dispatch::Ledger::new(agent.budgets).with_checkpoint(checkpoint),
         };
-        let stop = match run.steps(first_turn).await {
+        let steps = run.steps(first_turn);
+        let unattended = async {
+            feed.stop_when_unattended(agent.feeds.unattended).await;
+            std::future::pending::<()>().await;
+        };
+        let result = tokio::select! {
+            result = steps => result,
+            () = unattended => unreachable!("never resolves"),
+        };
+        let stop = match result {
             Ok(stop) => stop,
             Err(e) => {
                 tracing::error!(error = %e, "conversation store failed");
@@ -115,28 +125,26 @@ fn user_message_index(request: &RunRequest, history: &[MessageText]) -> u64 {
     kept + u64::from(history::needs_closing(history))
 }
 
-/// The client side of a run: events out, and whether anyone still listens.
+/// The client side of a run: events out to its feed, and whether the run must stop.
 struct Out {
-    tx: mpsc::Sender<Line>,
+    feed: Arc<Feed>,
     shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl Out {
-    /// Sends an event; a client that went away is noticed through [`Out::cancelled`].
+    /// Adds an event to the run's feed, for every client that follows it.
     async fn send(&self, event: Event) {
-        let _ = self.tx.send(event.into()).await;
+        self.feed.push(&event);
     }
 
-    /// Resolves when the client disconnects or the server shuts down.
+    /// Resolves when the run must stop: asked to, nobody follows it, the server shuts down,
+    /// or the lease was lost.
     async fn cancelled(&self) {
-        tokio::select! {
-            () = self.tx.closed() => {},
-            () = self.shutdown.cancelled() => {},
-        }
+        self.shutdown.cancelled().await;
     }
 
     fn is_cancelled(&self) -> bool {
-        self.tx.is_closed() || self.shutdown.is_cancelled()
+        self.shutdown.is_cancelled()
     }
 }
 
@@ -533,7 +541,7 @@ impl Run<'_> {
             desk: &self.agent.approvals,
             conversation: &self.request.conversation,
             rule: &self.request.rojo.approve,
-            tx: &self.out.tx,
+            feed: &self.out.feed,
             stop: &self.out.shutdown,
             settled: None,
         };
@@ -577,24 +585,22 @@ impl Run<'_> {
             .await
     }
 
-    /// Ends a cancelled run; at shutdown or when the lease is lost, the client is still there
-    /// and is told why.
+    /// Ends a cancelled run. Stopped by a client or for want of one, the history notes it as
+    /// stopped; at shutdown or when the lease is lost, the clients are told why.
     async fn cancelled(&mut self, partial: String) -> Result<StopReason, StoreError> {
-        // The client is still there: the server is shutting down, or the run lost its lease.
         let why = if self.agent.shutdown.is_cancelled() {
             "the server is shutting down"
-        } else if !self.out.tx.is_closed() {
-            "this run lost its hold on the conversation (its lease expired)"
-        } else {
+        } else if let Some(cause) = self.out.feed.cause() {
+            let why = match cause {
+                StopCause::Asked => "the run was stopped",
+                StopCause::Unattended => "the run was stopped: nobody followed it",
+            };
             let stopped = history::Ending::Stopped;
             return self
-                .close(
-                    StopReason::Cancelled,
-                    partial,
-                    "the run was cancelled",
-                    stopped,
-                )
+                .close(StopReason::Cancelled, partial, why, stopped)
                 .await;
+        } else {
+            "this run lost its hold on the conversation (its lease expired)"
         };
         let message = format!("{why}; the run was stopped");
         self.out

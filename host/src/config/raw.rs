@@ -138,6 +138,7 @@ pub(super) struct RawLimits {
     pub(super) checkpoint_record_bytes: Option<usize>,
     pub(super) checkpoint_memory_bytes: Option<usize>,
     pub(super) approval_timeout_secs: Option<f64>,
+    pub(super) unattended_run_secs: Option<f64>,
     pub(super) max_mcp_sessions: Option<usize>,
     pub(super) max_mcp_sessions_per_token: Option<usize>,
     pub(super) mcp_session_idle_secs: Option<f64>,

@@ -105,11 +105,10 @@ pub(super) async fn chat(
             lease: opened.lease,
         },
         opened.first_turn,
+        // The run, not its first client, holds the chat's admission.
+        permit,
     );
-    Ok(ndjson::response(
-        events,
-        (permit, state.metrics.open_stream()),
-    ))
+    Ok(ndjson::response(events, state.metrics.open_stream()))
 }
 
 /// The body as a [`ChatBody`]: `413` past `max_body_bytes`, `400` for anything but a JSON

@@ -18,11 +18,13 @@ mod panel;
 mod projects;
 mod replace;
 mod rojos;
+mod runs;
 pub mod search_slots;
 pub(crate) mod server;
 mod tools;
 pub mod transfers;
 mod undo;
+mod undo_record;
 
 use axum::{
     extract::DefaultBodyLimit,
@@ -54,6 +56,8 @@ pub fn router(state: AppState) -> Router {
             "/conversations/{id}/approvals/{approval_id}",
             post(approvals::decide),
         )
+        .route("/conversations/{id}/events", get(runs::events))
+        .route("/conversations/{id}/stop", post(runs::stop))
         .route(
             "/conversations/{id}/always-allowed",
             get(always_allowed::list),

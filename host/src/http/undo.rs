@@ -1,6 +1,7 @@
 //! `GET /conversations/{id}/checkpoints`: the conversation's runs that changed files, and
 //! whether each can still be undone; `POST /conversations/{id}/undo` (body optional,
-//! `{"force": true}`): puts back the files of its last run not yet undone. See docs/api.md,
+//! `{"force": true}`): puts back the files of its last run not yet undone, and records it in
+//! the conversation for the model (`undo_record`). See docs/api.md,
 //! "Undo of file changes", and `checkpoints`.
 
 use axum::{
@@ -71,9 +72,20 @@ pub(super) async fn undo(
         .checkpoints
         .undo(&project, &id, body.force, body.run)
         .await;
+    // The history says so before the next run can start: the model reads it on its next turn.
+    let recorded = match &undone {
+        Ok(summary) => match super::undo_record::append(&state, &id, summary).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!(error = %crate::agent::error_chain(&e), "the undo could not be recorded in the conversation");
+                false
+            }
+        },
+        Err(_) => false,
+    };
     lease.release().await;
     match undone {
-        Ok(summary) => Ok(Json(json!({ "undone": summary })).into_response()),
+        Ok(summary) => Ok(Json(json!({ "undone": summary, "recorded": recorded })).into_response()),
         Err(UndoError::Changed(paths)) => {
             let message = UndoError::Changed(paths.clone()).to_string();
             Ok((

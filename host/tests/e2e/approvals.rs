@@ -82,7 +82,7 @@ impl OpenChat {
                 .seen
                 .split_inclusive('\n')
                 .filter(|line| line.ends_with('\n'))
-                .filter_map(|line| serde_json::from_str(line).ok())
+                .filter_map(crate::support::ndjson::event_of_line)
                 .filter(|e| matches!(e, Event::ApprovalRequired { .. }))
                 .collect();
             if let Some(Event::ApprovalRequired {
@@ -447,12 +447,13 @@ async fn an_unanswered_call_is_denied_after_the_time_out() {
 
 #[tokio::test]
 async fn a_client_that_leaves_while_a_call_waits_cancels_the_run() {
+    // The setting that stops a run as soon as its last client leaves.
     let (host, upstream) = approving_host(
         vec![
             calls(&[write_call("call_1", "a.txt", "x")]),
             Turn::text("after the stop"),
         ],
-        "",
+        "[limits]\nunattended_run_secs = 0",
     )
     .await;
     let mut chat = OpenChat::start(&host, json!({"projectId": "demo", "message": "go"})).await;

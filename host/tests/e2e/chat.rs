@@ -28,6 +28,19 @@ fn roles(messages: &[Value]) -> Vec<&str> {
         .collect()
 }
 
+/// A host like `host_with`'s that stops a run as soon as its last client leaves
+/// (`unattended_run_secs = 0`, the behaviour of servers before runs outlived their request).
+async fn host_stopping_unfollowed_runs(turns: Vec<Turn>) -> (TestHost, ScriptedUpstream) {
+    let upstream = ScriptedUpstream::start(turns).await;
+    let config = HostConfig::builtins()
+        .upstream(&upstream)
+        .with(STOP_UNFOLLOWED);
+    (TestHost::start(config).await, upstream)
+}
+
+/// The `[limits]` key that stops a run as soon as its last client leaves.
+const STOP_UNFOLLOWED: &str = "[limits]\nunattended_run_secs = 0";
+
 /// Waits (generously) until the upstream saw `count` responses dropped mid-stream.
 async fn until_dropped(upstream: &ScriptedUpstream, count: usize) {
     for _ in 0..200 {
@@ -468,10 +481,9 @@ async fn a_client_disconnect_drops_the_upstream_and_starts_no_tool() {
     deltas.push(json!({"tool_calls": [{"index": 0,
         "function": {"arguments": "{\"path\":\"late.txt\",\"text\":\"too late\"}"}}]}));
     let slow = Turn::deltas(&deltas, "tool_calls").chunk_delay(Duration::from_millis(20));
-    let (host, upstream) = host_with(vec![slow]).await;
+    let (host, upstream) = host_stopping_unfollowed_runs(vec![slow]).await;
     let mut response = host.chat(message("talk slowly")).await;
-    let first = response.chunk().await.unwrap().unwrap();
-    assert!(String::from_utf8_lossy(&first).contains("CHAT"));
+    read_until(&mut response, "\"CHAT\"").await;
     drop(response);
     until_dropped(&upstream, 1).await;
 
@@ -527,7 +539,7 @@ async fn a_client_gone_during_a_tool_turn_runs_no_tool_and_leaves_a_valid_histor
         json!({"path": "late.txt", "text": "too late"}),
     )])
     .chunk_delay(Duration::from_millis(50));
-    let (host, upstream) = host_with(vec![calls]).await;
+    let (host, upstream) = host_stopping_unfollowed_runs(vec![calls]).await;
     // A raw connection, closed as soon as the response headers arrive (no event has come yet).
     let body = message("write late.txt").to_string();
     let address = host.url.trim_start_matches("http://");
@@ -567,7 +579,7 @@ async fn a_client_gone_during_a_tool_turn_runs_no_tool_and_leaves_a_valid_histor
     let stored = host.closed_history(&conversation).await;
     assert_eq!(roles(&stored), ["user", "assistant"]);
     assert_eq!(
-        stored[1]["content"], "(no answer: the run was cancelled)",
+        stored[1]["content"], "(no answer: the run was stopped: nobody followed it)",
         "{stored:?}"
     );
     assert!(
@@ -588,7 +600,9 @@ async fn a_client_gone_during_the_first_of_two_calls_runs_not_the_second() {
         ),
     ]);
     let upstream = ScriptedUpstream::start(vec![calls]).await;
-    let mut config = HostConfig::builtins().upstream(&upstream);
+    let mut config = HostConfig::builtins()
+        .upstream(&upstream)
+        .with(STOP_UNFOLLOWED);
     config.load.push(plugin_lib("rojos_test_hang_tool"));
     let host = TestHost::start(config).await;
     let mut response = host.chat(message("hang, then write")).await;

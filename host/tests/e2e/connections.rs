@@ -261,7 +261,9 @@ async fn a_client_that_stops_reading_is_disconnected_and_its_run_cancelled() {
         HostConfig::builtins()
             .upstream(&upstream)
             .server("stream_write_timeout_secs = 1")
-            .server("max_concurrent_chats = 1"),
+            .server("max_concurrent_chats = 1")
+            // Stopped as soon as its last client leaves.
+            .with("[limits]\nunattended_run_secs = 0"),
     )
     .await;
     let mut socket = small_window_socket(&host).await;

@@ -126,7 +126,10 @@ async fn a_client_that_disconnects_and_retries_at_once_gets_409_or_a_complete_hi
         Turn::text("after the retry"),
     ])
     .await;
-    let mut config = HostConfig::builtins().upstream(&upstream);
+    let mut config = HostConfig::builtins()
+        .upstream(&upstream)
+        // Stopped as soon as its last client leaves.
+        .with("[limits]\nunattended_run_secs = 0");
     config.load.push(plugin_lib("rojos_test_hang_tool"));
     let host = TestHost::start(config).await;
     let (conversation, _) = Stream::read(host.chat(new_chat("first")).await)

@@ -124,7 +124,7 @@ async fn read_until_result(response: &mut reqwest::Response, id: &str) -> String
     let mut seen = String::new();
     let arrived = |seen: &str| {
         seen.lines().any(|line| {
-            matches!(serde_json::from_str(line), Ok(Event::ToolResult { id: got, .. }) if got == id)
+            matches!(crate::support::ndjson::event_of_line(line), Some(Event::ToolResult { id: got, .. }) if got == id)
         })
     };
     let reading = async {

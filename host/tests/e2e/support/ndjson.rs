@@ -64,6 +64,14 @@ pub enum Event {
     },
 }
 
+/// One complete line of a stream as its event, its number (`seq`) left out; `None` for
+/// `RUN_STARTED` and for what is no event.
+pub fn event_of_line(line: &str) -> Option<Event> {
+    let mut value: serde_json::Map<String, Value> = serde_json::from_str(line).ok()?;
+    value.remove("seq")?;
+    serde_json::from_value(Value::Object(value)).ok()
+}
+
 /// Reads a streaming response until its text holds `marker` (e.g. `"TOOL_CALL"`), and returns
 /// what was read; the rest stays unread, so the test can leave mid-stream.
 pub async fn read_until(response: &mut reqwest::Response, marker: &str) -> String {
@@ -97,6 +105,10 @@ pub struct Stream {
     pub events: Vec<Event>,
     /// Every event in order, live status included.
     pub all: Vec<Event>,
+    /// `RUN_STARTED`'s conversation id and rojo, when the stream began with the run.
+    pub started: Option<(String, String)>,
+    /// The number (`seq`) of the stream's first and last events.
+    pub seqs: (u64, u64),
 }
 
 impl Stream {
@@ -119,13 +131,7 @@ impl Stream {
             body.ends_with('\n'),
             "every line ends with a newline: {body:?}"
         );
-        let events: Vec<Event> = body
-            .lines()
-            .map(|line| {
-                serde_json::from_str(line)
-                    .unwrap_or_else(|e| panic!("bad event line {line:?}: {e}"))
-            })
-            .collect();
+        let (started, seqs, events) = numbered(body);
         let dones = events
             .iter()
             .filter(|e| matches!(e, Event::Done { .. }))
@@ -167,7 +173,21 @@ impl Stream {
             .filter(|e| !e.is_live_status())
             .cloned()
             .collect();
-        Stream { events, all }
+        Stream {
+            events,
+            all,
+            started,
+            seqs,
+        }
+    }
+
+    /// `RUN_STARTED`'s conversation id (the stream must have begun with the run).
+    pub fn started_conversation(&self) -> String {
+        let (conversation, _) = self
+            .started
+            .clone()
+            .expect("the stream began with RUN_STARTED");
+        conversation
     }
 
     /// All `CHAT` text joined.
@@ -226,6 +246,49 @@ impl Stream {
             other => panic!("no DONE: {other:?}"),
         }
     }
+}
+
+/// The lines of a stream: each numbered by `seq`, one more than the line before; the run's
+/// first (`seq` 1) is `RUN_STARTED`, returned apart with the numbers of the first and last
+/// lines and the other events.
+#[allow(clippy::type_complexity)]
+fn numbered(body: &str) -> (Option<(String, String)>, (u64, u64), Vec<Event>) {
+    let mut started = None;
+    let mut seqs: Option<(u64, u64)> = None;
+    let mut events = Vec::new();
+    for line in body.lines() {
+        let mut value: serde_json::Map<String, Value> =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("bad event line {line:?}: {e}"));
+        let seq = value
+            .remove("seq")
+            .and_then(|seq| seq.as_u64())
+            .unwrap_or_else(|| panic!("every event has its number, seq: {line}"));
+        seqs = Some(match seqs {
+            None => (seq, seq),
+            Some((first, last)) => {
+                assert_eq!(seq, last + 1, "events are numbered in order: {body}");
+                (first, seq)
+            }
+        });
+        if value["type"] == "RUN_STARTED" {
+            assert_eq!(seq, 1, "RUN_STARTED comes first: {body}");
+            let field = |key: &str| {
+                value[key]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("RUN_STARTED has {key}: {line}"))
+                    .to_owned()
+            };
+            assert_eq!(value.len(), 3, "RUN_STARTED's fields: {line}");
+            started = Some((field("conversationId"), field("rojo")));
+            continue;
+        }
+        assert_ne!(seq, 1, "the run's first event is RUN_STARTED: {body}");
+        events.push(
+            serde_json::from_value(Value::Object(value))
+                .unwrap_or_else(|e| panic!("bad event line {line:?}: {e}")),
+        );
+    }
+    (started, seqs.unwrap_or((0, 0)), events)
 }
 
 /// The live-status rules of `docs/api.md`: a `TOOL_CALL_PROGRESS` follows its call's
