@@ -18,6 +18,7 @@ use tokio::{
     process::{Child, Command},
 };
 
+use crate::procfs::{cpu_of, processes, stat_of, CpuTimes, Stat};
 use crate::store::StoreSetup;
 
 /// The bearer token of the generated config.
@@ -355,24 +356,6 @@ fn children_of(parent: u32, processes: &[(u32, Stat)]) -> impl Iterator<Item = u
         .map(|&(child, _)| child)
 }
 
-/// Every process's id and [`Stat`] now (one that ends while `/proc` is read is left out).
-pub(crate) fn processes() -> anyhow::Result<Vec<(u32, Stat)>> {
-    let mut processes = Vec::new();
-    for entry in std::fs::read_dir("/proc")? {
-        let Some(pid) = entry?
-            .file_name()
-            .to_str()
-            .and_then(|name| name.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if let Ok(stat) = stat_of(&format!("/proc/{pid}/stat")) {
-            processes.push((pid, stat));
-        }
-    }
-    Ok(processes)
-}
-
 /// Sends `signal` to each of `pids`.
 fn signal(pids: &[u32], signal: Signal) {
     for pid in pids {
@@ -409,85 +392,6 @@ pub(crate) fn wrapped_by() -> Option<String> {
     std::env::var("ROJOS_BENCH_WRAP")
         .ok()
         .filter(|wrap| !wrap.trim().is_empty())
-}
-
-/// CPU time (user + system) of the process whose `stat` file is `path`.
-pub(crate) fn cpu_of(path: &str) -> anyhow::Result<Duration> {
-    Ok(stat_of(path)?.cpu)
-}
-
-/// CPU time in user space and in the kernel (`/proc/<pid>/stat`, clock-tick resolution).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct CpuTimes {
-    /// In user space (`utime`).
-    pub(crate) user: Duration,
-    /// In the kernel on the process's behalf (`stime`).
-    pub(crate) system: Duration,
-}
-
-impl CpuTimes {
-    /// User + system.
-    pub(crate) fn total(self) -> Duration {
-        self.user + self.system
-    }
-
-    /// The time used since `earlier`.
-    pub(crate) fn since(self, earlier: CpuTimes) -> CpuTimes {
-        CpuTimes {
-            user: self.user.saturating_sub(earlier.user),
-            system: self.system.saturating_sub(earlier.system),
-        }
-    }
-}
-
-/// What the bench reads from a `/proc/<pid>/stat` file.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Stat {
-    /// The state: `R` running, `S` asleep, `Z` ended but not reaped, ... (proc(5)).
-    pub(crate) state: char,
-    /// The parent's process id.
-    pub(crate) parent: u32,
-    /// CPU time used (user + system).
-    pub(crate) cpu: Duration,
-    /// The same, user and system apart.
-    pub(crate) times: CpuTimes,
-    /// CPU time of the children it waited for (user + system).
-    pub(crate) reaped_children_cpu: Duration,
-}
-
-/// The [`Stat`] of the process whose `stat` file is `path`.
-pub(crate) fn stat_of(path: &str) -> anyhow::Result<Stat> {
-    let stat = std::fs::read_to_string(path)?;
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let rest = stat
-        .rsplit_once(')')
-        .map(|(_, r)| r)
-        .context("unexpected /proc stat format")?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let number = |i: usize| -> anyhow::Result<u64> {
-        Ok(fields
-            .get(i)
-            .context("unexpected /proc stat format")?
-            .parse()?)
-    };
-    let hz = rustix::param::clock_ticks_per_second();
-    let time = |ticks: u64| Duration::from_secs_f64(ticks as f64 / hz as f64);
-    // proc(5) numbers the fields from 1 (pid, name, state, ppid, ...); here state (3) is index
-    // 0, so ppid (4) is 1, utime and stime (14, 15) are 11 and 12, cutime and cstime 13 and 14.
-    let times = CpuTimes {
-        user: time(number(11)?),
-        system: time(number(12)?),
-    };
-    Ok(Stat {
-        state: fields
-            .first()
-            .and_then(|state| state.chars().next())
-            .context("unexpected /proc stat format")?,
-        parent: u32::try_from(number(1)?)?,
-        cpu: times.total(),
-        times,
-        reaped_children_cpu: time(number(13)? + number(14)?),
-    })
 }
 
 /// The folder of the host's log, below the config's: the host watches the config's folder

@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use crate::{
     client::{self, Sample},
-    host::{CpuTimes, HostProcess, TOKEN},
+    host::{HostProcess, TOKEN},
+    procfs::CpuTimes,
     runtime::{self, RuntimeUse},
     store::{Backend, Store},
     threads::{self, ThreadStates},
@@ -94,7 +95,7 @@ impl Outcome {
             error_texts: Vec::new(),
             elapsed: Duration::from_secs(10),
             peak_rss: 0,
-            host_cpu: crate::host::CpuTimes {
+            host_cpu: crate::procfs::CpuTimes {
                 user: Duration::from_millis(cpu_ms),
                 system: Duration::ZERO,
             },
@@ -146,7 +147,7 @@ pub(crate) async fn run(
     let scraped = runtime::scrape(&reqwest::Client::new(), &host.url).await;
     let host_cpu0 = host.cpu_times().unwrap_or_default();
     let store_cpu0 = store.server_cpu();
-    let bench_cpu0 = crate::host::cpu_of("/proc/self/stat").unwrap_or_default();
+    let bench_cpu0 = crate::procfs::cpu_of("/proc/self/stat").unwrap_or_default();
     let watch = Watch::start(
         host,
         Probing {
@@ -207,7 +208,7 @@ pub(crate) async fn run(
     let store_cpu = store_cpu0
         .zip(store.server_cpu())
         .map(|(before, after)| after.saturating_sub(before));
-    let bench_cpu = crate::host::cpu_of("/proc/self/stat")
+    let bench_cpu = crate::procfs::cpu_of("/proc/self/stat")
         .unwrap_or_default()
         .saturating_sub(bench_cpu0);
     let Watched {

@@ -40,6 +40,7 @@ mod idle;
 mod load;
 mod long_conversation;
 mod mcp_paths;
+mod procfs;
 mod report;
 mod runtime;
 mod scratch;

@@ -10,7 +10,7 @@ use std::{path::Path, time::Duration};
 use anyhow::Context;
 use rojos_conversations::test_cluster::{ClusterOptions, PgCluster};
 
-use crate::host::{processes, stat_of};
+use crate::procfs::{processes, stat_of};
 
 /// The environment variable the generated `[store]` names for the PostgreSQL password.
 pub(crate) const PASSWORD_VAR: &str = "ROJOS_BENCH_PG_PASSWORD";

@@ -5,7 +5,8 @@
 //! ([`Approvals::state`]) or gives up ([`Approvals::give_up`]: timed out, cancelled). Kept in
 //! the conversation database, so hosts sharing a PostgreSQL database see each other's
 //! decisions; "approve always" is remembered per conversation and tool
-//! ([`Approvals::always_allowed`]).
+//! ([`Approvals::always_allowed`]), listed ([`Approvals::always_allowed_tools`]) and can be
+//! taken back ([`Approvals::revoke_always`]).
 //!
 //! Both stores keep two small tables (the approval id since SQLite schema version 5,
 //! PostgreSQL version 6):
@@ -220,6 +221,20 @@ pub trait Approvals: Send + Sync + fmt::Debug {
 
     /// Whether the user chose "approve always" for `tool` in `conversation`.
     async fn always_allowed(
+        &self,
+        conversation: &ConversationId,
+        tool: &str,
+    ) -> Result<bool, StoreError>;
+
+    /// The tools the user chose "approve always" for in `conversation`, by name.
+    async fn always_allowed_tools(
+        &self,
+        conversation: &ConversationId,
+    ) -> Result<Vec<String>, StoreError>;
+
+    /// Takes back "approve always" for `tool` in `conversation`: its next call is asked
+    /// about again. Returns whether the tool was always allowed.
+    async fn revoke_always(
         &self,
         conversation: &ConversationId,
         tool: &str,

@@ -48,6 +48,7 @@ mod approvals;
 mod error;
 mod id;
 mod lease;
+mod parse_id;
 mod postgres;
 mod search;
 mod sqlite;

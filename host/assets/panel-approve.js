@@ -1,5 +1,8 @@
 // Approvals in the chat panel (docs/panel.md, "Approvals"). When a run streams
-// APPROVAL_REQUIRED, the call's activity line opens to show its arguments and offers
+// APPROVAL_REQUIRED, the call's line says "waiting for your approval" (no spinner, no typing
+// dots: nothing runs) and a box under it says what will happen as a sentence (panel-what.js:
+// "Delete notes/a.md (2.1 KB, last changed 5 minutes ago)?", a move from → to, a write's diff
+// against the file now); focus moves to the box, which is announced. It offers
 // Approve, "Always allow <tool>" and Deny (with an optional reason); the choice is sent to
 // POST /conversations/{id}/approvals/{approvalId} (the event's approvalId: the model's call
 // ids are unique only within a turn). Once decided (or timed out, or the run
@@ -7,7 +10,11 @@
 // the decision stored in the tool message's `rojos.approval` note. Announced through the
 // panel's polite live region (panel-a11y.js).
 //
-// panel.js calls: start({ api, errorText }), ask(line, event), settle(line, ok, result) when
+// The tools always allowed in the open conversation are listed under the input, each with an
+// "Ask again" button (GET and DELETE /conversations/{id}/always-allowed[/{tool}]):
+// showAllowed(conversationId) redraws them.
+//
+// panel.js calls: start({ api, errorText, project }), ask(line, event), settle(line, ok, result) when
 // the call's result arrives or the run ends, and recorded(line, approval) for a stored note.
 // Text from the model or the server is only ever set as textContent.
 'use strict';
@@ -57,24 +64,35 @@ window.RojosApprove = (() => {
     const box = line.querySelector('.approve-box');
     if (box) box.remove();
     delete line.dataset.waiting;
+    // No call waits any more: the typing dots come back while the run goes on.
+    if (!document.querySelector('.activity[data-waiting="true"]')) {
+      document.getElementById('app').classList.remove('awaiting');
+    }
   }
 
-  // Shows the buttons for one waiting call.
+  // Shows the box for one waiting call: a sentence saying what will happen (panel-what.js
+  // fills in what is known of the files), the buttons, and focus on the box.
   function ask(line, event) {
     if (!line || line.querySelector('.approve-box')) return;
     const name = typeof event.name === 'string' ? event.name : 'tool';
+    const args = event.args && typeof event.args === 'object' ? event.args : {};
     line.dataset.waiting = 'true';
-    line.querySelector('.act-status').textContent = 'needs approval';
-    const details = line.querySelector('details');
-    if (details) details.open = true;
+    line.querySelector('.act-status').textContent = 'waiting for your approval';
+    const result = line.querySelector('.act-result');
+    if (result) result.textContent = 'Not run: waiting for your approval.';
+    document.getElementById('app').classList.add('awaiting');
 
     const box = node('div', 'approve-box');
     box.setAttribute('role', 'group');
-    const title = node('p', 'approve-title', 'Run ' + name + ' with these arguments?');
+    box.tabIndex = -1;
+    const what = window.RojosWhat ? window.RojosWhat.sentence(name, args) : 'Run ' + name + ' with these arguments?';
+    const title = node('p', 'approve-title', what);
     title.id = 'approve-title-' + Math.random().toString(36).slice(2);
     box.setAttribute('aria-labelledby', title.id);
+    const detail = node('div', 'approve-detail');
     const approve = node('button', 'btn primary approve-yes', 'Approve');
     const always = node('button', 'btn approve-always', 'Always allow ' + name);
+    always.title = 'Run every later ' + name + ' call of this conversation without asking (you can take it back under the input)';
     const label = node('label', 'approve-reason-label', 'Reason (optional)');
     const reason = node('input', 'approve-reason');
     reason.type = 'text';
@@ -88,8 +106,18 @@ window.RojosApprove = (() => {
     problem.hidden = true;
     const actions = node('div', 'approve-actions');
     actions.append(approve, always, label, reason, deny);
-    box.append(title, actions, problem);
-    line.appendChild(box);
+    box.append(title, actions, detail, problem);
+    // The box goes right under the summary line, where the eye is; the raw arguments stay
+    // one click away (the line is not opened).
+    const details = line.querySelector('details');
+    line.insertBefore(box, details ? details.nextSibling : null);
+    if (window.RojosWhat && ctx && ctx.project) {
+      window.RojosWhat.explain(name, args, { api: ctx.api, project: ctx.project() }).then((known) => {
+        if (!known || !box.isConnected) return;
+        if (known.sentence) title.textContent = known.sentence;
+        if (known.detail) detail.replaceChildren(known.detail);
+      });
+    }
 
     const conversation = event.conversationId;
     // A server from before approval ids named the call by its id alone.
@@ -106,10 +134,14 @@ window.RojosApprove = (() => {
           { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) },
         );
         if (response.ok) {
+          const hadFocus = box.contains(document.activeElement);
           removeBox(line);
           const said = tag(line, decision, body.reason);
           line.querySelector('.act-status').textContent = decision === 'deny' ? 'denied' : 'running\u2026';
+          if (result) result.textContent = decision === 'deny' ? 'Not run: denied.' : 'Running\u2026';
           announce(name + ' ' + said + '.');
+          if (decision === 'approve_always') showAllowed(conversation);
+          if (hadFocus) document.getElementById('input').focus();
           return;
         }
         problem.textContent = await ctx.errorText(response);
@@ -125,7 +157,61 @@ window.RojosApprove = (() => {
     reason.addEventListener('keydown', (e) => {
       if (e.key === 'Enter') { e.preventDefault(); send('deny'); }
     });
-    announce(name + ' needs your approval. The buttons are on its line.');
+    announce('Waiting for your approval: ' + title.textContent + ' Approve or Deny is on the focused box.');
+    box.scrollIntoView({ block: 'nearest' });
+    box.focus();
+  }
+
+  // ---- always allowed: the line under the input, each tool with its "Ask again" button ----
+
+  let allowedSeq = 0;
+
+  // Reads GET /conversations/{id}/always-allowed and shows the tools (nothing when none, or
+  // for a new chat).
+  async function showAllowed(conversation) {
+    const bar = document.getElementById('always-allowed');
+    if (!bar || !ctx) return;
+    const mine = ++allowedSeq;
+    if (!conversation) { bar.replaceChildren(); bar.hidden = true; return; }
+    let tools = [];
+    try {
+      const response = await ctx.api('/conversations/' + encodeURIComponent(conversation) + '/always-allowed');
+      if (!response.ok) return;
+      const body = await response.json();
+      tools = Array.isArray(body.tools) ? body.tools.filter((t) => typeof t === 'string') : [];
+    } catch (_) {
+      return; // an extra: the list stays as it was
+    }
+    if (mine !== allowedSeq) return;
+    bar.replaceChildren();
+    bar.hidden = tools.length === 0;
+    if (!tools.length) return;
+    bar.append(node('span', 'allowed-label', 'Runs without asking in this conversation:'));
+    for (const tool of tools) {
+      const item = node('span', 'allowed-tool');
+      const revoke = node('button', 'btn allowed-revoke', 'Ask again');
+      revoke.type = 'button';
+      revoke.setAttribute('aria-label', 'Ask again before ' + tool + ' runs');
+      revoke.addEventListener('click', async () => {
+        revoke.disabled = true;
+        try {
+          const response = await ctx.api(
+            '/conversations/' + encodeURIComponent(conversation) + '/always-allowed/' + encodeURIComponent(tool),
+            { method: 'DELETE' },
+          );
+          if (response.ok || response.status === 404) {
+            announce(tool + ' will ask for your approval again.');
+            await showAllowed(conversation);
+            document.getElementById('input').focus();
+            return;
+          }
+          announce(await ctx.errorText(response));
+        } catch (_) { /* the button comes back */ }
+        revoke.disabled = false;
+      });
+      item.append(node('code', 'allowed-name', tool), revoke);
+      bar.append(item);
+    }
   }
 
   // The call's result came (or the run ended): no more buttons. A call still waiting when
@@ -144,5 +230,5 @@ window.RojosApprove = (() => {
     tag(line, approval.decision, typeof approval.reason === 'string' ? approval.reason : '');
   }
 
-  return { start, ask, settle, recorded };
+  return { start, ask, settle, recorded, showAllowed };
 })();

@@ -1,7 +1,8 @@
 // Rojos chat panel: the files pane and the written-file view of `write_text_content` lines
 // (docs/panel.md, "Files pane"). Talks to GET/PUT /projects/{id}/files[/content]
 // (docs/api.md, "Project files") through the page's `api` (bearer token, 401 handling),
-// which panel.js hands over in `RojosFiles.start`. panel.js calls four hooks: `start`,
+// which panel.js hands over in `RojosFiles.start`. panel-changes.js (through panel-undo.js)
+// calls `markChanged` with what the newest turn changed: those entries carry a mark. panel.js calls four hooks: `start`,
 // `projectChanged`, `decorate` (a new activity line), `toolFinished` (a TOOL_RESULT) and `refresh` (an undo changed the files).
 //
 // Safety rule, as in panel.js: file names, paths, file content and server messages are only
@@ -33,6 +34,7 @@ window.RojosFiles = (() => {
     folder: '.', // where an upload goes
     file: null, // the path of the file shown, or null
     refreshTimer: null,
+    changed: new Map(), // path → what the newest turn did to it ("created", "modified", …)
     seq: 0, // bumped by every tree rebuild, so a slow answer never paints over a newer one
   };
 
@@ -100,6 +102,11 @@ window.RojosFiles = (() => {
       node('span', 'files-name', shown(entry.name)),
     );
     if (entry.symlink) button.append(node('span', 'files-link', '\u2192 link'));
+    const change = state.changed.get(path) || (isDir && [...state.changed.keys()].some((p) => p.startsWith(path + '/')) ? 'changed inside' : '');
+    if (change) {
+      li.dataset.change = change;
+      button.append(node('span', 'files-change', change));
+    }
     if (!isDir) button.append(node('span', 'files-size', size(entry.size)));
     li.appendChild(button);
     if (isDir) {
@@ -338,6 +345,15 @@ window.RojosFiles = (() => {
     raw.replaceWith(head, numbered(args.text, 'files-code act-written-text', 'Text written to ' + args.path));
   }
 
+  // Marks the files the newest turn changed ([{ path, kind }], panel-changes.js); a deleted
+  // file is gone from the tree, so only what is still there shows a mark.
+  function markChanged(files) {
+    const next = new Map(files.filter((f) => f.kind !== 'deleted').map((f) => [f.path, f.kind]));
+    const same = next.size === state.changed.size && [...next].every(([p, k]) => state.changed.get(p) === k);
+    state.changed = next;
+    if (!same) scheduleRefresh();
+  }
+
   function toolFinished(name) {
     if (CHANGING_TOOLS.has(name)) scheduleRefresh();
   }
@@ -352,6 +368,7 @@ window.RojosFiles = (() => {
 
   function projectChanged() {
     el.tree.replaceChildren();
+    state.changed = new Map();
     state.open = new Set(['.']);
     state.folder = '.';
     closeFile();
@@ -383,12 +400,14 @@ window.RojosFiles = (() => {
     e.preventDefault();
     uploadAll([...e.dataTransfer.files]);
   });
+  // Escape inside the pane closes it, at any width (elsewhere panel-keys.js decides).
   el.pane.addEventListener('keydown', (e) => {
-    if (e.key === 'Escape' && el.app.classList.contains('files-open') && window.matchMedia('(max-width: 1000px)').matches) {
+    if (e.key === 'Escape' && !e.shiftKey && !el.pane.hidden) {
+      e.preventDefault();
       setOpen(false);
       el.toggle.focus();
     }
   });
 
-  return { start, projectChanged, decorate, toolFinished, openFile, refresh: scheduleRefresh };
+  return { start, projectChanged, decorate, toolFinished, openFile, markChanged, refresh: scheduleRefresh };
 })();

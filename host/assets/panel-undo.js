@@ -5,7 +5,7 @@
 // (files changed since) shows the server's message and an "Undo anyway" button. A
 // `write_text_content` line of such a turn also shows, when expanded, a line diff of the
 // written text against the file before the turn (GET
-// /conversations/{id}/checkpoints/{run}/before; a longest-common-subsequence diff over lines).
+// /conversations/{id}/checkpoints/{run}/before; the line diff is panel-diff.js's, jsdiff's).
 //
 // It exposes one global, `RojosUndo`; panel.js hands it what it needs (`attach`) and calls
 // `refresh` when a conversation is drawn and `afterRun` when a run ends. Talks to the server
@@ -20,18 +20,16 @@ window.RojosUndo = (() => {
   let seq = 0;
   // The arguments of each write_text_content activity line (handed over in `decorate`).
   const written = new WeakMap();
-  // Most line pairs the diff compares (its table is lines before × lines after).
-  const MAX_DIFF_CELLS = 2000000;
-  // Unchanged lines kept around each change; longer unchanged stretches fold into one row.
-  const CONTEXT = 3;
 
   function decorate(line, name, args) {
+    if (window.RojosChanges) window.RojosChanges.note(line, name, args);
     if (name !== 'write_text_content' || !args || typeof args !== 'object') return;
     if (typeof args.path === 'string' && typeof args.text === 'string') written.set(line, args);
   }
 
   function attach(handed) {
     panel = handed;
+    if (window.RojosChanges) window.RojosChanges.attach(handed);
   }
 
   function node(tag, className, text) {
@@ -88,12 +86,32 @@ window.RojosUndo = (() => {
       live.dataset.message = mine ? String(mine.message) : '-1';
     }
     const last = list.filter((c) => !c.undone).pop();
+    const newest = list[list.length - 1];
     for (const checkpoint of list) {
       const bubble = bubbles.find((b) => Number(b.dataset.message) === checkpoint.message);
       if (!bubble) continue;
-      place(bubble, bar(checkpoint, checkpoint === last));
+      const element = bar(checkpoint, checkpoint === last);
+      place(bubble, element);
       for (const line of turnLines(bubble)) addDiff(line, checkpoint);
+      if (window.RojosChanges) {
+        // The card of the turn's file changes goes before its undo bar (panel-changes.js).
+        const shown = window.RojosChanges.show(bubble, checkpoint, turnActivity(bubble),
+          (card) => (element.isConnected ? element.before(card) : place(bubble, card)));
+        if (checkpoint === newest && window.RojosFiles && window.RojosFiles.markChanged) {
+          shown.then((files) => window.RojosFiles.markChanged(checkpoint.undone ? [] : files));
+        }
+      }
     }
+    if (!newest && window.RojosFiles && window.RojosFiles.markChanged) window.RojosFiles.markChanged([]);
+  }
+
+  // Every activity line of the turn that starts at `bubble`, in order.
+  function turnActivity(bubble) {
+    const lines = [];
+    for (let n = bubble.nextElementSibling; n && !n.classList.contains('user'); n = n.nextElementSibling) {
+      if (n.classList.contains('activity')) lines.push(n);
+    }
+    return lines;
   }
 
   // The write_text_content lines of the turn that starts at `bubble`.
@@ -143,71 +161,14 @@ window.RojosUndo = (() => {
       section.append(node('div', 'diff-note', 'New file: nothing stood at ' + args.path + ' before this turn.'));
       return;
     }
-    const rows = diffLines(splitLines(before.text), splitLines(args.text));
+    const rows = window.RojosDiff.rows(before.text, args.text);
     if (rows === null) {
-      section.append(node('div', 'diff-note', 'The file is too long to compare line by line here.'));
+      section.append(node('div', 'diff-note', 'Too many lines changed to show the diff here.'));
     } else if (rows.every((r) => r[0] === ' ')) {
       section.append(node('div', 'diff-note', 'No change against the file before this turn.'));
     } else {
-      section.append(diffView(rows, args.path));
+      section.append(window.RojosDiff.view(rows, 'Line diff of ' + args.path + ' against the file before this turn'));
     }
-  }
-
-  function splitLines(text) {
-    const lines = text.split('\n');
-    if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
-    return lines;
-  }
-
-  // The line diff of `a` to `b` as [sign, text] rows (' ' kept, '-' removed, '+' added):
-  // the longest common subsequence of lines, by the classic table; `null` when too long.
-  function diffLines(a, b) {
-    if ((a.length + 1) * (b.length + 1) > MAX_DIFF_CELLS) return null;
-    const width = b.length + 1;
-    const common = new Uint32Array((a.length + 1) * width);
-    for (let i = a.length - 1; i >= 0; i--) {
-      for (let j = b.length - 1; j >= 0; j--) {
-        common[i * width + j] = a[i] === b[j]
-          ? common[(i + 1) * width + j + 1] + 1
-          : Math.max(common[(i + 1) * width + j], common[i * width + j + 1]);
-      }
-    }
-    const rows = [];
-    let i = 0;
-    let j = 0;
-    while (i < a.length || j < b.length) {
-      if (i < a.length && j < b.length && a[i] === b[j]) { rows.push([' ', a[i]]); i++; j++; }
-      // Removed lines before added ones, as diffs usually show them.
-      else if (i < a.length && (j === b.length || common[(i + 1) * width + j] >= common[i * width + j + 1])) {
-        rows.push(['-', a[i]]); i++;
-      } else { rows.push(['+', b[j]]); j++; }
-    }
-    return rows;
-  }
-
-  // The rows as text, long unchanged stretches folded (a focusable, named region: it scrolls).
-  function diffView(rows, path) {
-    const box = node('div', 'diff');
-    box.tabIndex = 0;
-    box.setAttribute('role', 'region');
-    box.setAttribute('aria-label', 'Line diff of ' + path + ' against the file before this turn');
-    const changed = rows.map((r) => r[0] !== ' ');
-    const near = (k) => changed.slice(Math.max(0, k - CONTEXT), k + CONTEXT + 1).some(Boolean);
-    let folded = 0;
-    const flush = () => {
-      if (folded) box.append(node('div', 'diff-line diff-fold', '\u22EF ' + folded + ' unchanged line' + (folded === 1 ? '' : 's')));
-      folded = 0;
-    };
-    rows.forEach(([sign, text], k) => {
-      if (sign === ' ' && !near(k)) { folded++; return; }
-      flush();
-      const kind = sign === '+' ? 'diff-add' : sign === '-' ? 'diff-del' : 'diff-same';
-      const row = node('div', 'diff-line ' + kind);
-      row.append(node('span', 'diff-sign', sign === '-' ? '\u2212' : sign), node('span', 'diff-text', text));
-      box.append(row);
-    });
-    flush();
-    return box;
   }
 
   // After the turn of `bubble`: before the next user message, or at the end.

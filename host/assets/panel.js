@@ -490,6 +490,8 @@
     const url = location.pathname + location.search + (id ? '#c=' + encodeURIComponent(id) : '');
     history.replaceState(null, '', url);
     markActive();
+    // panel-approve.js: the tools this conversation runs without asking, under the input.
+    if (window.RojosApprove && state.started) window.RojosApprove.showAllowed(id);
   }
 
   function markActive() {
@@ -695,7 +697,10 @@
     const rojo = state.rojos.find((r) => r.name === el.rojo.value);
     const status = rojo ? rojo.status : 'ready';
     const unavailable = status === 'unavailable';
-    el.providerBanner.textContent = unavailable ? rojo.fix || 'No provider of this rojo is available.' : '';
+    const fix = unavailable ? rojo.fix || 'No provider of this rojo is available.' : '';
+    // panel-firstrun.js: the fix as a card with its commands to copy.
+    if (window.RojosFirstRun && fix) window.RojosFirstRun.fill(el.providerBanner, fix);
+    else { el.providerBanner.textContent = fix; delete el.providerBanner.dataset.fix; }
     el.providerBanner.hidden = !unavailable;
     let note = '';
     if (rojo && rojo.provider) {
@@ -788,7 +793,7 @@
     window.RojosA11y.closeModal(el.overlay);
     state.started = true;
     if (window.RojosFiles) window.RojosFiles.start({ api, errorText, project: () => el.project.value.trim() });
-    if (window.RojosApprove) window.RojosApprove.start({ api, errorText });
+    if (window.RojosApprove) window.RojosApprove.start({ api, errorText, project: () => el.project.value.trim() });
     await loadHistory();
     const wanted = new URLSearchParams(location.hash.slice(1)).get('c');
     if (wanted) await openConversation(wanted, null);

@@ -178,7 +178,7 @@ describe('accessibility', () => {
       return { text: line.textContent, shown: box.height > 0 && getComputedStyle(line).visibility === 'visible' };
     });
     assert.deepEqual(await tools(), {
-      text: 'Tools: create_directory, get_text_content, list_files, read_path_meta, write_text_content',
+      text: 'Tools: create_directory, delete_path, get_text_content, list_files, move_path, read_path_meta, write_text_content',
       shown: true,
     });
     await page.selectOption('#rojo', 'reader');

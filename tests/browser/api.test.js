@@ -62,7 +62,7 @@ describe('the endpoints of the panel', () => {
       {
         name: 'default',
         model: 'scripted-model',
-        tools: ['create_directory', 'get_text_content', 'list_files', 'read_path_meta', 'write_text_content'],
+        tools: ['create_directory', 'delete_path', 'get_text_content', 'list_files', 'move_path', 'read_path_meta', 'write_text_content'],
         provider,
         status: 'ready',
         fix: null,

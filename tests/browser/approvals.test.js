@@ -1,6 +1,7 @@
 // Approvals in real headless Chromium, against the real `rojos` binary and a scripted
-// upstream (docs/panel.md, "Approvals"): a rojo whose writes need approval shows the waiting
-// call's arguments with Approve / Always allow / Deny on its activity line; approving and
+// upstream (docs/panel.md, "Approvals"): a rojo whose writes need approval shows what the
+// waiting call will do ("Create a.txt (1 line)?") with Approve / Always allow / Deny under its
+// activity line; approving and
 // denying (with a reason) by keyboard and by click; the buttons go and the line says what
 // was decided; a reopened conversation shows the decision; the screen passes an axe scan.
 // Screenshots go to test-output/browser/approvals-*.png.
@@ -59,14 +60,15 @@ describe('approvals in the panel', () => {
     await openCareful(page, host);
     await send(page, 'write a.txt');
     const line = await waitingBox(page);
-    // The arguments are shown, and nothing ran yet.
-    assert.equal(await line.locator('details').evaluate((d) => d.open), true);
+    // The box says what will happen; the arguments stay one click away; nothing ran yet.
+    assert.equal(await line.locator('details').evaluate((d) => d.open), false);
+    await page.waitForFunction(() => document.querySelector('.approve-title').textContent === 'Create a.txt (1 line)?');
     // (panel-files.js shows a write's path and text in place of its raw arguments.)
     assert.equal(await line.locator('.act-written-path').textContent(), 'a.txt');
     assert.match(await line.locator('.act-body').textContent(), /first/);
-    assert.equal(await line.locator('.act-status').textContent(), 'needs approval');
+    assert.equal(await line.locator('.act-status').textContent(), 'waiting for your approval');
     assert.equal(fs.existsSync(path.join(root, 'a.txt')), false);
-    assert.ok((await announcements(page)).some((a) => a.includes('write_text_content needs your approval')));
+    assert.ok((await announcements(page)).some((a) => a.startsWith('Waiting for your approval: Write a.txt (1 line)?')));
     await screenshot(page, 'approvals-waiting');
     await assertAccessible(page, 'approval waiting');
 

@@ -29,12 +29,15 @@ describe('the chat panel', () => {
     await openPanel(page, host);
     await send(page, SEED);
     await waitIdle(page);
+    // The turn's file changes are drawn (docs/panel.md, "File changes"): the write's line
+    // says what it did.
+    await page.waitForSelector('.changes-card');
 
     assert.deepEqual(await transcript(page), [
       { kind: 'user', text: SEED },
       { kind: 'tool', tool: 'create_directory', args: 'docs/intro', status: 'ok', label: 'ok', open: false },
       {
-        kind: 'tool', tool: 'write_text_content', status: 'ok', label: 'ok', open: false,
+        kind: 'tool', tool: 'write_text_content', status: 'ok', label: 'created +3', open: false,
         args: 'docs/intro/index.page, text: "# Introduction \u21B5 Welcom\u2026"',
       },
       { kind: 'assistant', text: SEED_REPLY_SHOWN },
@@ -215,15 +218,16 @@ describe('the chat panel', () => {
     const again = await context.newPage();
     const pages = [];
     again.on('response', (r) => {
-      // The pages of messages (not the undo bars' GET /conversations/{id}/checkpoints).
+      // The pages of messages (not the undo bars' GET /conversations/{id}/checkpoints etc.).
       const { pathname } = new URL(r.url());
-      if (pathname.startsWith('/conversations/') && !pathname.endsWith('/checkpoints')) pages.push(r.url());
+      if (/^\/conversations\/[^/]+$/.test(pathname)) pages.push(r.url());
     });
     await again.goto(host.url + '/');
     await again.waitForSelector('body[data-ready="true"]');
     assert.deepEqual(await transcript(again), []);
     await again.click('#history .history-item');
     await again.waitForSelector('#thread .activity');
+    await again.waitForSelector('.changes-card');
     const reopened = await transcript(again);
     assert.deepEqual(reopened, live);
     // The history is longer than one page (1 KiB here): it was read page by page.

@@ -54,7 +54,12 @@ describe('the provider banner', () => {
 
     const fix = `Ollama is not running at 127.0.0.1:${port}: start it with \`ollama serve\` and pull a `
       + 'model with tool support (`ollama pull qwen2.5:7b`), or set another provider in rojos.toml';
-    assert.equal(await page.textContent('#provider-banner'), fix);
+    // The first-run card: the fix without literal backticks, its commands to copy.
+    assert.equal(await page.textContent('#provider-banner .firstrun-text'), fix.replaceAll('`', ''));
+    assert.deepEqual(
+      await page.$$eval('#provider-banner .firstrun-code', (c) => c.map((e) => e.textContent)),
+      ['ollama serve', 'ollama pull qwen2.5:7b'],
+    );
     assert.equal(
       await page.$eval('#provider-banner', (e) => e.closest('[role="status"]')?.id),
       'provider-status',

@@ -65,6 +65,16 @@ const ALWAYS_ALLOWED: Sql = Sql {
     types: &[Type::TEXT, Type::TEXT],
 };
 
+const ALWAYS_ALLOWED_TOOLS: Sql = Sql {
+    text: "SELECT tool FROM approved_tools WHERE conversation_id = $1 ORDER BY tool",
+    types: &[Type::TEXT],
+};
+
+const REVOKE_ALWAYS: Sql = Sql {
+    text: "DELETE FROM approved_tools WHERE conversation_id = $1 AND tool = $2",
+    types: &[Type::TEXT, Type::TEXT],
+};
+
 /// The approvals in the database of a [`PostgresStore`](crate::PostgresStore), through its
 /// connection pool (see [`PostgresStore::approvals`](crate::PostgresStore::approvals)).
 #[derive(Clone)]
@@ -262,6 +272,40 @@ impl Approvals for PostgresApprovals {
                 .await
                 .map_err(|e| query_failed(action(), e))?;
             Ok(row.get(0))
+        })
+        .await
+    }
+
+    async fn always_allowed_tools(
+        &self,
+        conversation: &ConversationId,
+    ) -> Result<Vec<String>, StoreError> {
+        let action = || format!("list the always-approved tools of conversation '{conversation}'");
+        within(self.query_timeout, action, async {
+            let client = client(&self.pool, action()).await?;
+            let rows = client
+                .rows(self.mode, &ALWAYS_ALLOWED_TOOLS, &[&conversation.as_str()])
+                .await
+                .map_err(|e| query_failed(action(), e))?;
+            Ok(rows.iter().map(|row| row.get(0)).collect())
+        })
+        .await
+    }
+
+    async fn revoke_always(
+        &self,
+        conversation: &ConversationId,
+        tool: &str,
+    ) -> Result<bool, StoreError> {
+        let action =
+            || format!("take back always-approved '{tool}' in conversation '{conversation}'");
+        within(self.query_timeout, action, async {
+            let client = client(&self.pool, action()).await?;
+            let changed = client
+                .count(self.mode, &REVOKE_ALWAYS, &[&conversation.as_str(), &tool])
+                .await
+                .map_err(|e| query_failed(action(), e))?;
+            Ok(changed > 0)
         })
         .await
     }

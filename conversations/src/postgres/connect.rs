@@ -3,7 +3,6 @@
 //! messages (`postgres://user@host:port/db`, never a password). TLS lives in `tls`.
 
 use std::fmt;
-use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -13,24 +12,7 @@ use tokio_postgres::config::Host;
 use crate::error::StoreError;
 
 use super::statements::StatementMode;
-use super::tls;
-
-/// How the connection to the server is protected.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum PostgresTls {
-    /// Plain TCP (a server on the same machine or a private network).
-    #[default]
-    Disable,
-    /// TLS, without checking the server's certificate: protects against eavesdropping, not
-    /// against a server that impersonates the database (libpq's `sslmode=require`).
-    Require,
-    /// TLS with the certificate checked against `ca_file` (PEM), or the public web roots
-    /// when `None`, and the host name checked too (libpq's `sslmode=verify-full`).
-    VerifyFull {
-        /// The CA certificates to trust, e.g. a cloud provider's bundle.
-        ca_file: Option<PathBuf>,
-    },
-}
+use super::tls::{self, PostgresTls};
 
 /// Where the PostgreSQL store connects and how. The password, when set, is kept out of
 /// `Debug`.

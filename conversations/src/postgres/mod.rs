@@ -26,10 +26,11 @@ use deadpool_postgres::{Object, Pool};
 use tokio::sync::Semaphore;
 
 pub use approvals::PostgresApprovals;
-pub use connect::{PostgresOptions, PostgresTls, UrlError};
+pub use connect::{PostgresOptions, UrlError};
 pub use lease::PostgresRunLeases;
 pub use schema::{Migration, POSTGRES_SCHEMA_VERSION};
 pub use statements::StatementMode;
+pub use tls::PostgresTls;
 
 use crate::error::StoreError;
 use crate::id::ConversationId;

@@ -3,6 +3,7 @@
 //! checking the certificate, as libpq's `sslmode=require` does; `verify-full` checks the
 //! chain against the given CA file (or the public web roots) and the host name.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -13,7 +14,22 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 use tokio_postgres::config::SslMode;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::connect::PostgresTls;
+/// How the connection to the server is protected.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum PostgresTls {
+    /// Plain TCP (a server on the same machine or a private network).
+    #[default]
+    Disable,
+    /// TLS, without checking the server's certificate: protects against eavesdropping, not
+    /// against a server that impersonates the database (libpq's `sslmode=require`).
+    Require,
+    /// TLS with the certificate checked against `ca_file` (PEM), or the public web roots
+    /// when `None`, and the host name checked too (libpq's `sslmode=verify-full`).
+    VerifyFull {
+        /// The CA certificates to trust, e.g. a cloud provider's bundle.
+        ca_file: Option<PathBuf>,
+    },
+}
 
 /// Why the TLS configuration cannot be made.
 #[derive(Debug, thiserror::Error)]

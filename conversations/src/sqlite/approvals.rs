@@ -223,4 +223,43 @@ impl Approvals for SqliteApprovals {
             })
             .await
     }
+
+    async fn always_allowed_tools(
+        &self,
+        conversation: &ConversationId,
+    ) -> Result<Vec<String>, StoreError> {
+        let conversation = conversation.clone();
+        let failed = "list the always-approved tools";
+        self.pool
+            .read(failed, move |conn| {
+                conn.prepare_cached(
+                    "SELECT tool FROM approved_tools WHERE conversation_id = ?1 ORDER BY tool",
+                )
+                .and_then(|mut s| {
+                    s.query_map(params![conversation.as_str()], |r| r.get(0))?
+                        .collect::<Result<Vec<String>, _>>()
+                })
+                .map_err(|e| StoreError::backend(failed, e))
+            })
+            .await
+    }
+
+    async fn revoke_always(
+        &self,
+        conversation: &ConversationId,
+        tool: &str,
+    ) -> Result<bool, StoreError> {
+        let (conversation, tool) = (conversation.clone(), tool.to_owned());
+        let failed = "take back an always-approved tool";
+        self.pool
+            .write(failed, move |conn| {
+                conn.prepare_cached(
+                    "DELETE FROM approved_tools WHERE conversation_id = ?1 AND tool = ?2",
+                )
+                .and_then(|mut s| s.execute(params![conversation.as_str(), tool]))
+                .map(|n| n > 0)
+                .map_err(|e| StoreError::backend(failed, e))
+            })
+            .await
+    }
 }

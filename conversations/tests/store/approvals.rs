@@ -19,6 +19,7 @@ on_both_backends!(
     one_decision_is_taken_and_a_second_is_refused_with_the_first,
     giving_up_ends_a_pending_call_but_not_a_decided_one,
     approve_always_is_remembered_per_conversation_and_tool,
+    always_allowed_tools_are_listed_and_can_be_taken_back,
     deleting_a_conversation_deletes_its_approvals,
     a_reused_call_id_is_a_call_of_its_own_that_only_its_approval_id_decides,
     a_call_id_of_any_length_is_kept_and_decided,
@@ -159,6 +160,51 @@ async fn approve_always_is_remembered_per_conversation_and_tool(backend: Backend
     // A call asked again under the same call id keeps the tool allowed.
     ask(&approvals, &a, "c1", "move_path").await;
     assert!(approvals.always_allowed(&a, "delete_path").await.unwrap());
+}
+
+async fn always_allowed_tools_are_listed_and_can_be_taken_back(backend: Backend) {
+    let (_fixture, store, approvals) = open(backend).await;
+    let (a, b) = (
+        store.create("demo", "default").await.unwrap(),
+        store.create("demo", "default").await.unwrap(),
+    );
+    assert!(approvals.always_allowed_tools(&a).await.unwrap().is_empty());
+    for (call, tool) in [("c1", "move_path"), ("c2", "delete_path")] {
+        let asked = ask(&approvals, &a, call, tool).await;
+        approvals
+            .decide(&a, &asked, &Decision::ApproveAlways)
+            .await
+            .unwrap();
+    }
+    let b1 = ask(&approvals, &b, "c1", "write_text_content").await;
+    approvals
+        .decide(&b, &b1, &Decision::ApproveAlways)
+        .await
+        .unwrap();
+    assert_eq!(
+        approvals.always_allowed_tools(&a).await.unwrap(),
+        ["delete_path", "move_path"],
+        "by name, this conversation's only"
+    );
+    assert!(approvals.revoke_always(&a, "delete_path").await.unwrap());
+    assert!(!approvals.always_allowed(&a, "delete_path").await.unwrap());
+    assert!(
+        !approvals.revoke_always(&a, "delete_path").await.unwrap(),
+        "taken back once"
+    );
+    assert!(!approvals
+        .revoke_always(&a, "write_text_content")
+        .await
+        .unwrap());
+    assert_eq!(
+        approvals.always_allowed_tools(&a).await.unwrap(),
+        ["move_path"]
+    );
+    assert_eq!(
+        approvals.always_allowed_tools(&b).await.unwrap(),
+        ["write_text_content"],
+        "another conversation keeps its own"
+    );
 }
 
 async fn deleting_a_conversation_deletes_its_approvals(backend: Backend) {

@@ -6,7 +6,10 @@
 //   only, never its HTML renderer.
 // - lowlight: highlight.js's grammars (the `common` set, ~37 languages) returning a syntax
 //   tree (hast) instead of HTML, so highlighted code is built from DOM nodes too.
+// - diff (jsdiff): the line diff of a written, deleted or moved file against what was there
+//   (Myers' algorithm, bounded by `maxEditLength`), as a list of change objects, never HTML.
 import MarkdownIt from 'markdown-it';
 import { common, createLowlight } from 'lowlight';
+import { diffLines } from 'diff';
 
-globalThis.RojosVendor = Object.freeze({ MarkdownIt, lowlight: createLowlight(common) });
+globalThis.RojosVendor = Object.freeze({ MarkdownIt, lowlight: createLowlight(common), diffLines });

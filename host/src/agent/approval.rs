@@ -140,6 +140,31 @@ impl ApprovalDesk {
         }
     }
 
+    /// The tools the user chose "approve always" for in `conversation`, by name.
+    ///
+    /// # Errors
+    ///
+    /// The store's failure.
+    pub async fn always_allowed_tools(
+        &self,
+        conversation: &ConversationId,
+    ) -> Result<Vec<String>, StoreError> {
+        self.store.always_allowed_tools(conversation).await
+    }
+
+    /// Takes back "approve always" for `tool` in `conversation`; whether it was given.
+    ///
+    /// # Errors
+    ///
+    /// The store's failure.
+    pub async fn revoke_always(
+        &self,
+        conversation: &ConversationId,
+        tool: &str,
+    ) -> Result<bool, StoreError> {
+        self.store.revoke_always(conversation, tool).await
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<WaitKey, Arc<Notify>>> {
         // Entries are inserted and removed whole: a panic cannot leave one half-made.
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner)

@@ -2,6 +2,7 @@
 //! failures before a response starts become an [`error::ApiError`] (`{"error": "..."}`).
 //! `server` is the accept loop that serves the router with the connection limits.
 
+mod always_allowed;
 mod approvals;
 pub mod auth;
 mod chat;
@@ -26,7 +27,7 @@ use axum::{
     extract::DefaultBodyLimit,
     http::{header, HeaderValue},
     response::{IntoResponse, Response},
-    routing::{get, post},
+    routing::{delete, get, post},
     Router,
 };
 use tower_http::{set_header::SetResponseHeaderLayer, trace::TraceLayer};
@@ -50,6 +51,14 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/conversations/{id}/approvals/{approval_id}",
             post(approvals::decide),
+        )
+        .route(
+            "/conversations/{id}/always-allowed",
+            get(always_allowed::list),
+        )
+        .route(
+            "/conversations/{id}/always-allowed/{tool}",
+            delete(always_allowed::revoke),
         )
         .route("/conversations", get(conversations::list))
         .route("/conversations/{id}/checkpoints", get(undo::list))

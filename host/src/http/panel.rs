@@ -3,7 +3,7 @@
 //! `host/assets/` and served with a strict Content-Security-Policy: scripts and styles only
 //! from this origin, no inline script, requests only back to this server. Replies are
 //! rendered as markdown by `panel-render.js` with the bundled `vendor/markdown.js`
-//! (markdown-it + lowlight, built by `scripts/vendor-panel`; the Rust build only embeds the
+//! (markdown-it + lowlight, and jsdiff for the line diffs, built by `scripts/vendor-panel`; the Rust build only embeds the
 //! committed file). See `docs/panel.md`.
 
 use axum::{
@@ -48,6 +48,38 @@ const ASSETS: &[(&str, &str, &str)] = &[
         "vendor/markdown.js",
         JS,
         include_str!("../../assets/vendor/markdown.js"),
+    ),
+    // Line diffs (jsdiff, in the bundle), the approval box's sentences, a turn's file changes.
+    (
+        "panel-diff.js",
+        JS,
+        include_str!("../../assets/panel-diff.js"),
+    ),
+    (
+        "panel-what.js",
+        JS,
+        include_str!("../../assets/panel-what.js"),
+    ),
+    (
+        "panel-changes.js",
+        JS,
+        include_str!("../../assets/panel-changes.js"),
+    ),
+    (
+        "panel-changes.css",
+        CSS,
+        include_str!("../../assets/panel-changes.css"),
+    ),
+    // Keyboard shortcuts, Escape and the tab's title; the first-run card.
+    (
+        "panel-keys.js",
+        JS,
+        include_str!("../../assets/panel-keys.js"),
+    ),
+    (
+        "panel-firstrun.js",
+        JS,
+        include_str!("../../assets/panel-firstrun.js"),
     ),
     // Approvals: the buttons on a waiting call's activity line (docs/panel.md, "Approvals").
     (

@@ -6,6 +6,7 @@
 // A test binary: its items are reachable only from within it.
 #![allow(unreachable_pub)]
 
+mod always_allowed;
 mod approval_binding;
 mod approvals;
 mod auth;

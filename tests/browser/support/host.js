@@ -1,5 +1,5 @@
 // Starts the real `rojos` binary (`target/debug/rojos`, or `$ROJOS_BIN`) on `127.0.0.1:0`
-// with a generated config: fresh temp storage, the five built-in plugins from
+// with a generated config: fresh temp storage, the seven built-in plugins from
 // `target/debug/`, a `scripted` provider pointing at a scripted upstream, two rojos and two
 // tokens. Conversations are read in pages of at most 1 KiB (the smallest allowed), so every
 // reopened conversation of more than a few messages is loaded page by page. The server's log
@@ -18,7 +18,10 @@ export const TOKEN = 'browser-test-token-all';
 /** Allowed on project `demo` only. */
 export const DEMO_TOKEN = 'browser-test-token-demo';
 
-const TOOLS = ['read_path_meta', 'get_text_content', 'write_text_content', 'list_files', 'create_directory'];
+const TOOLS = [
+  'read_path_meta', 'get_text_content', 'write_text_content', 'list_files', 'create_directory',
+  'delete_path', 'move_path',
+];
 
 function binary() {
   const bin = process.env.ROJOS_BIN || path.join(ROOT, 'target', 'debug', 'rojos');
