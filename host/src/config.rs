@@ -273,6 +273,8 @@ pub struct PluginsConfig {
     pub sandbox: rojos_plugin_worker::SandboxSettings,
     /// How long a worker with no calls stays.
     pub worker_idle: Duration,
+    /// When a plugin whose workers keep dying is quarantined (`None`: never).
+    pub quarantine: Option<rojos_plugin_worker::QuarantineRule>,
 }
 
 /// `[rojos.NAME]`.
@@ -662,6 +664,7 @@ fn parse_plugins(
         isolation: workers.isolation,
         sandbox: workers.sandbox,
         worker_idle: workers.idle,
+        quarantine: workers.quarantine,
     })
 }
 

@@ -85,6 +85,7 @@ pub struct Metrics {
     provider_errors: Family<KindLabels, Counter>,
     streams_open: Gauge,
     plugins_loaded: Gauge,
+    plugins_quarantined: Family<ToolNameLabels, Gauge>,
     requests_limited: Family<LimitLabels, Counter>,
     tool_calls_refused: Family<ReasonLabels, Counter>,
     connections_open: Gauge,
@@ -118,6 +119,7 @@ impl Metrics {
             provider_errors: Family::default(),
             streams_open: Gauge::default(),
             plugins_loaded: Gauge::default(),
+            plugins_quarantined: Family::default(),
             requests_limited: Family::default(),
             tool_calls_refused: Family::default(),
             connections_open: Gauge::default(),
@@ -179,6 +181,11 @@ impl Metrics {
             "plugins_loaded",
             "Tool plugins in the current registry",
             metrics.plugins_loaded.clone(),
+        );
+        registry.register(
+            "plugins_quarantined",
+            "1 for each tool whose plugin is quarantined (its workers kept dying; docs/plugins.md)",
+            metrics.plugins_quarantined.clone(),
         );
         registry.register(
             "requests_limited",
@@ -312,6 +319,18 @@ impl Metrics {
     /// Counts one open chat stream in `rojos_streams_open` until the guard is dropped.
     pub fn open_stream(&self) -> Open {
         Open::counting(&self.streams_open)
+    }
+
+    /// The tools whose plugins are quarantined now (read at each scrape).
+    pub fn quarantined<'a>(&self, tools: impl IntoIterator<Item = &'a str>) {
+        self.plugins_quarantined.clear();
+        for tool in tools {
+            self.plugins_quarantined
+                .get_or_create(&ToolNameLabels {
+                    tool: tool.to_owned(),
+                })
+                .set(1);
+        }
     }
 
     /// Every metric in the Prometheus text format, with `plugins_loaded` tools in the registry.

@@ -88,6 +88,15 @@ impl RegisteredTool {
         }
     }
 
+    /// Why its plugin is quarantined, if it is (never an MCP tool): it is then neither offered
+    /// to models nor run (docs/plugins.md, "Quarantine").
+    pub fn quarantined(&self) -> Option<String> {
+        match self {
+            RegisteredTool::Plugin(tool) => tool.library.quarantined(),
+            RegisteredTool::Mcp(_) => None,
+        }
+    }
+
     /// Where it comes from: the plugin file, or `mcp:SERVER`.
     pub fn source(&self) -> PathBuf {
         match self {
@@ -173,26 +182,45 @@ impl Registry {
         self.tools.keys().map(String::as_str).collect()
     }
 
-    /// The OpenAI `tools` array for a rojo's selection, sorted by name.
+    /// The OpenAI `tools` array for a rojo's selection, sorted by name (quarantined tools
+    /// left out).
     pub fn definitions(&self, selection: &ToolSelection) -> Vec<Value> {
         self.selected(selection)
             .map(|t| t.definition().clone())
             .collect()
     }
 
-    /// The tools a rojo's selection offers to its model, sorted by name: shared, not copied.
+    /// The selection's quarantined tools, sorted by name: each one's definition with a
+    /// `quarantined` member saying why (`GET /tools`, docs/api.md).
+    pub fn quarantined(&self, selection: &ToolSelection) -> Vec<Value> {
+        self.tools
+            .values()
+            .filter(|t| selection.allows(t.name()))
+            .filter_map(|t| {
+                let reason = t.quarantined()?;
+                let mut definition = t.definition().clone();
+                definition["quarantined"] = Value::from(reason);
+                Some(definition)
+            })
+            .collect()
+    }
+
+    /// The tools a rojo's selection offers to its model, sorted by name (quarantined tools
+    /// left out): shared, not copied.
     pub fn offered(&self, selection: &ToolSelection) -> Vec<ToolDefinition> {
         self.selected(selection)
             .map(|t| t.offered().clone())
             .collect()
     }
 
-    /// The tools `selection` allows, sorted by name.
+    /// The tools `selection` allows and that are not quarantined, sorted by name.
     fn selected<'a>(
         &'a self,
         selection: &'a ToolSelection,
     ) -> impl Iterator<Item = &'a RegisteredTool> + 'a {
-        self.tools.values().filter(|t| selection.allows(t.name()))
+        self.tools
+            .values()
+            .filter(|t| selection.allows(t.name()) && t.quarantined().is_none())
     }
 }
 

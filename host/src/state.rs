@@ -106,7 +106,11 @@ impl AppState {
     /// [`StartError`] naming what is wrong; every plugin that failed is listed.
     pub fn start_with(file: ConfigFile, loader: Arc<Loader>) -> Result<AppState, StartError> {
         let ConfigFile { config, live } = file;
-        loader.configure_workers(config.plugins.sandbox, config.plugins.worker_idle);
+        loader.configure_workers(
+            config.plugins.sandbox,
+            config.plugins.worker_idle,
+            config.plugins.quarantine,
+        );
         let storage = Storage::open(&config.storage).map_err(|source| StartError::Storage {
             path: config.storage.display().to_string(),
             source,

@@ -27,6 +27,6 @@ pub mod status;
 pub mod supervisor;
 pub mod worker;
 
-pub use pool::{Outcome, PoolSettings, ProjectKey, WorkerPool};
+pub use pool::{Outcome, PoolSettings, ProjectKey, QuarantineRule, WorkerPool};
 pub use sandbox::SandboxSettings;
 pub use supervisor::Ended;

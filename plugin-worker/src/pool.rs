@@ -1,12 +1,15 @@
 //! The workers of one plugin library: one per project it is called on, started on the first
-//! call there, ended when idle, started again (with back-off after crashes) when one died.
+//! call there, ended when idle, started again (with back-off after crashes) when one died,
+//! and quarantined ([`QuarantineRule`]) when they keep dying: a quarantined pool starts no
+//! worker and refuses every call; it lasts as long as the pool, which is the life of one file
+//! content (a replaced file is loaded into a new pool).
 //!
 //! A worker per (library, project) because Landlock confines a process for good: a worker
 //! confined to one project's root cannot be given another's later, and a worker allowed the
 //! whole storage would let a plugin read every project (docs/security.md, "Plugin workers").
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, VecDeque},
     os::fd::BorrowedFd,
     path::PathBuf,
     sync::{Arc, Mutex, Weak},
@@ -35,6 +38,28 @@ pub struct PoolSettings {
     pub sandbox: SandboxSettings,
     /// How long a worker with no calls stays.
     pub idle: Duration,
+    /// When dying workers quarantine the library (`None`: never).
+    pub quarantine: Option<QuarantineRule>,
+}
+
+/// A library whose workers died `deaths` times within `window` (crashed, were killed by a
+/// signal, exited, or died while starting; not the ones the server ended at a deadline) is
+/// quarantined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuarantineRule {
+    /// How many deaths quarantine the library (at least 1).
+    pub deaths: u32,
+    /// Within how long.
+    pub window: Duration,
+}
+
+impl Default for QuarantineRule {
+    fn default() -> Self {
+        QuarantineRule {
+            deaths: 5,
+            window: Duration::from_secs(600),
+        }
+    }
 }
 
 /// Which project a worker serves: the id and the root folder's identity (a project removed
@@ -58,6 +83,16 @@ pub enum Outcome {
     TimedOut,
     /// No worker could be started.
     NotStarted(StartError),
+    /// The library is quarantined: the call was not run. The reason.
+    Quarantined(String),
+    /// Its workers died recently and the next one starts only after this wait, which ends
+    /// past the call's deadline: the call was not run (a shorter wait is waited out).
+    BackingOff {
+        /// Recent deaths.
+        deaths: u32,
+        /// The wait left.
+        wait: Duration,
+    },
 }
 
 type Slot = Arc<OnceCell<Arc<Worker>>>;
@@ -71,11 +106,15 @@ pub struct WorkerPool {
     reaper: std::sync::Once,
 }
 
-/// Recent crashes, for the back-off before the next start.
+/// Recent crashes, for the back-off before the next start and the quarantine.
 #[derive(Debug, Default)]
 struct Crashes {
     recent: u32,
     last: Option<Instant>,
+    /// When workers died, within the quarantine's window.
+    deaths: VecDeque<Instant>,
+    /// Why the library is quarantined, once it is.
+    quarantined: Option<String>,
 }
 
 /// Crashes further apart than this are not counted together.
@@ -109,6 +148,9 @@ impl WorkerPool {
         args: &str,
         deadline: tokio::time::Instant,
     ) -> Outcome {
+        if let Some(reason) = self.quarantined() {
+            return Outcome::Quarantined(reason);
+        }
         let mut outcome = self.call_once(&project, root, limits, args, deadline).await;
         if outcome == Outcome::Ended(Ended::NotSent) {
             // The worker was ending as the call came; the call never reached it.
@@ -125,23 +167,64 @@ impl WorkerPool {
         args: &str,
         deadline: tokio::time::Instant,
     ) -> Outcome {
+        let wait = self.backoff();
+        if !wait.is_zero()
+            && !self.has_live_worker(project)
+            && tokio::time::Instant::now() + wait >= deadline
+        {
+            let deaths = lock(&self.crashes).recent;
+            return Outcome::BackingOff { deaths, wait };
+        }
         let worker = match tokio::time::timeout_at(deadline, self.worker(project, root)).await {
             Ok(Ok(worker)) => worker,
-            Ok(Err(e)) => return Outcome::NotStarted(e),
+            Ok(Err(e)) => {
+                if let StartError::Died(cause) = &e {
+                    self.died(&format!("{cause} while starting"));
+                }
+                return Outcome::NotStarted(e);
+            }
             Err(_) => return Outcome::TimedOut,
         };
-        match tokio::time::timeout_at(deadline, worker.call(limits, args)).await {
+        // Dropped before the answer (the caller went away): the plugin's code may still run
+        // on a thread of the worker, which cannot be stopped but with the worker.
+        let mut abandoned = Abandoned {
+            pool: self,
+            project,
+            worker: &worker,
+            armed: true,
+        };
+        let answer = tokio::time::timeout_at(deadline, worker.call(limits, args)).await;
+        abandoned.armed = false;
+        match answer {
             Ok(Ok(result)) => Outcome::Returned(result),
             Ok(Err(ended)) => {
-                self.forget(project, &worker, matches!(ended, Ended::Died(_)));
+                self.forget(project, &worker);
+                if let Ended::Died(cause) = &ended {
+                    if worker.count_death() {
+                        self.died(cause);
+                    }
+                }
                 Outcome::Ended(ended)
             }
             Err(_) => {
                 worker.kill();
-                self.forget(project, &worker, false);
+                self.forget(project, &worker);
                 Outcome::TimedOut
             }
         }
+    }
+
+    /// Why the library is quarantined, if it is.
+    pub fn quarantined(&self) -> Option<String> {
+        lock(&self.crashes).quarantined.clone()
+    }
+
+    /// Whether `project` has a worker that has not ended (no start, so no back-off, needed).
+    fn has_live_worker(&self, project: &ProjectKey) -> bool {
+        lock(&self.workers)
+            .get(project)
+            .and_then(|slot| slot.get())
+            .is_some_and(|w| !w.has_ended())
     }
 
     /// How many workers are alive.
@@ -189,23 +272,56 @@ impl WorkerPool {
         Ok(Arc::clone(worker))
     }
 
-    /// Drops `worker` from the pool (a crash is counted for the back-off).
-    fn forget(&self, project: &ProjectKey, worker: &Arc<Worker>, crashed: bool) {
+    /// Drops `worker` from the pool.
+    fn forget(&self, project: &ProjectKey, worker: &Arc<Worker>) {
         let mut workers = lock(&self.workers);
         if let Some(slot) = workers.get(project) {
             if slot.get().is_some_and(|w| Arc::ptr_eq(w, worker)) {
                 workers.remove(project);
             }
         }
-        if crashed {
-            let mut crashes = lock(&self.crashes);
-            if crashes.last.is_some_and(|at| at.elapsed() > CRASH_WINDOW) {
-                crashes.recent = 0;
-            }
-            crashes.recent += 1;
-            crashes.last = Some(Instant::now());
-            tracing::warn!(tool = %self.settings.tool, recent = crashes.recent, "plugin worker died; it is started again for the next call");
+    }
+
+    /// Counts a worker's death (`cause`, e.g. `crashed (SIGSEGV)`) for the back-off and the
+    /// quarantine; quarantines the library when the rule says so (one ERROR in the log).
+    fn died(&self, cause: &str) {
+        let mut crashes = lock(&self.crashes);
+        let now = Instant::now();
+        if crashes.last.is_some_and(|at| at.elapsed() > CRASH_WINDOW) {
+            crashes.recent = 0;
         }
+        crashes.recent += 1;
+        crashes.last = Some(now);
+        let tool = &self.settings.tool;
+        let Some(rule) = self.settings.quarantine else {
+            tracing::warn!(tool = %tool, recent = crashes.recent, "plugin worker {cause}; it is started again for the next call");
+            return;
+        };
+        crashes.deaths.push_back(now);
+        while crashes
+            .deaths
+            .front()
+            .is_some_and(|at| now.duration_since(*at) > rule.window)
+        {
+            crashes.deaths.pop_front();
+        }
+        if crashes.quarantined.is_some() {
+            return;
+        }
+        let deaths = u32::try_from(crashes.deaths.len()).unwrap_or(u32::MAX);
+        if deaths < rule.deaths {
+            tracing::warn!(tool = %tool, recent = crashes.recent, "plugin worker {cause}; it is started again for the next call ({deaths} of the {} deaths in {} s that quarantine it)", rule.deaths, rule.window.as_secs());
+            return;
+        }
+        let reason = format!(
+            "its worker died {deaths} times within {} s (the last one {cause})",
+            rule.window.as_secs()
+        );
+        tracing::error!(
+            tool = %tool,
+            "tool plugin '{tool}' is quarantined: {reason}; it is not offered to models and its calls are refused until its file is replaced by a different build (or the server restarts)"
+        );
+        crashes.quarantined = Some(reason);
     }
 
     /// How long to wait before starting a worker: doubling from 50 ms with each recent crash.
@@ -217,6 +333,24 @@ impl WorkerPool {
                 doubled.min(MAX_BACKOFF).saturating_sub(at.elapsed())
             }
             _ => Duration::ZERO,
+        }
+    }
+}
+
+/// Ends a worker whose call was dropped before it answered (docs/plugins.md, "Isolation").
+struct Abandoned<'a> {
+    pool: &'a WorkerPool,
+    project: &'a ProjectKey,
+    worker: &'a Arc<Worker>,
+    armed: bool,
+}
+
+impl Drop for Abandoned<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            tracing::info!(tool = %self.pool.settings.tool, "a call was cancelled while its plugin ran; its worker is ended");
+            self.worker.kill();
+            self.pool.forget(self.project, self.worker);
         }
     }
 }

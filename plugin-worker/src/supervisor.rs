@@ -43,7 +43,7 @@ use crate::{
 pub enum Ended {
     /// It died on its own: the cause, e.g. `crashed (SIGSEGV)`.
     Died(String),
-    /// The server ended it because a call ran past its deadline.
+    /// The server ended it: a call ran past its deadline, or was cancelled while it ran.
     Stopped,
     /// It was ending when the call came: the call was never sent (start another worker).
     NotSent,
@@ -77,6 +77,7 @@ pub struct Worker {
     /// Cancelled when the last handle is dropped: the supervising task then closes the socket.
     dropped: CancellationToken,
     last_used: Mutex<Instant>,
+    death_counted: std::sync::atomic::AtomicBool,
     /// The parts of the sandbox this kernel lacks.
     pub missing: Vec<String>,
 }
@@ -138,6 +139,7 @@ impl Worker {
             ended: CancellationToken::new(),
             dropped: CancellationToken::new(),
             last_used: Mutex::new(Instant::now()),
+            death_counted: std::sync::atomic::AtomicBool::new(false),
             missing,
         });
         tokio::spawn(supervise(Link {
@@ -185,6 +187,11 @@ impl Worker {
     /// Ends the worker now (SIGKILL); its waiting calls end with [`Ended::Stopped`].
     pub fn kill(&self) {
         self.kill.cancel();
+    }
+
+    /// True the first time it is asked: so a death that failed several calls is counted once.
+    pub fn count_death(&self) -> bool {
+        !self.death_counted.swap(true, Ordering::Relaxed)
     }
 
     /// Whether the worker has ended.

@@ -118,6 +118,8 @@ pub(super) struct RawPlugins {
     pub(super) worker_open_files: Option<u64>,
     pub(super) worker_processes: Option<u64>,
     pub(super) worker_idle_secs: Option<f64>,
+    pub(super) quarantine_after: Option<u32>,
+    pub(super) quarantine_window_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use rojos_plugin_worker::SandboxSettings;
+use rojos_plugin_worker::{QuarantineRule, SandboxSettings};
 
 use super::{invalid, raw::RawPlugins, ConfigError};
 use crate::plugins::Isolation;
@@ -13,9 +13,11 @@ pub(super) struct Workers {
     pub(super) isolation: Isolation,
     pub(super) sandbox: SandboxSettings,
     pub(super) idle: Duration,
+    pub(super) quarantine: Option<QuarantineRule>,
 }
 
-/// Reads `isolation`, `sandbox` and the `worker_*` limits, with their defaults.
+/// Reads `isolation`, `sandbox`, the `worker_*` limits and the `quarantine_*` rule, with
+/// their defaults.
 pub(super) fn parse(raw: &RawPlugins) -> Result<Workers, ConfigError> {
     let isolation = match raw.isolation.as_deref() {
         None | Some("in-process") => Isolation::InProcess,
@@ -76,6 +78,26 @@ pub(super) fn parse(raw: &RawPlugins) -> Result<Workers, ConfigError> {
         isolation,
         sandbox,
         idle,
+        quarantine: quarantine(raw)?,
+    })
+}
+
+/// `quarantine_after` deaths (0: never) within `quarantine_window_secs`.
+fn quarantine(raw: &RawPlugins) -> Result<Option<QuarantineRule>, ConfigError> {
+    let defaults = QuarantineRule::default();
+    let window = match raw.quarantine_window_secs {
+        None => defaults.window,
+        Some(s) if (1..=86_400 * 30).contains(&s) => Duration::from_secs(s),
+        Some(_) => {
+            return Err(invalid(
+                "plugins.quarantine_window_secs",
+                "must be between 1 and 2592000 seconds (30 days)",
+            ))
+        }
+    };
+    Ok(match raw.quarantine_after.unwrap_or(defaults.deaths) {
+        0 => None,
+        deaths => Some(QuarantineRule { deaths, window }),
     })
 }
 
@@ -93,6 +115,7 @@ mod tests {
         assert_eq!(w.isolation, Isolation::InProcess);
         assert_eq!(w.sandbox, SandboxSettings::default());
         assert!(w.sandbox.required);
+        assert_eq!(w.quarantine, Some(QuarantineRule::default()));
         assert_eq!(w.idle, Duration::from_secs(60));
     }
 
@@ -107,6 +130,20 @@ mod tests {
         assert_eq!(w.sandbox.memory_bytes, 64 << 20);
         assert_eq!(w.sandbox.processes, Some(100));
         assert_eq!(w.idle, Duration::from_secs(5));
+        let q = parsed("quarantine_after = 3\nquarantine_window_secs = 60").unwrap();
+        assert_eq!(
+            q.quarantine,
+            Some(QuarantineRule {
+                deaths: 3,
+                window: Duration::from_secs(60)
+            })
+        );
+        assert_eq!(parsed("quarantine_after = 0").unwrap().quarantine, None);
+        let e = parsed("quarantine_window_secs = 0")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("plugins.quarantine_window_secs"), "{e}");
         let e = parsed("isolation = \"thread\"").err().unwrap().to_string();
         assert!(
             e.contains("plugins.isolation") && e.contains("\"in-process\", \"worker\""),

@@ -11,7 +11,13 @@ use super::auth::Caller;
 use crate::{metrics::CONTENT_TYPE, state::AppState};
 
 pub(super) async fn get(_caller: Caller, State(state): State<AppState>) -> Response {
-    let plugins = state.registry.snapshot().tools().count();
-    let text = state.metrics.render(plugins);
+    let registry = state.registry.snapshot();
+    state.metrics.quarantined(
+        registry
+            .tools()
+            .filter(|t| t.quarantined().is_some())
+            .map(|t| t.name()),
+    );
+    let text = state.metrics.render(registry.tools().count());
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response()
 }

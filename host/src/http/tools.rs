@@ -1,4 +1,5 @@
-//! `GET /tools?rojo=NAME`: the OpenAI `tools` array that rojo offers its model.
+//! `GET /tools?rojo=NAME`: the OpenAI `tools` array that rojo offers its model, followed by
+//! its quarantined tools, each marked with why (docs/api.md).
 
 use axum::{
     extract::{Query, State},
@@ -25,5 +26,8 @@ pub(super) async fn list(
     let rojo = settings
         .rojo(name)
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    Ok(Json(state.registry.snapshot().definitions(&rojo.tools)))
+    let registry = state.registry.snapshot();
+    let mut tools = registry.definitions(&rojo.tools);
+    tools.extend(registry.quarantined(&rojo.tools));
+    Ok(Json(tools))
 }

@@ -5,7 +5,9 @@
 
 use std::{os::fd::AsFd, path::PathBuf, sync::Arc, time::Duration};
 
-use rojos_plugin_worker::{Ended, Outcome, PoolSettings, ProjectKey, SandboxSettings, WorkerPool};
+use rojos_plugin_worker::{
+    Ended, Outcome, PoolSettings, ProjectKey, QuarantineRule, SandboxSettings, WorkerPool,
+};
 use serde::Deserialize;
 
 use super::{
@@ -36,6 +38,8 @@ pub struct WorkerSettings {
     pub idle: Duration,
     /// How long a worker may take to start and open its library.
     pub start_timeout: Duration,
+    /// When a library whose workers keep dying is quarantined (`None`: never).
+    pub quarantine: Option<QuarantineRule>,
 }
 
 impl Default for WorkerSettings {
@@ -45,6 +49,7 @@ impl Default for WorkerSettings {
             sandbox: SandboxSettings::default(),
             idle: Duration::from_secs(60),
             start_timeout: Duration::from_secs(10),
+            quarantine: Some(QuarantineRule::default()),
         }
     }
 }
@@ -58,6 +63,7 @@ impl WorkerSettings {
             tool: tool.to_owned(),
             sandbox: self.sandbox,
             idle: self.idle,
+            quarantine: self.quarantine,
         }
     }
 }
@@ -72,6 +78,9 @@ pub(super) async fn call_in_worker(
     mut around: Option<Box<dyn AroundCall>>,
     deadline: tokio::time::Instant,
 ) -> ToolOutcome {
+    if let Some(reason) = pool.quarantined() {
+        return Err(quarantined(name, &reason));
+    }
     if let Some(mut work) = around.take() {
         let before = tokio::task::spawn_blocking(move || {
             let refusal = work.before();
@@ -110,17 +119,23 @@ pub(super) async fn call_in_worker(
     match outcome {
         Outcome::Returned(Ok(text)) => Ok(text),
         Outcome::Returned(Err(json)) => Err(plugin_failure(&json)),
-        Outcome::Ended(Ended::Died(cause)) => Err(ToolFailure::new(
-            FailureKind::Crashed,
-            format!("the tool plugin '{name}' {cause} while running this call; it is started again for the next call"),
-        )),
+        Outcome::Ended(Ended::Died(cause)) => {
+            let next = match pool.quarantined() {
+                Some(reason) => format!("it is now quarantined ({reason}) until its file is replaced"),
+                None => "it is started again for the next call".to_owned(),
+            };
+            Err(ToolFailure::new(
+                FailureKind::Crashed,
+                format!("the tool plugin '{name}' {cause} while running this call; {next}"),
+            ))
+        }
         Outcome::Ended(Ended::NotSent) => Err(ToolFailure::new(
             FailureKind::Host,
             format!("the tool plugin '{name}' could not take the call: its worker was ending; try again"),
         )),
         Outcome::Ended(Ended::Stopped) => Err(ToolFailure::new(
             FailureKind::Crashed,
-            format!("the tool plugin '{name}' was stopped while running this call: another of its calls on this project ran past its deadline"),
+            format!("the tool plugin '{name}' was stopped while running this call: another of its calls on this project ran past its deadline or was cancelled"),
         )),
         Outcome::TimedOut => {
             let timeout = request.timeout.as_secs_f64();
@@ -130,11 +145,27 @@ pub(super) async fn call_in_worker(
                 format!("tool {name} did not finish within {timeout:.1} s; its worker was stopped"),
             ))
         }
+        Outcome::Quarantined(reason) => Err(quarantined(name, &reason)),
+        Outcome::BackingOff { deaths, wait } => Err(ToolFailure::new(
+            FailureKind::Busy,
+            format!(
+                "the tool plugin '{name}' was not run: its worker died {deaths} times in the last minute and is started again in {:.1} s; try again then",
+                wait.as_secs_f64().max(0.1)
+            ),
+        )),
         Outcome::NotStarted(e) => Err(ToolFailure::new(
             FailureKind::Host,
             format!("the tool plugin '{name}' could not be started: {e}"),
         )),
     }
+}
+
+/// The refusal of a call to a quarantined plugin.
+fn quarantined(name: &str, reason: &str) -> ToolFailure {
+    ToolFailure::new(
+        FailureKind::Refused,
+        format!("the tool plugin '{name}' is quarantined and was not run: {reason}; it stays so until its file is replaced"),
+    )
 }
 
 fn host_failure(name: &str, e: &dyn std::fmt::Display) -> ToolFailure {

@@ -73,6 +73,15 @@ impl Library {
     pub fn isolated(&self) -> bool {
         matches!(self.runner, Runner::Worker(_))
     }
+
+    /// Why it is quarantined (its workers kept dying), if it is: it is then not offered to
+    /// models and its calls are refused (docs/plugins.md, "Quarantine").
+    pub fn quarantined(&self) -> Option<String> {
+        match &self.runner {
+            Runner::InProcess(_) => None,
+            Runner::Worker(pool) => pool.quarantined(),
+        }
+    }
 }
 
 impl fmt::Debug for Library {
@@ -139,16 +148,18 @@ impl Loader {
         self
     }
 
-    /// Sets the sandbox, limits and idle time of the workers of libraries loaded from now on
+    /// Sets the sandbox, limits, idle time and quarantine rule of the workers of libraries loaded from now on
     /// (`[plugins]` in the config); the worker program is kept.
     pub fn configure_workers(
         &self,
         sandbox: rojos_plugin_worker::SandboxSettings,
         idle: std::time::Duration,
+        quarantine: Option<rojos_plugin_worker::QuarantineRule>,
     ) {
         let mut workers = lock(&self.workers);
         workers.sandbox = sandbox;
         workers.idle = idle;
+        workers.quarantine = quarantine;
     }
 
     /// Loads the plugin at `path` to run in the server's process.

@@ -29,6 +29,8 @@ mod files;
 mod hosts;
 mod init;
 mod isolation;
+mod isolation_lifecycle;
+mod isolation_quarantine;
 mod limits;
 mod live_status;
 mod load;

@@ -3,6 +3,8 @@
 //!
 //! - `PR_SET_NO_NEW_PRIVS` (nothing it runs gains privileges) and `PR_SET_DUMPABLE` off
 //!   (other processes of the same user cannot read its memory through `/proc` or `ptrace`);
+//! - no capabilities ([`capabilities`]): a worker of a server running as root keeps none of
+//!   root's powers;
 //! - resource limits ([`limits`]): memory, CPU time, open files, and processes when asked;
 //! - Landlock ([`files`]): read-only access to the library and the system's library folders,
 //!   read and write access beneath the one project root the worker serves, nothing else; no
@@ -13,6 +15,7 @@
 //! The worker's environment is emptied by the server when it starts it. Each rule can be
 //! applied alone ([`Rule`]), which is how the tests see each one stop what it is for.
 
+mod capabilities;
 mod files;
 mod limits;
 mod syscalls;
@@ -57,6 +60,8 @@ pub enum Rule {
     NoNewPrivs,
     /// `PR_SET_DUMPABLE` 0.
     NotDumpable,
+    /// No capability in any set (bounding and ambient included).
+    DropCapabilities,
     /// The resource limits.
     Limits,
     /// Landlock: files, TCP, abstract sockets and signals.
@@ -75,9 +80,10 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule, in the order they are applied.
-    pub const ALL: [Rule; 9] = [
+    pub const ALL: [Rule; 10] = [
         Rule::NoNewPrivs,
         Rule::NotDumpable,
+        Rule::DropCapabilities,
         Rule::Limits,
         Rule::Landlock,
         Rule::DenyNetwork,
@@ -115,6 +121,9 @@ pub fn apply(
     if rules.contains(&Rule::NotDumpable) {
         rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
             .map_err(|e| format!("dumpable: {e}"))?;
+    }
+    if rules.contains(&Rule::DropCapabilities) {
+        capabilities::drop_all()?;
     }
     if rules.contains(&Rule::Limits) {
         limits::apply(settings)?;

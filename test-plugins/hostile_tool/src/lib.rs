@@ -5,8 +5,9 @@
 //! `path`), `write` (a file at an absolute `path`), `env` (the environment), `connect` (TCP
 //! to 127.0.0.1:`port`), `fork`, `spawn` (runs `/bin/true`), `parent_environ` (reads
 //! `/proc/<parent>/environ`), and `read_root` (a file at a relative `path` in the project,
-//! through the root descriptor, as a well-behaved tool would), and `pid` (the process it runs
-//! in).
+//! through the root descriptor, as a well-behaved tool would), `pid` (the process it runs
+//! in), `sleep` (`seconds`, then says in which process it slept) and `caps` (the process's
+//! effective and permitted capabilities and how many are left in its bounding set).
 
 use std::{ffi::CString, io::Read, os::fd::FromRawFd};
 
@@ -25,6 +26,8 @@ struct Args {
     path: String,
     #[serde(default)]
     port: u16,
+    #[serde(default)]
+    seconds: f64,
 }
 
 impl Tool for HostileTool {
@@ -34,7 +37,8 @@ impl Tool for HostileTool {
             "properties": {
                 "act": {"type": "string"},
                 "path": {"type": "string"},
-                "port": {"type": "integer"}
+                "port": {"type": "integer"},
+                "seconds": {"type": "number"}
             },
             "required": ["act"],
             "additionalProperties": false
@@ -84,6 +88,13 @@ impl Tool for HostileTool {
                     .map_err(failed)
             }
             "pid" => Ok(std::process::id().to_string()),
+            "sleep" => {
+                std::thread::sleep(std::time::Duration::from_secs_f64(
+                    args.seconds.clamp(0.0, 60.0),
+                ));
+                Ok(format!("slept in {}", std::process::id()))
+            }
+            "caps" => Ok(capabilities()),
             "read_root" => read_in_root(ctx.root_fd, &args.path).map_err(failed),
             other => Err(ToolError::invalid_arguments(format!(
                 "unknown act {other:?}"
@@ -103,6 +114,51 @@ fn fork() -> Result<String, ToolError> {
         )),
         pid => Ok(format!("forked {pid}")),
     }
+}
+
+/// `effective=HEX permitted=HEX bounding=N ambient=N` of the calling thread.
+fn capabilities() -> String {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Default, Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let mut header = Header {
+        version: 0x2008_0522,
+        pid: 0,
+    };
+    let mut data = [Data::default(); 2];
+    // SAFETY: capget with a version-3 header writes two `Data` structs.
+    let got = unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) };
+    if got != 0 {
+        return format!("capget failed: {}", std::io::Error::last_os_error());
+    }
+    let wide = |f: fn(&Data) -> u32| (u64::from(f(&data[1])) << 32) | u64::from(f(&data[0]));
+    let mut bounding = 0;
+    let mut ambient = 0;
+    for cap in 0..64 {
+        // SAFETY: prctl reads only its integer arguments.
+        if unsafe { libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) } == 1 {
+            bounding += 1;
+        }
+        // SAFETY: as above.
+        if unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_IS_SET, cap, 0, 0) } == 1
+        {
+            ambient += 1;
+        }
+    }
+    format!(
+        "effective={:x} permitted={:x} bounding={bounding} ambient={ambient}",
+        wide(|d| d.effective),
+        wide(|d| d.permitted)
+    )
 }
 
 fn read_in_root(root_fd: i32, path: &str) -> std::io::Result<String> {

@@ -42,6 +42,9 @@ pub struct HostConfig {
     pub auth: String,
     /// Extra keys of the `[plugins]` table (e.g. `isolation = "worker"`).
     pub plugins: String,
+    /// A plugin loader of its own rather than the one shared by the test process, so its
+    /// `[plugins]` worker settings (read when a library is loaded) are its own.
+    pub own_loader: bool,
 }
 
 impl HostConfig {
@@ -56,6 +59,7 @@ impl HostConfig {
             server: String::new(),
             auth: String::new(),
             plugins: String::new(),
+            own_loader: false,
         }
     }
 
@@ -174,9 +178,14 @@ impl TestHost {
     async fn start_in(dir: tempfile::TempDir, config: HostConfig) -> TestHost {
         let config_path = dir.path().join("rojos.toml");
         std::fs::write(&config_path, config.render()).expect("write config");
+        let loader = if config.own_loader {
+            std::sync::Arc::new(new_loader())
+        } else {
+            shared_loader()
+        };
         let config =
             ConfigFile::load(&config_path).unwrap_or_else(|e| panic!("test config refused: {e}"));
-        let state = AppState::start_with(config, shared_loader())
+        let state = AppState::start_with(config, loader)
             .unwrap_or_else(|e| panic!("host failed to start: {e}"));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -375,14 +384,15 @@ fn shared_loader() -> std::sync::Arc<rojos::plugins::Loader> {
     static LOADER: std::sync::OnceLock<std::sync::Arc<rojos::plugins::Loader>> =
         std::sync::OnceLock::new();
     LOADER
-        .get_or_init(|| {
-            // Workers are the real binary: this test executable is not `rojos`.
-            let loader = rojos::plugins::Loader::new(8)
-                .expect("plugin loader")
-                .with_worker_program(env!("CARGO_BIN_EXE_rojos"));
-            std::sync::Arc::new(loader)
-        })
+        .get_or_init(|| std::sync::Arc::new(new_loader()))
         .clone()
+}
+
+fn new_loader() -> rojos::plugins::Loader {
+    // Workers are the real binary: this test executable is not `rojos`.
+    rojos::plugins::Loader::new(8)
+        .expect("plugin loader")
+        .with_worker_program(env!("CARGO_BIN_EXE_rojos"))
 }
 
 /// A plain HTTP client.
