@@ -68,8 +68,10 @@ impl Default for QuarantineRule {
 pub struct ProjectKey {
     /// The project id.
     pub id: String,
-    /// The root's device and inode.
-    pub root: (u64, u64),
+    /// The root's device, inode and birth time (seconds, nanoseconds): a folder made where a
+    /// removed one was may be given the same inode number, and must not reach the worker
+    /// confined to the removed one.
+    pub root: (u64, u64, i64, u32),
 }
 
 /// How one call through a worker ended.
@@ -109,12 +111,20 @@ pub struct WorkerPool {
 /// Recent crashes, for the back-off before the next start and the quarantine.
 #[derive(Debug, Default)]
 struct Crashes {
-    recent: u32,
-    last: Option<Instant>,
+    /// Each project's recent deaths, for its own back-off: a plugin that crashes in one
+    /// project does not delay the start of its workers for other projects.
+    recent: HashMap<ProjectKey, Recent>,
     /// When workers died, within the quarantine's window.
     deaths: VecDeque<Instant>,
     /// Why the library is quarantined, once it is.
     quarantined: Option<String>,
+}
+
+/// One project's recent worker deaths.
+#[derive(Debug, Clone, Copy)]
+struct Recent {
+    count: u32,
+    last: Instant,
 }
 
 /// Crashes further apart than this are not counted together.
@@ -167,19 +177,22 @@ impl WorkerPool {
         args: &str,
         deadline: tokio::time::Instant,
     ) -> Outcome {
-        let wait = self.backoff();
+        let wait = self.backoff(project);
         if !wait.is_zero()
             && !self.has_live_worker(project)
             && tokio::time::Instant::now() + wait >= deadline
         {
-            let deaths = lock(&self.crashes).recent;
+            let deaths = lock(&self.crashes)
+                .recent
+                .get(project)
+                .map_or(0, |recent| recent.count);
             return Outcome::BackingOff { deaths, wait };
         }
         let worker = match tokio::time::timeout_at(deadline, self.worker(project, root)).await {
             Ok(Ok(worker)) => worker,
             Ok(Err(e)) => {
                 if let StartError::Died(cause) = &e {
-                    self.died(&format!("{cause} while starting"));
+                    self.died(project, &format!("{cause} while starting"));
                 }
                 return Outcome::NotStarted(e);
             }
@@ -201,7 +214,7 @@ impl WorkerPool {
                 self.forget(project, &worker);
                 if let Ended::Died(cause) = &ended {
                     if worker.count_death() {
-                        self.died(cause);
+                        self.died(project, cause);
                     }
                 }
                 Outcome::Ended(ended)
@@ -251,7 +264,7 @@ impl WorkerPool {
         };
         let worker = slot
             .get_or_try_init(|| async {
-                tokio::time::sleep(self.backoff()).await;
+                tokio::time::sleep(self.backoff(project)).await;
                 let start = Start {
                     library: self.settings.library.clone(),
                     project_id: Some(project.id.clone()),
@@ -284,17 +297,22 @@ impl WorkerPool {
 
     /// Counts a worker's death (`cause`, e.g. `crashed (SIGSEGV)`) for the back-off and the
     /// quarantine; quarantines the library when the rule says so (one ERROR in the log).
-    fn died(&self, cause: &str) {
+    fn died(&self, project: &ProjectKey, cause: &str) {
         let mut crashes = lock(&self.crashes);
         let now = Instant::now();
-        if crashes.last.is_some_and(|at| at.elapsed() > CRASH_WINDOW) {
-            crashes.recent = 0;
-        }
-        crashes.recent += 1;
-        crashes.last = Some(now);
+        crashes
+            .recent
+            .retain(|_, recent| recent.last.elapsed() <= CRASH_WINDOW);
+        let recent = crashes.recent.entry(project.clone()).or_insert(Recent {
+            count: 0,
+            last: now,
+        });
+        recent.count += 1;
+        recent.last = now;
+        let recent = recent.count;
         let tool = &self.settings.tool;
         let Some(rule) = self.settings.quarantine else {
-            tracing::warn!(tool = %tool, recent = crashes.recent, "plugin worker {cause}; it is started again for the next call");
+            tracing::warn!(tool = %tool, recent, "plugin worker {cause}; it is started again for the next call");
             return;
         };
         crashes.deaths.push_back(now);
@@ -310,7 +328,7 @@ impl WorkerPool {
         }
         let deaths = u32::try_from(crashes.deaths.len()).unwrap_or(u32::MAX);
         if deaths < rule.deaths {
-            tracing::warn!(tool = %tool, recent = crashes.recent, "plugin worker {cause}; it is started again for the next call ({deaths} of the {} deaths in {} s that quarantine it)", rule.deaths, rule.window.as_secs());
+            tracing::warn!(tool = %tool, recent, "plugin worker {cause}; it is started again for the next call ({deaths} of the {} deaths in {} s that quarantine it)", rule.deaths, rule.window.as_secs());
             return;
         }
         let reason = format!(
@@ -324,13 +342,16 @@ impl WorkerPool {
         crashes.quarantined = Some(reason);
     }
 
-    /// How long to wait before starting a worker: doubling from 50 ms with each recent crash.
-    fn backoff(&self) -> Duration {
+    /// How long to wait before starting `project`'s worker: doubling from 50 ms with each
+    /// recent death of that project's workers.
+    fn backoff(&self, project: &ProjectKey) -> Duration {
         let crashes = lock(&self.crashes);
-        match crashes.last {
-            Some(at) if crashes.recent > 0 && at.elapsed() < CRASH_WINDOW => {
-                let doubled = Duration::from_millis(50) * 2u32.saturating_pow(crashes.recent - 1);
-                doubled.min(MAX_BACKOFF).saturating_sub(at.elapsed())
+        match crashes.recent.get(project) {
+            Some(recent) if recent.count > 0 && recent.last.elapsed() < CRASH_WINDOW => {
+                let doubled = Duration::from_millis(50) * 2u32.saturating_pow(recent.count - 1);
+                doubled
+                    .min(MAX_BACKOFF)
+                    .saturating_sub(recent.last.elapsed())
             }
             _ => Duration::ZERO,
         }

@@ -357,8 +357,13 @@ impl Run<'_> {
             };
             let (registry, turn) = turn;
             if let Some(usage) = turn.usage {
-                self.fit
-                    .learn(usage.prompt_tokens, &self.request.provider.model);
+                let cuts_silently =
+                    self.request.provider.kind == Some(rojos_llm::ProviderKind::Ollama);
+                self.fit.learn(
+                    usage.prompt_tokens,
+                    &self.request.provider.model,
+                    cuts_silently,
+                );
             }
             if !turn.wants_tools() || last {
                 return self.answer(client, turn, last && step > 1).await;

@@ -101,11 +101,23 @@ pub(super) async fn call_in_worker(
             return Err(super::invoke::not_started(name, request.timeout));
         }
     }
-    let outcome = match rustix::fs::fstat(request.root.as_fd()) {
+    let identity = rustix::fs::statx(
+        request.root.as_fd(),
+        "",
+        rustix::fs::AtFlags::EMPTY_PATH,
+        rustix::fs::StatxFlags::INO | rustix::fs::StatxFlags::BTIME,
+    );
+    let outcome = match identity {
         Ok(stat) => {
+            let device = rustix::fs::makedev(stat.stx_dev_major, stat.stx_dev_minor);
             let key = ProjectKey {
                 id: request.project_id.clone(),
-                root: (stat.st_dev, stat.st_ino),
+                root: (
+                    device,
+                    stat.stx_ino,
+                    stat.stx_btime.tv_sec,
+                    stat.stx_btime.tv_nsec,
+                ),
             };
             pool.call(key, request.root.as_fd(), request.limits, args, deadline)
                 .await

@@ -22,13 +22,18 @@ struct Served {
 
 impl Served {
     fn start(provider_table: &str, env: &[(&str, &str)]) -> Served {
+        Served::start_with(provider_table, "", env)
+    }
+
+    /// As [`Served::start`], with `rojo_lines` added to the `default` rojo's table.
+    fn start_with(provider_table: &str, rojo_lines: &str, env: &[(&str, &str)]) -> Served {
         let name = provider_table
             .trim_start()
             .strip_prefix("[providers.")
             .and_then(|rest| rest.split(']').next())
             .expect("a [providers.NAME] table");
         let config = HostConfig::builtins().with(&format!(
-            "{provider_table}\n[rojos.default]\nprovider = \"{name}\"\ntools = \"*\"\n"
+            "{provider_table}\n[rojos.default]\nprovider = \"{name}\"\ntools = \"*\"\n{rojo_lines}"
         ));
         let dir = config.in_temp_folder();
         let rojos = RunningBinary::start(dir.path(), "info", env);
@@ -194,19 +199,22 @@ async fn a_429_says_to_wait_and_send_again() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_400_for_the_context_length_says_to_start_a_new_conversation() {
+async fn a_400_for_the_context_length_says_to_start_a_new_conversation_when_compaction_is_off() {
     let upstream = ScriptedUpstream::start(vec![Turn::error_body(
         400,
         r#"{"object":"error","message":"This model's maximum context length is 32768 tokens. However, you requested 33012 tokens (33012 in the messages, 0 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}"#,
     )])
     .await;
-    let served = Served::start(
+    // With compaction on, the host fits the request again and retries instead (see the
+    // `context` tests); a rojo with `compact_at_percent = 0` keeps the error.
+    let served = Served::start_with(
         &table(
             "vllm",
             "vllm",
             &upstream.base_url,
             "Qwen/Qwen2.5-7B-Instruct",
         ),
+        "compact_at_percent = 0\n",
         &[],
     );
     served

@@ -154,7 +154,7 @@ async fn two_hosts_behind_nginx_stream_events_live_and_share_the_conversation() 
     let upstream = ScriptedUpstream::start(turns).await;
     // A provider that waits for the held answer longer than the test waits for the events.
     let patient = format!(
-        "[providers.patient]\nbase_url = \"{}\"\nmodel = \"scripted-model\"\n\
+        "[providers.patient]\nbase_url = \"{}\"\nmodel = \"scripted-model\"\ncontext_tokens = 1000000\n\
          idle_timeout_secs = 120\n\n[rojos.default]\nprovider = \"patient\"\ntools = \"*\"\n",
         upstream.base_url
     );
@@ -296,7 +296,7 @@ async fn two_hosts_writing_one_file_at_once_leave_one_whole_version() {
     let first = ScriptedUpstream::start_by_step(writing_turns(PATH, &first_texts)).await;
     let second = ScriptedUpstream::start_by_step(writing_turns(PATH, &second_texts)).await;
     let config = HostConfig::builtins().upstream(&first).with(&format!(
-        "[providers.other]\nbase_url = \"{}\"\nmodel = \"scripted-model\"\n\n\
+        "[providers.other]\nbase_url = \"{}\"\nmodel = \"scripted-model\"\ncontext_tokens = 1000000\n\n\
          [rojos.other]\nprovider = \"other\"\ntools = \"*\"\n",
         second.base_url
     ));

@@ -134,7 +134,7 @@ pub(in crate::agent) fn plan(input: &Input<'_>) -> Plan {
     let room = m.bytes(limit).saturating_sub(fixed);
     if !cut_to_fit(&mut stubbed, room) {
         return Plan::TooBig {
-            needed: m.tokens(fixed + stubbed.len() * MIN_KEPT),
+            needed: m.tokens(fixed + least_size(&stubbed)),
             limit,
         };
     }
@@ -186,6 +186,18 @@ fn system_with(prompt: Option<&Arc<str>>, summary: Option<&Compaction>) -> Optio
     );
     text.push_str(&summary.summary);
     Some(text.into())
+}
+
+/// The request bytes of `messages` once cut as far as [`cut_to_fit`] may: the model's own
+/// messages whole, every other at most [`MIN_KEPT`] bytes.
+fn least_size(messages: &[MessageText]) -> usize {
+    messages
+        .iter()
+        .map(|m| match m.role() {
+            "assistant" => m.as_str().len() + 1,
+            _ => m.as_str().len().min(MIN_KEPT) + 1,
+        })
+        .sum()
 }
 
 /// The request bytes of `messages`.

@@ -54,9 +54,12 @@ impl Fit {
     }
 
     /// Learns from the provider's `usage.prompt_tokens` of the last request; a provider
-    /// that cut the request (Ollama, silently) shows the window it really loaded.
-    pub(in crate::agent) fn learn(&mut self, prompt_tokens: u64, model: &str) {
-        if let Some(kept) = self.measure.learn(self.last_sent, prompt_tokens) {
+    /// that cuts a request too long silently (`cuts_silently`: Ollama) shows the window it
+    /// really loaded. Any other provider refuses such a request with an error, so a count far
+    /// below the estimate only means its tokenizer differs from the estimate.
+    pub(in crate::agent) fn learn(&mut self, prompt_tokens: u64, model: &str, cuts_silently: bool) {
+        let kept = self.measure.learn(self.last_sent, prompt_tokens);
+        if let Some(kept) = kept.filter(|_| cuts_silently) {
             let tokens = kept.min(self.window.tokens);
             tracing::warn!(
                 model,
