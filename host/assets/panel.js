@@ -613,6 +613,9 @@
     label.textContent = rojo ? 'Rojo: ' + rojo : '';
     label.hidden = !rojo;
     el.rojo.disabled = state.busy || !!rojo;
+    // The picker chooses a new conversation's rojo; an open one names its own in its place.
+    const picker = el.rojo.closest('.field');
+    if (picker) picker.hidden = !!rojo;
   }
 
   function autosize() {

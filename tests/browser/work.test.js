@@ -80,7 +80,11 @@ async function topbarFits(page) {
     probe.textContent = option ? option.textContent : '';
     document.body.append(probe);
     // The text plus the arrow and padding fits the picker.
-    if (probe.getBoundingClientRect().width + 28 > select.getBoundingClientRect().width) cut.push('rojo: ' + probe.textContent);
+    // A conversation's rojo shows in a label in the picker's place (checked below).
+    const shown = !select.closest('.field').hidden;
+    if (shown && probe.getBoundingClientRect().width + 28 > select.getBoundingClientRect().width) cut.push('rojo: ' + probe.textContent);
+    const label = document.getElementById('conversation-rojo');
+    if (!label.hidden && label.scrollWidth > label.clientWidth + 1) cut.push('label: ' + label.textContent);
     probe.remove();
     const project = document.getElementById('project');
     if (project.value && project.scrollWidth > project.clientWidth + 1) cut.push('project: ' + project.value);
