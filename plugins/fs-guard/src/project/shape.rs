@@ -13,7 +13,7 @@ use cap_std::fs::Dir;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use super::snapshot::{not_undoable, open_folder_nofollow, Budget, MAX_DEPTH};
+use super::snapshot::{not_undoable, open_folder_nofollow, recorded_entry, Budget, MAX_DEPTH};
 use super::{change::create_new_file_from, tree, ProjectDir, KEPT_MODE_BITS};
 use crate::error::{from_io, PathError, Shown};
 use crate::path::{check_path, Entry, PathUse};
@@ -100,23 +100,10 @@ impl ProjectDir {
         max_bytes: u64,
         visit: Option<&mut dyn Visit>,
     ) -> Result<Vec<Shaped>, PathError> {
-        let rel = check_path(path, PathUse::Existing)?;
-        let (parent, leaf) = match rel.entry() {
-            Entry::Named { parent, leaf, .. } => (parent, leaf),
-            Entry::Root => return Ok(Vec::new()),
-            Entry::Dotted => {
-                return Err(PathError::NotAnEntry {
-                    path: Shown::new(path),
-                })
-            }
+        let Some((parent, leaf, full)) = recorded_entry(path)? else {
+            return Ok(Vec::new());
         };
         let folders: Vec<&str> = parent.split('/').filter(|p| *p != ".").collect();
-        let full = folders
-            .iter()
-            .copied()
-            .chain(std::iter::once(leaf))
-            .collect::<Vec<_>>()
-            .join("/");
         let folder = self.open_folder(&parent);
         let mut recorded = Vec::new();
         if folder.is_err() {

@@ -102,23 +102,10 @@ impl ProjectDir {
         max_bytes: u64,
         existing: bool,
     ) -> Result<Vec<Recorded>, PathError> {
-        let rel = check_path(path, PathUse::Existing)?;
-        let (parent, leaf) = match rel.entry() {
-            Entry::Named { parent, leaf, .. } => (parent, leaf),
-            Entry::Root => return Ok(Vec::new()),
-            Entry::Dotted => {
-                return Err(PathError::NotAnEntry {
-                    path: Shown::new(path),
-                })
-            }
+        let Some((parent, leaf, full)) = recorded_entry(path)? else {
+            return Ok(Vec::new());
         };
         let folders: Vec<&str> = parent.split('/').filter(|p| *p != ".").collect();
-        let full = folders
-            .iter()
-            .copied()
-            .chain(std::iter::once(leaf))
-            .collect::<Vec<_>>()
-            .join("/");
         let folder = self.open_folder(&parent);
         // A folder that opens has every folder on its way: only when it does not can one be
         // missing, so only then is each looked at (one lookup each, walking the path again).
@@ -364,6 +351,28 @@ fn write_node(
             rustix::fs::fsync(&handle).map_err(io)
         }
     }
+}
+/// The entry a recording of `path` is about: the folder that holds it (`.` for the root),
+/// its name, and its path as records name it (the folders without `.` parts, then the name).
+/// `None` for the root itself, which is never recorded.
+pub(super) fn recorded_entry(path: &str) -> Result<Option<(String, &str, String)>, PathError> {
+    let rel = check_path(path, PathUse::Existing)?;
+    let (parent, leaf) = match rel.entry() {
+        Entry::Named { parent, leaf, .. } => (parent, leaf),
+        Entry::Root => return Ok(None),
+        Entry::Dotted => {
+            return Err(PathError::NotAnEntry {
+                path: Shown::new(path),
+            })
+        }
+    };
+    let full = parent
+        .split('/')
+        .filter(|p| *p != ".")
+        .chain(std::iter::once(leaf))
+        .collect::<Vec<_>>()
+        .join("/");
+    Ok(Some((parent, leaf, full)))
 }
 
 /// Opens the folder `name` of `folder`, refusing a symlink (`ELOOP`) or anything else.
