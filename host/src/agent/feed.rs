@@ -146,6 +146,14 @@ pub struct Feed {
     last_left: Mutex<Instant>,
 }
 
+/// `event` numbered `seq`, as a line of a stream (newline included).
+pub(super) fn numbered(event: &Event, seq: u64) -> String {
+    let mut line =
+        serde_json::to_string(&Numbered { event, seq }).expect("events always serialise");
+    line.push('\n');
+    line
+}
+
 /// An event with its number, as a line of the stream.
 #[derive(Serialize)]
 struct Numbered<'a> {
@@ -159,10 +167,7 @@ impl Feed {
     pub(super) fn push(&self, event: &Event) {
         let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
         let seq = log.len() as u64 + 1;
-        let mut line =
-            serde_json::to_string(&Numbered { event, seq }).expect("events always serialise");
-        line.push('\n');
-        log.push(line.into());
+        log.push(numbered(event, seq).into());
         let done = matches!(event, Event::Done { .. });
         drop(log);
         self.changed.send_replace(Progress { lines: seq, done });

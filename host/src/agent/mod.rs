@@ -182,21 +182,29 @@ impl Agent {
         let (feed, follower) = self
             .feeds
             .open(&request.conversation, request.lease.stop().child_token());
-        feed.push(&Event::RunStarted {
+        let started = Event::RunStarted {
             conversation_id: request.conversation.to_string(),
             rojo: request.rojo_name.clone(),
-        });
-        if let Some(shared) = &self.shared_feeds {
-            tokio::spawn(relay::publish(
-                Arc::clone(shared),
-                request.conversation.clone(),
-                Arc::clone(&feed),
-                self.run_lease,
-            ));
-        }
+        };
         let agent = Arc::clone(self);
         self.tasks.spawn(async move {
             let conversation = request.conversation.clone();
+            if let Some(shared) = &agent.shared_feeds {
+                // The feed is in the shared store before any client learns of the run, so
+                // a client that got `RUN_STARTED` can follow it on any host.
+                let opened =
+                    relay::open(shared.as_ref(), &conversation, &feed, agent.run_lease).await;
+                feed.push(&started);
+                tokio::spawn(relay::publish(
+                    Arc::clone(shared),
+                    conversation.clone(),
+                    Arc::clone(&feed),
+                    agent.run_lease,
+                    opened,
+                ));
+            } else {
+                feed.push(&started);
+            }
             run::run(Arc::clone(&agent), request, first_turn, Arc::clone(&feed)).await;
             drop(held);
             // Kept a while for a client that lost its connection near the end.

@@ -18,24 +18,39 @@ const GAP: Duration = Duration::from_millis(50);
 /// The longest time between two publishes (while no event comes).
 pub(super) const TICK: Duration = Duration::from_millis(250);
 
+/// Starts `feed`'s shared feed (replacing the conversation's previous run's); `false`, with
+/// a warning logged, when the store cannot be reached ([`publish`] tries again).
+pub(super) async fn open(
+    shared: &dyn SharedFeeds,
+    conversation: &ConversationId,
+    feed: &Feed,
+    alive_for: Duration,
+) -> bool {
+    match shared.open(conversation, feed.run(), alive_for).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot open the run's shared feed");
+            false
+        }
+    }
+}
+
 /// Publishes `feed` of a run of `conversation` until its `DONE` is published; the feed stays
 /// alive for `alive_for` after each publish (a follower elsewhere reports the run lost once
 /// that passed). Gives up when a newer run replaced the feed. While the store cannot be
 /// reached it tries again every [`TICK`]; a server shutting down does not wait for it.
+/// `opened` says whether [`open`] succeeded already.
 pub(super) async fn publish(
     shared: Arc<dyn SharedFeeds>,
     conversation: ConversationId,
     feed: Arc<Feed>,
     alive_for: Duration,
+    mut opened: bool,
 ) {
-    let mut opened = false;
     let mut published = 0u64;
     loop {
         if !opened {
-            match shared.open(&conversation, feed.run(), alive_for).await {
-                Ok(()) => opened = true,
-                Err(e) => tracing::warn!(error = %e, "cannot open the run's shared feed"),
-            }
+            opened = open(shared.as_ref(), &conversation, &feed, alive_for).await;
         }
         if opened {
             let (lines, done) = feed.lines_after(published);

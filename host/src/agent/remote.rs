@@ -1,7 +1,8 @@
 //! Following a run another host is running, through the store they share
 //! (`rojos_conversations::SharedFeeds`, published by `relay`): [`RemoteFollower`] reads the
 //! feed's lines after its last one every [`POLL`], and ends after the run's `DONE`, or with an
-//! `ERROR` and a `DONE` of its own (no `seq`: they are not the run's) when the running host
+//! `ERROR` and a `DONE` of its own (numbered on from the last line given, as every event of a
+//! stream is; the run never made them) when the running host
 //! stopped publishing before the run ended (it died or lost the database) or a newer run
 //! replaced the feed.
 
@@ -10,7 +11,7 @@ use std::{sync::Arc, time::Duration};
 use axum::body::Bytes;
 use rojos_conversations::{ConversationId, FeedRead, SharedFeeds};
 
-use super::{Event, StopReason};
+use super::{feed::numbered, Event, StopReason};
 
 /// How often a follower reads the feed while nothing new is there.
 pub const POLL: Duration = Duration::from_millis(150);
@@ -119,20 +120,21 @@ impl RemoteFollower {
         }
     }
 
-    /// Ends the stream with an `ERROR` saying `message` and a `DONE`.
+    /// Ends the stream with an `ERROR` saying `message` and a `DONE`, numbered on.
     fn fail(&mut self, message: &str) -> Bytes {
         self.ended = true;
-        let mut lines = Event::Error {
+        let error = Event::Error {
             message: message.to_owned(),
+        };
+        let done = Event::Done {
+            conversation_id: self.conversation.to_string(),
+            stop_reason: StopReason::InternalError,
+        };
+        let mut lines = String::new();
+        for event in [error, done] {
+            self.next += 1;
+            lines.push_str(&numbered(&event, self.next));
         }
-        .to_line();
-        lines.push_str(
-            &Event::Done {
-                conversation_id: self.conversation.to_string(),
-                stop_reason: StopReason::InternalError,
-            }
-            .to_line(),
-        );
         Bytes::from(lines)
     }
 }
