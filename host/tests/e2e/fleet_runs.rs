@@ -2,9 +2,10 @@
 //! docs/deploy.md, "Several hosts"): two hosts on one PostgreSQL database behind nginx, a run
 //! started on the first is followed from the second from any event on (nothing lost, nothing
 //! twice), stopped from the second, read to its end from the second after its client left,
-//! and a follower on the second learns it was lost when the first host dies mid-run. A
-//! conversation compacted on one host goes on on the other, and on a restarted one, with the
-//! summary kept (asked of the model once).
+//! a client following on the second keeps it attended, and a follower on the second learns
+//! it was lost when the first host dies mid-run. A conversation compacted on one host goes
+//! on on the other, and on a restarted one, with the summary kept (not asked of the model
+//! again).
 
 use std::time::Duration;
 
@@ -169,6 +170,36 @@ async fn a_run_whose_client_left_finishes_and_the_other_host_reads_it_to_its_end
         .map(|m| m["role"].as_str().unwrap())
         .collect();
     assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_following_on_another_host_keeps_the_run_attended() {
+    // A run of about eight seconds on host A, whose client leaves at once; a run nobody
+    // follows for three seconds is stopped. A client on B follows it to its end.
+    let text = "word ".repeat(160);
+    let slow = Turn::text_in_pieces(&text, 5).chunk_delay(Duration::from_millis(50));
+    let upstream = ScriptedUpstream::start(vec![slow]).await;
+    let config = HostConfig::builtins()
+        .upstream(&upstream)
+        .with("[limits]\nunattended_run_secs = 3\n");
+    let deployment = Deployment::start(config);
+    let [host_a, host_b] = deployment.urls.clone();
+    let mut response = chat_at(&host_a, &json!({"projectId": "demo", "message": "talk"})).await;
+    let seen = read_until(&mut response, "\n").await;
+    drop(response);
+    let conversation = lines_read(&seen)[0]["conversationId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let followed = Stream::read(events_at(&host_b, &conversation, Some(0)).await).await;
+    assert_eq!(followed.done(), (conversation, "completed".to_owned()));
+    assert_eq!(
+        followed.text(),
+        text,
+        "the run was not stopped as unattended"
+    );
+    assert_eq!(upstream.dropped(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
