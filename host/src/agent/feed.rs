@@ -394,4 +394,42 @@ mod tests {
         assert_eq!(feed.cause(), Some(StopCause::Unattended));
         assert!(!feed.stop(StopCause::Asked), "already stopped");
     }
+
+    #[tokio::test]
+    async fn a_relay_reads_the_lines_after_its_last_and_learns_when_done_is_among_them() {
+        let (feed, _follower) = feed();
+        feed.push(&chat("a"));
+        feed.push(&chat("b"));
+        let (lines, done) = feed.lines_after(1);
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].contains("\"seq\":2"), "{}", lines[0]);
+        assert!(!done);
+        feed.push(&Event::Done {
+            conversation_id: "c1".into(),
+            stop_reason: super::super::StopReason::Completed,
+        });
+        let (lines, done) = feed.lines_after(2);
+        assert!(done && lines.len() == 1 && lines[0].contains("\"DONE\""));
+        assert_eq!(feed.lines_after(3), (Vec::new(), true));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_on_another_host_keeps_the_run_attended() {
+        let (feed, follower) = feed();
+        drop(follower);
+        let watch = feed.stop_when_unattended(Unattended::After(Duration::from_secs(10)));
+        tokio::pin!(watch);
+        tokio::select! {
+            () = &mut watch => panic!("stopped before its time"),
+            () = tokio::time::sleep(Duration::from_secs(8)) => {}
+        }
+        // Read on another host a second ago: nobody-follows time starts again from then.
+        feed.followed_elsewhere(Duration::from_secs(1));
+        tokio::select! {
+            () = &mut watch => panic!("stopped while followed on another host"),
+            () = tokio::time::sleep(Duration::from_secs(8)) => {}
+        }
+        watch.await;
+        assert_eq!(feed.cause(), Some(StopCause::Unattended));
+    }
 }

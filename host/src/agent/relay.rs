@@ -10,7 +10,10 @@ use std::{sync::Arc, time::Duration};
 
 use rojos_conversations::{ConversationId, SharedFeeds};
 
-use super::{feed::Feed, StopCause};
+use super::{
+    feed::{Feed, KEPT_AFTER_DONE},
+    StopCause,
+};
 
 /// The shortest time between two publishes of one run: events made meanwhile go together.
 const GAP: Duration = Duration::from_millis(50);
@@ -38,7 +41,8 @@ pub(super) async fn open(
 /// Publishes `feed` of a run of `conversation` until its `DONE` is published; the feed stays
 /// alive for `alive_for` after each publish (a follower elsewhere reports the run lost once
 /// that passed). Gives up when a newer run replaced the feed. While the store cannot be
-/// reached it tries again every [`TICK`]; a server shutting down does not wait for it.
+/// reached it tries again every [`TICK`], until the run ended and its kept time
+/// ([`KEPT_AFTER_DONE`]) passed; a server shutting down does not wait for it.
 /// `opened` says whether [`open`] succeeded already.
 pub(super) async fn publish(
     shared: Arc<dyn SharedFeeds>,
@@ -48,9 +52,14 @@ pub(super) async fn publish(
     mut opened: bool,
 ) {
     let mut published = 0u64;
+    // Publishes failed in a row since the run ended: past its kept time, it gives up.
+    let mut failed_after_done = 0u32;
     loop {
         if !opened {
             opened = open(shared.as_ref(), &conversation, &feed, alive_for).await;
+        }
+        if !opened && feed.is_done() {
+            failed_after_done += 1;
         }
         if opened {
             let (lines, done) = feed.lines_after(published);
@@ -82,8 +91,17 @@ pub(super) async fn publish(
                     tracing::warn!("a newer run replaced this run's shared feed");
                     return;
                 }
-                Err(e) => tracing::warn!(error = %e, "cannot publish the run's events"),
+                Err(e) => {
+                    if done {
+                        failed_after_done += 1;
+                    }
+                    tracing::warn!(error = %e, "cannot publish the run's events");
+                }
             }
+        }
+        if failed_after_done >= KEPT_AFTER_DONE.as_millis() as u32 / TICK.as_millis() as u32 {
+            tracing::warn!("the ended run's events could not be published: giving up");
+            return;
         }
         tokio::time::sleep(GAP).await;
         tokio::select! {
