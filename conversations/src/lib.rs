@@ -76,7 +76,7 @@ pub use postgres::{
     StatementMode, UrlError, POSTGRES_SCHEMA_VERSION,
 };
 pub use search::MIN_INDEXED_CHARS;
-pub use snippet::{Snippet, SNIPPET_CONTEXT_CHARS};
+pub use snippet::{Snippet, SNIPPET_AFTER_CHARS, SNIPPET_BEFORE_CHARS};
 pub use sqlite::{SqliteApprovals, SqliteOptions, SqliteStore, SCHEMA_VERSION};
 pub use step::Step;
 pub use store::{

@@ -7,8 +7,12 @@
 
 use serde::Serialize;
 
-/// Characters of context kept on each side of the match, at most.
-pub const SNIPPET_CONTEXT_CHARS: usize = 60;
+/// Characters of context kept before the match, at most (fewer than after it, so the match
+/// comes early in a snippet a client shows on a few narrow lines).
+pub const SNIPPET_BEFORE_CHARS: usize = 40;
+
+/// Characters of context kept after the match, at most.
+pub const SNIPPET_AFTER_CHARS: usize = 60;
 
 /// Characters of the match itself kept, at most (a longer one is cut, ending in `…`).
 const MATCH_CHARS: usize = 120;
@@ -99,16 +103,16 @@ fn collapse(text: &str) -> String {
     out
 }
 
-/// The end of the text before the match: at most [`SNIPPET_CONTEXT_CHARS`] characters,
+/// The end of the text before the match: at most [`SNIPPET_BEFORE_CHARS`] characters,
 /// starting at a word when cut.
 fn tail(chars: &[char]) -> String {
     let text: String = chars.iter().collect();
     let text = collapse_keeping_edges(&text);
     let chars: Vec<char> = text.chars().collect();
-    if chars.len() <= SNIPPET_CONTEXT_CHARS {
+    if chars.len() <= SNIPPET_BEFORE_CHARS {
         return text;
     }
-    let mut from = chars.len() - SNIPPET_CONTEXT_CHARS;
+    let mut from = chars.len() - SNIPPET_BEFORE_CHARS;
     if let Some(space) = chars[from..]
         .iter()
         .take(WORD_SLACK)
@@ -120,16 +124,16 @@ fn tail(chars: &[char]) -> String {
     format!("…{kept}")
 }
 
-/// The start of the text after the match: at most [`SNIPPET_CONTEXT_CHARS`] characters,
+/// The start of the text after the match: at most [`SNIPPET_AFTER_CHARS`] characters,
 /// ending at a word when cut.
 fn head(chars: &[char]) -> String {
     let text: String = chars.iter().collect();
     let text = collapse_keeping_edges(&text);
     let chars: Vec<char> = text.chars().collect();
-    if chars.len() <= SNIPPET_CONTEXT_CHARS {
+    if chars.len() <= SNIPPET_AFTER_CHARS {
         return text;
     }
-    let mut to = SNIPPET_CONTEXT_CHARS;
+    let mut to = SNIPPET_AFTER_CHARS;
     if let Some(space) = chars[..to]
         .iter()
         .rev()
@@ -194,8 +198,8 @@ mod tests {
             "{before:?}"
         );
         assert!(after.ends_with('…') && after.starts_with(' '), "{after:?}");
-        assert!(before.chars().count() <= SNIPPET_CONTEXT_CHARS + 1);
-        assert!(after.chars().count() <= SNIPPET_CONTEXT_CHARS + 1);
+        assert!(before.chars().count() <= SNIPPET_BEFORE_CHARS + 1);
+        assert!(after.chars().count() <= SNIPPET_AFTER_CHARS + 1);
         // Whole words only.
         for side in [&before, &after] {
             for word in side.trim_matches(['…', ' ']).split(' ') {

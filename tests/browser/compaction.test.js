@@ -38,10 +38,10 @@ function kettleResponder(body) {
 }
 
 /** A rojo told a window small enough to be outgrown in a few messages. */
-const SMALL = '\n[rojos.small]\nprovider = "scripted"\ntools = "*"\ncontext_tokens = 4096\n';
+const SMALL = '\n[rojos.small]\nprovider = "scripted"\ntools = "*"\ncontext_tokens = 8192\n';
 
 function seedNote(host) {
-  const note = Array.from({ length: 80 }, (_, n) => `Line ${String(n).padStart(3, '0')}: kettles boil water for tea.\n`).join('');
+  const note = Array.from({ length: 160 }, (_, n) => `Line ${String(n).padStart(3, '0')}: kettles boil water for tea.\n`).join('');
   fs.writeFileSync(path.join(host.projectRoot('demo'), 'note.txt'), note);
 }
 
@@ -99,6 +99,7 @@ for (const viewport of [PHONE, WIDE]) {
         if (await page.$('#thread .compaction')) break;
       }
       assert.ok(n < 30, 'the conversation was compacted');
+      assert.equal(await page.locator('#thread .msg.error').count(), 0, 'every message was answered');
       // The live marker waits for nothing: it is there when the run ends, collapsed.
       await page.waitForFunction(() => document.querySelectorAll('#thread .compaction').length > 0);
       const id = new URLSearchParams((await page.evaluate(() => location.hash)).slice(1)).get('c');
@@ -152,7 +153,7 @@ for (const viewport of [PHONE, WIDE]) {
       await openPanel(page, host);
       await send(page, 'Where is the spare one?');
       await waitIdle(page);
-      await page.click('#new-chat');
+      await page.keyboard.press('Control+Shift+O'); // a new chat, at any width
       await send(page, 'And the teapot lid?');
       await waitIdle(page);
       if (viewport.width < 760) await page.click('#toggle-sidebar');
@@ -170,8 +171,8 @@ for (const viewport of [PHONE, WIDE]) {
       }]);
       assert.equal(await page.locator('#history img').count(), 0, 'markup in a snippet stays text');
       assert.equal(await page.evaluate(() => window.hacked), undefined);
-      // A hit by its title only has no snippet line.
-      await page.fill('#history-search', 'teapot lid');
+      // A hit by its title only (two characters search titles only) has no snippet line.
+      await page.fill('#history-search', 'An');
       await page.waitForFunction(() => document.querySelectorAll('#history .history-item').length === 1
         && document.querySelector('#history .history-title').textContent === 'And the teapot lid?');
       assert.equal(await page.locator('#history .history-snippet').count(), 0);
@@ -182,6 +183,11 @@ for (const viewport of [PHONE, WIDE]) {
         await assertAccessible(page, `search snippets (${scheme}, ${viewport.width} px)`);
         await screenshot(page, `snippets-${viewport.width}-${scheme}`);
       }
+      // The match is on a line shown, however long the text before it.
+      const hidden = await page.$$eval('#history .history-snippet', (all) => all
+        .filter((line) => line.querySelector('mark').getBoundingClientRect().bottom > line.getBoundingClientRect().bottom + 1)
+        .map((line) => line.textContent));
+      assert.deepEqual(hidden, [], 'every marked match is visible');
       const fit = await page.$$eval('#history .history-snippet', (all) => Math.max(...all.map((e) => e.getBoundingClientRect().right)));
       const side = await page.$eval('#sidebar', (e) => e.getBoundingClientRect().right);
       assert.ok(fit <= side, `snippets stay in the sidebar (${fit} > ${side})`);

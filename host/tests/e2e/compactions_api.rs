@@ -24,6 +24,7 @@ async fn ask(host: &TestHost, project: &str, conversation: Option<&str>, n: usiz
         body["conversationId"] = json!(id);
     }
     let stream = Stream::read(host.chat(body).await).await;
+    assert_eq!(stream.errors(), Vec::<String>::new(), "message {n}");
     assert_eq!(stream.done().1, "completed", "message {n}");
     stream
 }
@@ -39,11 +40,11 @@ async fn the_summaries_a_conversation_was_compacted_into_are_listed_where_they_a
     .await;
     let config = HostConfig::builtins()
         .upstream(&upstream)
-        .with("[rojos.default]\nprovider = \"scripted\"\ntools = \"*\"\ncontext_tokens = 4096\n");
+        .with("[rojos.default]\nprovider = \"scripted\"\ntools = \"*\"\ncontext_tokens = 8192\n");
     let host = TestHost::start(config).await;
     let root = host.project_root("demo");
     std::fs::create_dir_all(&root).unwrap();
-    let note: String = (0..80)
+    let note: String = (0..160)
         .map(|n| format!("Line {n:03}: kettles boil water for tea.\n"))
         .collect();
     std::fs::write(root.join("note.txt"), note).unwrap();
