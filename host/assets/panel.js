@@ -703,7 +703,9 @@
         const snippet = conv && c.snippet ? conv.snippet(c.snippet) : null;
         if (snippet) b.append(snippet);
         b.append(node('span', 'history-meta', [c.rojo, ago(c.updatedAt)].filter(Boolean).join(' \u00B7 ')));
-        b.addEventListener('click', () => openConversation(c.id, c.rojo));
+        // A search hit opens at the message that matched (its snippet's).
+        const found = c.snippet && Number.isInteger(c.snippet.message) ? c.snippet.message : null;
+        b.addEventListener('click', () => openConversation(c.id, c.rojo, found));
         li.appendChild(b);
         if (conv) conv.decorate(li, c);
         el.history.appendChild(li);
@@ -755,6 +757,7 @@
         const note = m.rojos && typeof m.rojos === 'object' ? m.rojos : {};
         if (text.trim() && note.noAnswer !== true) {
           const bubble = addAssistant();
+          bubble.dataset.message = String(index); // where a search hit opens
           setAssistantText(bubble, text);
           finishBubble(bubble);
         }
@@ -802,7 +805,8 @@
     }
   }
 
-  async function openConversation(id, rojo) {
+  // `found`: the index of the message a search found, scrolled to and outlined.
+  async function openConversation(id, rojo, found = null) {
     leaveRun();
     while (state.busy) await new Promise((resolve) => setTimeout(resolve, 20));
     const seq = ++state.openSeq;
@@ -824,6 +828,7 @@
       if (seq !== state.openSeq) return;
       setConversation(id);
       renderHistory(messages, compactions);
+      if (found !== null) showFound(found);
       showConversationRojo(kept || rojo);
       if (undo) undo.refresh();
       if (conv) conv.cancelEdit();
@@ -833,6 +838,14 @@
       if (e instanceof AuthError) return;
       addError('Cannot open the conversation: ' + e.message);
     }
+  }
+
+  // The bubble of stored message `index`, a search hit's, in view and outlined.
+  function showFound(index) {
+    const bubble = el.thread.querySelector('.msg[data-message="' + index + '"]');
+    if (!bubble) return;
+    bubble.classList.add('found');
+    bubble.scrollIntoView({ block: 'center' });
   }
 
   // ---- rojos and projects ------------------------------------------------------------------

@@ -4,7 +4,8 @@
 // window (`context_tokens`) is driven past it: the marker appears live where the summary
 // starts to stand for the older messages, expands to the summary, and is drawn at the same
 // place when the conversation is reopened (GET /conversations/{id}/compactions). The sidebar's
-// search shows each hit's snippet with the match marked, markup in it shown as text. Both at
+// search shows each hit's snippet with the match marked, markup in it shown as text, and
+// opening a hit outlines the message that matched. Both at
 // 390 px and 1280 px, light and dark, axe clean. Screenshots go to
 // test-output/browser/compaction-*.png and snippets-*.png.
 
@@ -171,6 +172,12 @@ for (const viewport of [PHONE, WIDE]) {
       }]);
       assert.equal(await page.locator('#history img').count(), 0, 'markup in a snippet stays text');
       assert.equal(await page.evaluate(() => window.hacked), undefined);
+      // Opening the hit shows the message that matched, outlined, in view.
+      await page.click('#history .history-item');
+      await page.waitForSelector('#thread .msg.found');
+      assert.match(await page.textContent('#thread .msg.found'), /^The spare kettle/);
+      assert.ok(await page.locator('#thread .msg.found').isVisible());
+      if (viewport.width < 760) await page.click('#toggle-sidebar');
       // A hit by its title only (two characters search titles only) has no snippet line.
       await page.fill('#history-search', 'An');
       await page.waitForFunction(() => document.querySelectorAll('#history .history-item').length === 1
