@@ -22,6 +22,7 @@ mod roundtrip;
 mod shared_feeds;
 mod silence;
 mod size;
+mod snippets;
 mod support;
 mod tls;
 mod unnamed;
