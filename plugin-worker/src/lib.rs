@@ -28,5 +28,6 @@ pub mod supervisor;
 pub mod worker;
 
 pub use pool::{Outcome, PoolSettings, ProjectKey, QuarantineRule, WorkerPool};
+pub use protocol::Call;
 pub use sandbox::SandboxSettings;
 pub use supervisor::Ended;

@@ -16,11 +16,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use rojos_plugin_api::Limits;
 use tokio::sync::OnceCell;
 
 use crate::{
-    protocol::Start,
+    protocol::{Call, Start},
     sandbox::SandboxSettings,
     supervisor::{Ended, StartError, Worker},
 };
@@ -154,17 +153,16 @@ impl WorkerPool {
         self: &Arc<Self>,
         project: ProjectKey,
         root: BorrowedFd<'_>,
-        limits: Limits,
-        args: &str,
+        call: Call<'_>,
         deadline: tokio::time::Instant,
     ) -> Outcome {
         if let Some(reason) = self.quarantined() {
             return Outcome::Quarantined(reason);
         }
-        let mut outcome = self.call_once(&project, root, limits, args, deadline).await;
+        let mut outcome = self.call_once(&project, root, call, deadline).await;
         if outcome == Outcome::Ended(Ended::NotSent) {
             // The worker was ending as the call came; the call never reached it.
-            outcome = self.call_once(&project, root, limits, args, deadline).await;
+            outcome = self.call_once(&project, root, call, deadline).await;
         }
         outcome
     }
@@ -173,8 +171,7 @@ impl WorkerPool {
         self: &Arc<Self>,
         project: &ProjectKey,
         root: BorrowedFd<'_>,
-        limits: Limits,
-        args: &str,
+        call: Call<'_>,
         deadline: tokio::time::Instant,
     ) -> Outcome {
         let wait = self.backoff(project);
@@ -206,7 +203,7 @@ impl WorkerPool {
             worker: &worker,
             armed: true,
         };
-        let answer = tokio::time::timeout_at(deadline, worker.call(limits, args)).await;
+        let answer = tokio::time::timeout_at(deadline, worker.call(call)).await;
         abandoned.armed = false;
         match answer {
             Ok(Ok(result)) => Outcome::Returned(result),

@@ -6,7 +6,7 @@
 use std::{os::fd::AsFd, path::PathBuf, sync::Arc, time::Duration};
 
 use rojos_plugin_worker::{
-    Ended, Outcome, PoolSettings, ProjectKey, QuarantineRule, SandboxSettings, WorkerPool,
+    Call, Ended, Outcome, PoolSettings, ProjectKey, QuarantineRule, SandboxSettings, WorkerPool,
 };
 use serde::Deserialize;
 
@@ -119,8 +119,12 @@ pub(super) async fn call_in_worker(
                     stat.stx_btime.tv_nsec,
                 ),
             };
-            pool.call(key, request.root.as_fd(), request.limits, args, deadline)
-                .await
+            let call = Call {
+                limits: request.limits,
+                create_only: &request.create_only,
+                args,
+            };
+            pool.call(key, request.root.as_fd(), call, deadline).await
         }
         Err(e) => return Err(host_failure(name, &e)),
     };
