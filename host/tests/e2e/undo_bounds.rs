@@ -1,9 +1,9 @@
 //! What bounds undo over real HTTP (docs/security.md, the undo subsections): a checkpoint
 //! record over `[limits] checkpoint_record_bytes` is refused before its change runs, and one
 //! a host cannot read is listed as unreadable and stops the undo instead of letting it revert
-//! an earlier run; an undo names the run it reverts; an upload, and another run's tool call,
-//! made while an undo is held in the middle of its restore (a FUSE folder, `held_fs.rs`)
-//! wait for it and are not removed by it; `checkpoint_bytes` counts names
+//! an earlier run; an undo names the run it reverts; an upload, another run's tool call and
+//! a tool call through MCP, made while an undo is held in the middle of its restore (a FUSE
+//! folder, `held_fs.rs`), wait for it and are not removed by it; `checkpoint_bytes` counts names
 //! and empty files (what the records take on disk), and listing reads the small heads, not
 //! the records; `[limits] checkpoint_memory_bytes` bounds the names and entries held, while
 //! content streams past it.
@@ -285,6 +285,55 @@ async fn another_runs_tool_call_during_an_undo_waits_for_it_and_lands_on_the_res
         std::fs::read_to_string(root.join("docs/new.txt")).unwrap(),
         "written during the undo",
         "a tool call's write is not lost to the undo"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("docs/keep.txt")).unwrap(),
+        "kept"
+    );
+}
+
+#[tokio::test]
+async fn a_tool_call_through_mcp_during_an_undo_waits_for_it_and_is_not_removed() {
+    let (host, upstream) = host_with(
+        vec![
+            calls(vec![delete("docs"), delete("big")]),
+            Turn::text("deleted"),
+        ],
+        "",
+    )
+    .await;
+    // The call waits for the undo within its own time limit: give it room on a busy machine.
+    let mut config = config_with(&upstream, "");
+    config.call_timeout_secs = 120.0;
+    let host = host.restart(config).await;
+    let root = host.project_root("demo");
+    let mut fs = HeldFs::mount(&root, HELD_NAME);
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    std::fs::write(root.join("docs/keep.txt"), "kept").unwrap();
+    empty_files(&root, "big", 1000);
+    let (conversation, results) = run(&host, None, "delete both").await;
+    assert!(results.iter().all(|(_, ok, _)| *ok), "{results:?}");
+
+    let undoing = start_undo(&host, &conversation, &mut fs).await;
+    // A call outside any chat (no run, no checkpoint of its own) writes into `docs` now: it
+    // takes the same project lock, so it waits for the undo.
+    let url = format!("{}/mcp/demo", host.url);
+    let writing = tokio::spawn(async move {
+        let calls = json!([[
+            "write_text_content",
+            {"path": "docs/new.txt", "text": "written through MCP during the undo"}
+        ]]);
+        crate::mcp_server::sdk_session(&url, TOKEN, "legacy", calls).await
+    });
+    let session = let_go_when_done_or_waiting(&fs, writing).await;
+    let results = crate::mcp_server::call_results(&session);
+    assert_eq!(results, [(false, r#"{"ok":true}"#.to_owned())]);
+    let (status, body) = undoing.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("docs/new.txt")).unwrap(),
+        "written through MCP during the undo",
+        "an MCP call's write is not lost to the undo"
     );
     assert_eq!(
         std::fs::read_to_string(root.join("docs/keep.txt")).unwrap(),
