@@ -21,6 +21,7 @@ pub mod module;
 pub mod pool;
 pub mod probe;
 pub mod protocol;
+pub mod record;
 pub mod sandbox;
 pub mod spawn;
 pub mod status;
