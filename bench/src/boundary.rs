@@ -72,6 +72,7 @@ pub(crate) fn measure(build: &Path) -> anyhow::Result<Boundary> {
         project_id: "bench".to_owned(),
         root_fd: dir.as_raw_fd(),
         limits,
+        create_only: Vec::new(),
     };
     let context_json = serde_json::to_string(&context)?;
     let args = r#"{"path":"hello.txt"}"#;
@@ -128,6 +129,7 @@ fn measure_invoke(
         root_path: std::path::PathBuf::new(),
         limits,
         timeout: Duration::from_secs(10),
+        create_only: Vec::new(),
     };
     let args = ToolArgs::try_from(serde_json::json!({"path": "hello.txt"}))
         .map_err(|v| anyhow::anyhow!("arguments {v} are not an object"))?;

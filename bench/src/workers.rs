@@ -85,6 +85,7 @@ fn project(id: &str) -> anyhow::Result<(tempfile::TempDir, CallRequest)> {
         root_path: world.path().to_owned(),
         limits: Limits::default(),
         timeout: Duration::from_secs(10),
+        create_only: Vec::new(),
     };
     Ok((world, request))
 }

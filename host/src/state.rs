@@ -21,6 +21,11 @@ use crate::{
     watcher::WatchGuard,
 };
 
+/// The folder under the storage directory that keeps quarantine records
+/// (`rojos_plugin_worker::record`): a name no project id can take (they start with a letter
+/// or digit).
+pub const QUARANTINE_RECORDS: &str = ".quarantine";
+
 /// Shared server state; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct AppState {
@@ -110,6 +115,7 @@ impl AppState {
             config.plugins.sandbox,
             config.plugins.worker_idle,
             config.plugins.quarantine,
+            Some(config.storage.join(QUARANTINE_RECORDS)),
         );
         let storage = Storage::open(&config.storage).map_err(|source| StartError::Storage {
             path: config.storage.display().to_string(),

@@ -125,6 +125,14 @@ pub struct CallContext {
     /// Limits to apply.
     #[serde(default)]
     pub limits: Limits,
+    /// Paths, as the call's arguments name them, that the host found missing when it let the
+    /// call run without asking the user (`approve = "destructive"` asks before a call
+    /// replaces something that exists). The tool must only create there: if something has
+    /// appeared at such a path since, it must refuse rather than replace it, so a file made
+    /// meanwhile is never replaced unasked (`rojos_fs_guard` does so for every write). Empty
+    /// for most calls; a context without the field (hosts before it) reads as empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub create_only: Vec<String>,
 }
 
 /// The class of a tool failure, as text so new kinds can be added without breaking anyone.

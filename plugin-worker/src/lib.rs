@@ -21,6 +21,7 @@ pub mod module;
 pub mod pool;
 pub mod probe;
 pub mod protocol;
+pub mod record;
 pub mod sandbox;
 pub mod spawn;
 pub mod status;
@@ -28,5 +29,6 @@ pub mod supervisor;
 pub mod worker;
 
 pub use pool::{Outcome, PoolSettings, ProjectKey, QuarantineRule, WorkerPool};
+pub use protocol::Call;
 pub use sandbox::SandboxSettings;
 pub use supervisor::Ended;

@@ -16,11 +16,11 @@ use std::{
     time::{Duration, Instant},
 };
 
-use rojos_plugin_api::Limits;
 use tokio::sync::OnceCell;
 
 use crate::{
-    protocol::Start,
+    protocol::{Call, Start},
+    record,
     sandbox::SandboxSettings,
     supervisor::{Ended, StartError, Worker},
 };
@@ -40,6 +40,9 @@ pub struct PoolSettings {
     pub idle: Duration,
     /// When dying workers quarantine the library (`None`: never).
     pub quarantine: Option<QuarantineRule>,
+    /// The folder of quarantine records (`record.rs`), so a quarantine outlives the server;
+    /// `None`: it is kept in memory only.
+    pub records: Option<PathBuf>,
 }
 
 /// A library whose workers died `deaths` times within `window` (crashed, were killed by a
@@ -135,10 +138,22 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 impl WorkerPool {
     /// A pool with no workers yet.
     pub fn new(settings: PoolSettings) -> Arc<WorkerPool> {
+        // A quarantine an earlier server decided for this very content still holds.
+        let quarantined = settings
+            .records
+            .as_deref()
+            .and_then(|records| record::read(records, &settings.library))
+            .map(|record| record.reason);
+        if let Some(reason) = &quarantined {
+            tracing::error!(tool = %settings.tool, "tool plugin '{}' is quarantined: {reason}; it is not offered to models and its calls are refused until its file is replaced by a different build", settings.tool);
+        }
         Arc::new(WorkerPool {
             settings,
             workers: Mutex::default(),
-            crashes: Mutex::default(),
+            crashes: Mutex::new(Crashes {
+                quarantined,
+                ..Crashes::default()
+            }),
             reaper: std::sync::Once::new(),
         })
     }
@@ -154,17 +169,16 @@ impl WorkerPool {
         self: &Arc<Self>,
         project: ProjectKey,
         root: BorrowedFd<'_>,
-        limits: Limits,
-        args: &str,
+        call: Call<'_>,
         deadline: tokio::time::Instant,
     ) -> Outcome {
         if let Some(reason) = self.quarantined() {
             return Outcome::Quarantined(reason);
         }
-        let mut outcome = self.call_once(&project, root, limits, args, deadline).await;
+        let mut outcome = self.call_once(&project, root, call, deadline).await;
         if outcome == Outcome::Ended(Ended::NotSent) {
             // The worker was ending as the call came; the call never reached it.
-            outcome = self.call_once(&project, root, limits, args, deadline).await;
+            outcome = self.call_once(&project, root, call, deadline).await;
         }
         outcome
     }
@@ -173,8 +187,7 @@ impl WorkerPool {
         self: &Arc<Self>,
         project: &ProjectKey,
         root: BorrowedFd<'_>,
-        limits: Limits,
-        args: &str,
+        call: Call<'_>,
         deadline: tokio::time::Instant,
     ) -> Outcome {
         let wait = self.backoff(project);
@@ -206,7 +219,7 @@ impl WorkerPool {
             worker: &worker,
             armed: true,
         };
-        let answer = tokio::time::timeout_at(deadline, worker.call(limits, args)).await;
+        let answer = tokio::time::timeout_at(deadline, worker.call(call)).await;
         abandoned.armed = false;
         match answer {
             Ok(Ok(result)) => Outcome::Returned(result),
@@ -337,8 +350,17 @@ impl WorkerPool {
         );
         tracing::error!(
             tool = %tool,
-            "tool plugin '{tool}' is quarantined: {reason}; it is not offered to models and its calls are refused until its file is replaced by a different build (or the server restarts)"
+            "tool plugin '{tool}' is quarantined: {reason}; it is not offered to models and its calls are refused until its file is replaced by a different build"
         );
+        if let Some(records) = &self.settings.records {
+            let record = record::QuarantineRecord {
+                tool: tool.clone(),
+                reason: reason.clone(),
+            };
+            if let Err(e) = record::write(records, &self.settings.library, &record) {
+                tracing::warn!(tool = %tool, error = %e, "the quarantine could not be recorded: a restart lifts it");
+            }
+        }
         crashes.quarantined = Some(reason);
     }
 

@@ -54,6 +54,9 @@ pub enum ToWorker {
         id: u64,
         /// The file tools' limits for this call.
         limits: Limits,
+        /// The paths the call may only create at (`CallContext::create_only`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        create_only: Vec<String>,
         /// The model's arguments.
         args: String,
     },
@@ -131,9 +134,25 @@ pub enum CallFrame<'a> {
         id: u64,
         /// The file tools' limits for this call.
         limits: Limits,
+        /// The paths the call may only create at (`CallContext::create_only`).
+        #[serde(skip_serializing_if = "<[String]>::is_empty")]
+        create_only: &'a [String],
         /// The model's arguments.
         args: &'a str,
     },
+}
+
+/// One call as the server hands it to a worker: what [`CallFrame::Call`] carries besides
+/// its id.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    /// The file tools' limits for this call.
+    pub limits: Limits,
+    /// The paths the call may only create at, never replace
+    /// (`rojos_plugin_api::CallContext::create_only`).
+    pub create_only: &'a [String],
+    /// The model's arguments (JSON text, already checked against the schema).
+    pub args: &'a str,
 }
 
 /// The same frames over a blocking socket, for the exchanges made outside an async runtime:
@@ -261,20 +280,30 @@ mod tests {
     fn a_borrowed_call_is_the_same_frame_as_an_owned_one() {
         let limits = Limits::default();
         let args = r#"{"path":"a \"b\".txt"}"#;
-        let borrowed = encode(&CallFrame::Call {
-            id: 7,
-            limits,
-            args,
-        });
-        let owned = encode(&ToWorker::Call {
-            id: 7,
-            limits,
-            args: args.to_owned(),
-        });
-        assert_eq!(borrowed, owned);
-        let Ok(ToWorker::Call { id, args: back, .. }) = decode::<ToWorker>(&borrowed) else {
-            panic!("not a call");
-        };
-        assert_eq!((id, back.as_str()), (7, args));
+        for create_only in [Vec::new(), vec!["a \"b\".txt".to_owned()]] {
+            let borrowed = encode(&CallFrame::Call {
+                id: 7,
+                limits,
+                create_only: &create_only,
+                args,
+            });
+            let owned = encode(&ToWorker::Call {
+                id: 7,
+                limits,
+                create_only: create_only.clone(),
+                args: args.to_owned(),
+            });
+            assert_eq!(borrowed, owned);
+            let Ok(ToWorker::Call {
+                id,
+                args: back,
+                create_only: only,
+                ..
+            }) = decode::<ToWorker>(&borrowed)
+            else {
+                panic!("not a call");
+            };
+            assert_eq!((id, back.as_str(), only), (7, args, create_only));
+        }
     }
 }

@@ -18,7 +18,6 @@ use std::{
 
 use bytes::{Bytes, BytesMut};
 use futures_util::{SinkExt, StreamExt};
-use rojos_plugin_api::Limits;
 use tokio::{
     io::{AsyncBufReadExt, BufReader},
     net::{
@@ -34,7 +33,7 @@ use tokio_util::{
 };
 
 use crate::{
-    protocol::{codec, decode, encode, CallFrame, FromWorker, Refusal, Start, ToWorker},
+    protocol::{codec, decode, encode, Call, CallFrame, FromWorker, Refusal, Start, ToWorker},
     spawn, status,
 };
 
@@ -157,7 +156,7 @@ impl Worker {
 
     /// Runs one call; `Err` when the worker ended before answering. The call's frame is
     /// written by the caller itself; only the answer comes through the supervising task.
-    pub async fn call(&self, limits: Limits, args: &str) -> Answer {
+    pub async fn call(&self, call: Call<'_>) -> Answer {
         *lock(&self.last_used) = Instant::now();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
@@ -171,7 +170,12 @@ impl Worker {
         };
         if self
             .outgoing
-            .send(&encode(&CallFrame::Call { id, limits, args }))
+            .send(&encode(&CallFrame::Call {
+                id,
+                limits: call.limits,
+                create_only: call.create_only,
+                args: call.args,
+            }))
             .is_err()
         {
             guard.armed = false;

@@ -154,7 +154,12 @@ fn serve(serving: &Arc<Serving>) -> ! {
     loop {
         let message = lock(&serving.reader).recv::<ToWorker>();
         match message {
-            Ok(ToWorker::Call { id, limits, args }) => {
+            Ok(ToWorker::Call {
+                id,
+                limits,
+                create_only,
+                args,
+            }) => {
                 let spare_needed = {
                     let mut calls = lock(&serving.calls);
                     calls.running.insert(id);
@@ -164,7 +169,7 @@ fn serve(serving: &Arc<Serving>) -> ! {
                 if spare_needed {
                     start_spare(serving);
                 }
-                let result = run(serving, limits, &args);
+                let result = run(serving, limits, create_only, &args);
                 let wanted = {
                     let mut calls = lock(&serving.calls);
                     calls.running.remove(&id);
@@ -206,11 +211,17 @@ fn start_spare(serving: &Arc<Serving>) {
 }
 
 /// The plugin's `call`.
-fn run(serving: &Serving, limits: Limits, args: &str) -> Result<String, String> {
+fn run(
+    serving: &Serving,
+    limits: Limits,
+    create_only: Vec<String>,
+    args: &str,
+) -> Result<String, String> {
     let context = CallContext {
         project_id: serving.project_id.clone(),
         root_fd: serving.root_fd,
         limits,
+        create_only,
     };
     let context = serde_json::to_string(&context).expect("a CallContext always serialises");
     serving.module.call()(RStr::from_str(&context), RStr::from_str(args))

@@ -1,6 +1,6 @@
 //! Approvals (`docs/api.md`, "Approvals"): a call of a tool the rojo's `approve` names (or,
 //! for `approve = "destructive"`, a call that would replace or remove what exists,
-//! `replaces.rs`) waits for the user's decision before it runs. The run records the pending
+//! `replaces.rs`; one let run because its paths are missing may only create there) waits for the user's decision before it runs. The run records the pending
 //! call in the conversation store under an approval id of its own (the model's call ids are
 //! unique only within a turn), streams `APPROVAL_REQUIRED` with it and waits without
 //! holding a thread: woken at once by a decision taken on this host
@@ -27,7 +27,13 @@ use serde_json::{json, Value};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::{dispatch::Gate, feed::Feed, history::NOTE_KEY, replaces::replaces_existing, Event};
+use super::{
+    dispatch::{Cleared, Gate},
+    feed::Feed,
+    history::NOTE_KEY,
+    replaces::{effect, Effect},
+    Event,
+};
 use crate::{
     config::ApprovalRule,
     plugins::{CallRequest, FailureKind, ToolFailure},
@@ -355,18 +361,28 @@ impl RunGate<'_> {
 
 /// Whether `rule` asks before `call` of `tool` on the project of `request`: a tool the
 /// rule names, or under `"destructive"` a destructive tool, or a call that would replace or
-/// remove something that exists now ([`replaces_existing`]).
+/// remove something that exists now ([`effect`]). `Ok`: it runs unasked, and may only
+/// create at these paths (under `"destructive"`, those it names and found missing).
 async fn needs_approval(
     rule: &ApprovalRule,
     tool: &RegisteredTool,
     call: &ToolCall,
     request: &CallRequest,
-) -> bool {
+) -> Result<Cleared, Asks> {
     if rule.requires(tool.name(), tool.destructive()) {
-        return true;
+        return Err(Asks);
     }
-    *rule == ApprovalRule::Destructive && replaces_existing(tool, call, &request.root).await
+    if *rule != ApprovalRule::Destructive {
+        return Ok(Cleared::default());
+    }
+    match effect(tool, call, &request.root).await {
+        Effect::Replaces => Err(Asks),
+        Effect::CreatesOnly(create_only) => Ok(Cleared { create_only }),
+    }
 }
+
+/// The rule asks the user before the call runs.
+struct Asks;
 
 impl Gate for RunGate<'_> {
     async fn clear(
@@ -374,9 +390,9 @@ impl Gate for RunGate<'_> {
         tool: &RegisteredTool,
         call: &ToolCall,
         request: &CallRequest,
-    ) -> Result<(), ToolFailure> {
-        if !needs_approval(self.rule, tool, call, request).await {
-            return Ok(());
+    ) -> Result<Cleared, ToolFailure> {
+        if let Ok(cleared) = needs_approval(self.rule, tool, call, request).await {
+            return Ok(cleared);
         }
         match self
             .desk
@@ -384,7 +400,7 @@ impl Gate for RunGate<'_> {
             .always_allowed(self.conversation, tool.name())
             .await
         {
-            Ok(true) => return Ok(()),
+            Ok(true) => return Ok(Cleared::default()),
             Ok(false) => {}
             // Asked rather than run unasked.
             Err(e) => tracing::warn!(error = %e, "the always-approved tools could not be read"),
@@ -393,7 +409,7 @@ impl Gate for RunGate<'_> {
         let verdict = self.verdict(&settled);
         tracing::info!(tool = %call.name, call_id = %call.id, settled = ?settled, "approval settled");
         self.settled = Some(settled);
-        verdict
+        verdict.map(|()| Cleared::default())
     }
 }
 
@@ -409,9 +425,9 @@ impl Gate for NobodyToAsk<'_> {
         tool: &RegisteredTool,
         call: &ToolCall,
         request: &CallRequest,
-    ) -> Result<(), ToolFailure> {
-        if !needs_approval(self.rule, tool, call, request).await {
-            return Ok(());
+    ) -> Result<Cleared, ToolFailure> {
+        if let Ok(cleared) = needs_approval(self.rule, tool, call, request).await {
+            return Ok(cleared);
         }
         Err(ToolFailure::new(
             FailureKind::Refused,

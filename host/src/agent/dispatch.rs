@@ -138,13 +138,22 @@ impl NotRun {
 /// The last check before a call that passed every other one runs: the user's approval
 /// (`approval.rs`). `Err`: the call is not run and the model gets the failure.
 pub(super) trait Gate {
-    /// Whether `call` of `tool` may run now on the project of `request`.
+    /// Whether `call` of `tool` may run now on the project of `request`, and how.
     async fn clear(
         &mut self,
         tool: &RegisteredTool,
         call: &ToolCall,
         request: &CallRequest,
-    ) -> Result<(), ToolFailure>;
+    ) -> Result<Cleared, ToolFailure>;
+}
+
+/// How a call the gate let through may run.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(super) struct Cleared {
+    /// The paths it may only create at (it was let run unasked because they were missing):
+    /// the plugin is told (`CallContext::create_only`) so it does not replace what appeared
+    /// there since.
+    pub(super) create_only: Vec<String>,
 }
 
 /// Runs `call`, or says why it was not run; `max_result_bytes` caps one result. `gate` is
@@ -173,14 +182,27 @@ pub(super) async fn run_call<'r>(
         }
     };
     // The user's approval first: a call the user denies is not recorded.
-    if let Err(failure) = gate.clear(admitted.tool, call, request).await {
-        return Settled {
-            tool,
-            failure: Some(failure.kind.clone()),
-            text: model_text(Err(failure)),
-            refused: None,
+    let cleared = match gate.clear(admitted.tool, call, request).await {
+        Ok(cleared) => cleared,
+        Err(failure) => {
+            return Settled {
+                tool,
+                failure: Some(failure.kind.clone()),
+                text: model_text(Err(failure)),
+                refused: None,
+            }
+        }
+    };
+    let narrowed;
+    let request = if cleared.create_only.is_empty() {
+        request
+    } else {
+        narrowed = CallRequest {
+            create_only: cleared.create_only,
+            ..request.clone()
         };
-    }
+        &narrowed
+    };
     // Undo: the earlier state of the paths it changes, recorded just before it runs, and
     // their state just after, on the call's own thread.
     let changes = checkpoint_paths(admitted.tool, call);

@@ -3,7 +3,9 @@
 //! `changes_paths` (it may replace or remove what is at those paths, e.g.
 //! `write_text_content`) but not `destructive` is destructive for the call whose path names
 //! an existing file or folder, and not for the call that only creates one. The path is
-//! resolved beneath the project root by fs-guard, as the tool resolves it.
+//! resolved beneath the project root by fs-guard, as the tool resolves it. A call let run
+//! because its paths were missing is told so (`CallContext::create_only`), and its write
+//! refuses to replace a file that appeared there since.
 
 use std::sync::Arc;
 
@@ -17,17 +19,25 @@ use crate::{
     registry::RegisteredTool,
 };
 
+/// What `call` of `tool` would do to the paths it names in its `changes_paths` arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Effect {
+    /// One of them names something that exists under the root (or whose state cannot be
+    /// read): the call would replace or remove it.
+    Replaces,
+    /// None of them exists now: these paths (as the arguments name them, possibly none) are
+    /// ones the call may only create, so a file appearing there before it writes is not
+    /// replaced unasked (`CallContext::create_only`).
+    CreatesOnly(Vec<String>),
+}
+
 /// Whether `call` of `tool` names, in one of its `changes_paths` arguments, something that
 /// exists under `root`. A path the tool itself refuses (outside the project, not a valid
 /// name) replaces nothing; one whose state cannot be read counts as existing, so the user
 /// is asked rather than not.
-pub(super) async fn replaces_existing(
-    tool: &RegisteredTool,
-    call: &ToolCall,
-    root: &Arc<Dir>,
-) -> bool {
+pub(super) async fn effect(tool: &RegisteredTool, call: &ToolCall, root: &Arc<Dir>) -> Effect {
     let Ok(arguments) = &call.arguments else {
-        return false;
+        return Effect::CreatesOnly(Vec::new());
     };
     let paths: Vec<String> = changed_paths(tool.changes_paths(), &[], arguments)
         .into_iter()
@@ -37,18 +47,22 @@ pub(super) async fn replaces_existing(
         })
         .collect();
     if paths.is_empty() {
-        return false;
+        return Effect::CreatesOnly(paths);
     }
     let root = Arc::clone(root);
     let checked = tokio::task::spawn_blocking(move || {
         let Ok(dir) = root.try_clone() else {
-            return true;
+            return Effect::Replaces;
         };
         let dir = ProjectDir::new(dir, Limits::default());
-        paths.iter().any(|path| exists(&dir, path))
+        if paths.iter().any(|path| exists(&dir, path)) {
+            Effect::Replaces
+        } else {
+            Effect::CreatesOnly(paths)
+        }
     })
     .await;
-    checked.unwrap_or(true)
+    checked.unwrap_or(Effect::Replaces)
 }
 
 /// Whether `path` names an entry beneath `dir`'s root (an unreadable one included).

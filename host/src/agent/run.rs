@@ -303,6 +303,7 @@ impl Run<'_> {
             root_path: self.agent.storage.project_root_path(&self.request.project),
             limits: self.agent.limits,
             timeout: self.agent.call_timeout,
+            create_only: Vec::new(),
         };
         for step in 1..=rojo.max_steps.get() {
             if self.history_bytes > self.agent.budgets.max_conversation_bytes {

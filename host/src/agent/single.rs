@@ -65,6 +65,7 @@ impl Agent {
             root_path: self.storage.project_root_path(project),
             limits: self.limits,
             timeout: self.call_timeout,
+            create_only: Vec::new(),
         };
         let call = ToolCall {
             id: SINGLE_CALL_ID.to_owned(),

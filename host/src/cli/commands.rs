@@ -73,6 +73,18 @@ pub(super) fn check(file: ConfigFile) -> Result<ExitCode, CliError> {
     let state = AppState::start(file)?;
     for tool in state.registry.snapshot().tools() {
         println!("{:<24} {}", tool.name(), tool.source().display());
+        if let Some(reason) = tool.quarantined() {
+            println!(
+                "{:<24} quarantined: {reason}; not offered to models. Lift it by replacing the \
+                 file with a different build, or by deleting its record in {} and restarting",
+                "",
+                state
+                    .config
+                    .storage
+                    .join(crate::state::QUARANTINE_RECORDS)
+                    .display()
+            );
+        }
     }
     for report in &state.mcp.reports {
         println!("{report}");

@@ -40,6 +40,9 @@ pub struct CallRequest {
     pub limits: Limits,
     /// How long the call may take, waiting for a permit included.
     pub timeout: Duration,
+    /// Paths the call may only create at, never replace (`CallContext::create_only`): set
+    /// by the approval gate for a call it let run because they were missing.
+    pub create_only: Vec<String>,
 }
 
 /// Blocking work around one plugin call, on the call's own thread.
@@ -108,6 +111,7 @@ pub async fn invoke_around(
         project_id: request.project_id.clone(),
         root_fd: request.root.as_raw_fd(),
         limits: request.limits,
+        create_only: request.create_only.clone(),
     };
     let context = serde_json::to_string(&context).expect("a CallContext always serialises");
     let root = Arc::clone(&request.root);

@@ -6,7 +6,7 @@
 use std::{os::fd::AsFd, path::PathBuf, sync::Arc, time::Duration};
 
 use rojos_plugin_worker::{
-    Ended, Outcome, PoolSettings, ProjectKey, QuarantineRule, SandboxSettings, WorkerPool,
+    Call, Ended, Outcome, PoolSettings, ProjectKey, QuarantineRule, SandboxSettings, WorkerPool,
 };
 use serde::Deserialize;
 
@@ -40,6 +40,9 @@ pub struct WorkerSettings {
     pub start_timeout: Duration,
     /// When a library whose workers keep dying is quarantined (`None`: never).
     pub quarantine: Option<QuarantineRule>,
+    /// Where quarantines are recorded (`<storage>/quarantine`), so they outlive the server;
+    /// `None`: in memory only.
+    pub records: Option<PathBuf>,
 }
 
 impl Default for WorkerSettings {
@@ -50,6 +53,7 @@ impl Default for WorkerSettings {
             idle: Duration::from_secs(60),
             start_timeout: Duration::from_secs(10),
             quarantine: Some(QuarantineRule::default()),
+            records: None,
         }
     }
 }
@@ -64,6 +68,7 @@ impl WorkerSettings {
             sandbox: self.sandbox,
             idle: self.idle,
             quarantine: self.quarantine,
+            records: self.records.clone(),
         }
     }
 }
@@ -119,8 +124,12 @@ pub(super) async fn call_in_worker(
                     stat.stx_btime.tv_nsec,
                 ),
             };
-            pool.call(key, request.root.as_fd(), request.limits, args, deadline)
-                .await
+            let call = Call {
+                limits: request.limits,
+                create_only: &request.create_only,
+                args,
+            };
+            pool.call(key, request.root.as_fd(), call, deadline).await
         }
         Err(e) => return Err(host_failure(name, &e)),
     };

@@ -155,11 +155,13 @@ impl Loader {
         sandbox: rojos_plugin_worker::SandboxSettings,
         idle: std::time::Duration,
         quarantine: Option<rojos_plugin_worker::QuarantineRule>,
+        records: Option<PathBuf>,
     ) {
         let mut workers = lock(&self.workers);
         workers.sandbox = sandbox;
         workers.idle = idle;
         workers.quarantine = quarantine;
+        workers.records = records;
     }
 
     /// Loads the plugin at `path` to run in the server's process.

@@ -315,3 +315,111 @@ async fn a_call_that_does_not_fit_its_schema_is_refused_without_asking() {
     .await;
     assert_eq!(status, 409, "never asked: {body}");
 }
+
+/// The name the restore of `big` is held at in [`a_file_made_after_the_check_is_not_replaced_unasked`]
+/// and the undo tests: the middle of a thousand files.
+pub(crate) const HELD_NAME: &str = "an-empty-file-with-a-long-name-000500";
+
+#[tokio::test]
+async fn a_file_made_after_the_check_is_not_replaced_unasked() {
+    use crate::undo::{calls, config_with, run, write};
+    let delete = |path: &str| {
+        (
+            format!("d{path}"),
+            "delete_path",
+            json!({"path": path, "recursive": true}),
+        )
+    };
+    let upstream = ScriptedUpstream::start(vec![
+        calls(vec![delete("docs"), delete("big")]),
+        Turn::text("deleted"),
+        calls(vec![write("docs/new.txt", "the model's text")]),
+        Turn::text("written"),
+    ])
+    .await;
+    let mut config = config_with(
+        &upstream,
+        "[rojos.careful]\nprovider = \"scripted\"\ntools = \"*\"\napprove = \"destructive\"\n\
+         [limits]\napproval_timeout_secs = 1\n",
+    );
+    // The write waits for the undo within its own time limit: room on a busy machine.
+    config.call_timeout_secs = 120.0;
+    let host = TestHost::start(config).await;
+    let root = host.project_root("demo");
+    let mut fs = crate::support::held_fs::HeldFs::mount(&root, HELD_NAME);
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    std::fs::write(root.join("docs/new.txt"), "put back by the undo").unwrap();
+    std::fs::create_dir_all(root.join("big")).unwrap();
+    for i in 0..1000 {
+        std::fs::write(
+            root.join(format!("big/an-empty-file-with-a-long-name-{i:06}")),
+            "",
+        )
+        .unwrap();
+    }
+    let (conversation, results) = run(&host, None, "delete both").await;
+    assert!(results.iter().all(|(_, ok, _)| *ok), "{results:?}");
+
+    // The undo puts `big` back first and `docs` last: held in the middle of `big`, it is
+    // past its check and holds the project's lock, and `docs/new.txt` is still missing.
+    fs.arm();
+    let url = format!("{}/conversations/{conversation}/undo", host.url);
+    let undoing = tokio::spawn(async move {
+        let response = crate::support::host::client()
+            .post(url)
+            .bearer_auth(crate::support::host::TOKEN)
+            .send()
+            .await
+            .unwrap();
+        response.status().as_u16()
+    });
+    fs.held().await;
+    // A run under `approve = "destructive"` writes `docs/new.txt`: missing now, so the call
+    // is not asked about; it then waits for the project's lock.
+    let url = host.url.clone();
+    let writing = tokio::spawn(async move {
+        let response = crate::support::host::client()
+            .post(format!("{url}/chat"))
+            .bearer_auth(crate::support::host::TOKEN)
+            .json(&json!({"projectId": "demo", "rojo": "careful", "message": "write it"}))
+            .send()
+            .await
+            .unwrap();
+        Stream::read(response).await
+    });
+    // Its check has looked for the path (nothing else looks while the undo is held).
+    let mut waited = 0;
+    while !fs.looked_up().iter().any(|p| p.starts_with("/docs")) {
+        waited += 1;
+        assert!(
+            waited < 12_000,
+            "the write's check never looked at docs/new.txt"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    // The undo goes on and puts `docs/new.txt` back before the write runs.
+    fs.release();
+    assert_eq!(undoing.await.unwrap(), 200);
+    let stream = writing.await.unwrap();
+    assert!(
+        !stream
+            .all
+            .iter()
+            .any(|e| matches!(e, Event::ApprovalRequired { .. })),
+        "the write looked like a creation when it was checked"
+    );
+    let results = stream.results();
+    assert!(!results[0].1, "{results:?}");
+    assert!(
+        results[0]
+            .2
+            .contains("did not exist when this call was checked")
+            && results[0].2.contains("Call again to be asked"),
+        "{results:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("docs/new.txt")).unwrap(),
+        "put back by the undo",
+        "a file that appeared after the check is not replaced unasked"
+    );
+}

@@ -225,3 +225,75 @@ async fn repeated_crashes_back_off_and_a_call_that_cannot_wait_it_out_is_refused
         .get("quarantined")
         .is_none());
 }
+
+/// The line `rojos check` (a process of its own) prints under `hostile_tool`, if any.
+fn checked_quarantine(host: &TestHost) -> Option<String> {
+    use crate::support::binary::{rojos, run};
+    let config = host.config_dir().join("rojos.toml");
+    let ran = run(rojos(&["--config", config.to_str().unwrap(), "check"]));
+    assert_eq!(ran.code, Some(0), "{ran}");
+    ran.stdout
+        .lines()
+        .find(|l| l.contains("quarantined:"))
+        .map(str::to_owned)
+}
+
+#[tokio::test]
+async fn a_quarantine_outlives_a_restart_and_rojos_check_shows_it_until_the_file_is_replaced() {
+    let upstream = ScriptedUpstream::start(Vec::new()).await;
+    let plugins = tempfile::tempdir().unwrap();
+    let file = plugins.path().join("libhostile.so");
+    let hostile = plugin_lib("rojos_test_hostile_tool");
+    padded(&hostile, 1, &file);
+    // A new loader each start: nothing but the storage carries the quarantine over.
+    let config = || {
+        let mut config = HostConfig::builtins().upstream(&upstream);
+        config.load = vec![file.clone()];
+        config.own_loader = true;
+        config
+            .plugins
+            .push_str("isolation = \"worker\"\nquarantine_after = 3\n");
+        config
+    };
+    let host = TestHost::start(config()).await;
+    std::fs::create_dir_all(host.project_root("victim")).unwrap();
+    assert_eq!(checked_quarantine(&host), None);
+    for _ in 0..3 {
+        let (ok, _) = call(&host, &upstream, json!({"act": "segv"})).await;
+        assert!(!ok);
+    }
+    let reason = "its worker died 3 times within 600 s (the last one crashed (SIGSEGV))";
+    let entry = hostile_entry(&host).await.expect("listed with its reason");
+    assert_eq!(entry["quarantined"], reason);
+
+    // A restart keeps it: listed with its reason, not offered, its calls refused.
+    let host = host.restart(config()).await;
+    let entry = hostile_entry(&host)
+        .await
+        .expect("listed after the restart");
+    assert_eq!(entry["quarantined"], reason);
+    assert!(metrics(&host).await.contains(QUARANTINED_METRIC));
+    let before = upstream.received().len();
+    let (ok, result) = call(&host, &upstream, json!({"act": "pid"})).await;
+    assert!(!ok);
+    assert!(
+        result.contains("is quarantined and was not run"),
+        "{result}"
+    );
+    assert!(!offered_hostile(&upstream, before));
+    // `rojos check`, another process, shows it and how to lift it.
+    let line = checked_quarantine(&host).expect("rojos check lists the quarantine");
+    assert!(
+        line.contains(reason) && line.contains("replacing the file with a different build"),
+        "{line}"
+    );
+
+    // A different build at the same path lifts it, across a restart too.
+    padded(&hostile, 2, &file);
+    let host = host.restart(config()).await;
+    let entry = hostile_entry(&host).await.expect("listed");
+    assert!(entry.get("quarantined").is_none(), "{entry}");
+    let (ok, pid) = call(&host, &upstream, json!({"act": "pid"})).await;
+    assert!(ok, "{pid}");
+    assert_eq!(checked_quarantine(&host), None);
+}

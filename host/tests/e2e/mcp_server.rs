@@ -106,7 +106,7 @@ impl Served {
 /// One session of the official SDK at `url` (`legacy`: `initialize`; `modern`:
 /// `server/discover`), listing the tools then making `calls` (`[tool, arguments]`). Fails,
 /// never skips, when python3 or the SDK is missing.
-async fn sdk_session(url: &str, token: &str, mode: &str, calls: Value) -> Value {
+pub(crate) async fn sdk_session(url: &str, token: &str, mode: &str, calls: Value) -> Value {
     let run = tokio::process::Command::new("python3")
         .arg(SESSION_SCRIPT)
         .args([url, token, mode, &calls.to_string()])
@@ -131,7 +131,7 @@ async fn sdk_session(url: &str, token: &str, mode: &str, calls: Value) -> Value 
 }
 
 /// `(isError, text)` of each call the script made.
-fn call_results(session: &Value) -> Vec<(bool, String)> {
+pub(crate) fn call_results(session: &Value) -> Vec<(bool, String)> {
     session["calls"]
         .as_array()
         .unwrap()

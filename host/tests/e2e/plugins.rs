@@ -49,6 +49,7 @@ fn project(timeout: Duration) -> Project {
             root_path,
             limits: Default::default(),
             timeout,
+            create_only: Vec::new(),
         },
     }
 }

@@ -1,8 +1,9 @@
 //! What bounds undo over real HTTP (docs/security.md, the undo subsections): a checkpoint
 //! record over `[limits] checkpoint_record_bytes` is refused before its change runs, and one
 //! a host cannot read is listed as unreadable and stops the undo instead of letting it revert
-//! an earlier run; an undo names the run it reverts; an upload, and another run's tool call,
-//! made during an undo wait for it and are not removed by it; `checkpoint_bytes` counts names
+//! an earlier run; an undo names the run it reverts; an upload, another run's tool call and
+//! a tool call through MCP, made while an undo is held in the middle of its restore (a FUSE
+//! folder, `held_fs.rs`), wait for it and are not removed by it; `checkpoint_bytes` counts names
 //! and empty files (what the records take on disk), and listing reads the small heads, not
 //! the records; `[limits] checkpoint_memory_bytes` bounds the names and entries held, while
 //! content streams past it.
@@ -12,7 +13,9 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::{
+    approval_binding::HELD_NAME,
     support::{
+        held_fs::HeldFs,
         host::{client, TOKEN},
         upstream::Turn,
     },
@@ -157,6 +160,7 @@ async fn an_upload_into_a_folder_while_its_deletion_is_undone_waits_and_is_not_r
     )
     .await;
     let root = host.project_root("demo");
+    let mut fs = HeldFs::mount(&root, HELD_NAME);
     std::fs::create_dir_all(root.join("docs")).unwrap();
     std::fs::write(root.join("docs/keep.txt"), "kept").unwrap();
     empty_files(&root, "big", 1000);
@@ -164,20 +168,9 @@ async fn an_upload_into_a_folder_while_its_deletion_is_undone_waits_and_is_not_r
     assert!(results.iter().all(|(_, ok, _)| *ok), "{results:?}");
     assert!(!root.join("docs").exists() && !root.join("big").exists());
 
-    let url = format!("{}/conversations/{conversation}/undo", host.url);
-    let undoing = tokio::spawn(async move {
-        let response = client().post(url).bearer_auth(TOKEN).send().await.unwrap();
-        let status = response.status().as_u16();
-        (
-            status,
-            response.json::<Value>().await.unwrap_or(Value::Null),
-        )
-    });
-    // The undo puts entries back in reverse: `big` first (a thousand files), `docs` last.
-    // Once `big` is back, the undo is past its check and `docs` is not restored yet.
-    while !root.join("big").exists() {
-        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-    }
+    let undoing = start_undo(&host, &conversation, &mut fs).await;
+    // The undo is held in the middle of `big` (it puts entries back in reverse: `big`
+    // first, `docs` last): past its check, `docs` not restored yet.
     let upload = client()
         .put(format!(
             "{}/projects/demo/files/content?path=docs/new.txt",
@@ -185,12 +178,12 @@ async fn an_upload_into_a_folder_while_its_deletion_is_undone_waits_and_is_not_r
         ))
         .bearer_auth(TOKEN)
         .body("uploaded during the undo")
-        .send()
-        .await
-        .unwrap();
+        .send();
+    let upload = tokio::spawn(upload);
+    let upload = let_go_when_done_or_waiting(&fs, upload).await;
     let (status, body) = undoing.await.unwrap();
     assert_eq!(status, 200, "{body}");
-    assert_eq!(upload.status().as_u16(), 201);
+    assert_eq!(upload.unwrap().status().as_u16(), 201);
     assert_eq!(
         std::fs::read_to_string(root.join("docs/new.txt")).unwrap(),
         "uploaded during the undo",
@@ -202,6 +195,46 @@ async fn an_upload_into_a_folder_while_its_deletion_is_undone_waits_and_is_not_r
     );
     assert_eq!(std::fs::read_dir(root.join("big")).unwrap().count(), 1000);
 }
+
+/// Arms `fs`, starts the undo of `conversation`'s last run and waits until its restore is
+/// held; the task answers its status and body.
+async fn start_undo(
+    host: &crate::support::host::TestHost,
+    conversation: &str,
+    fs: &mut HeldFs,
+) -> tokio::task::JoinHandle<(u16, Value)> {
+    fs.arm();
+    let url = format!("{}/conversations/{conversation}/undo", host.url);
+    let undoing = tokio::spawn(async move {
+        let response = client().post(url).bearer_auth(TOKEN).send().await.unwrap();
+        let status = response.status().as_u16();
+        (
+            status,
+            response.json::<Value>().await.unwrap_or(Value::Null),
+        )
+    });
+    fs.held().await;
+    undoing
+}
+
+/// Lets the held undo go on once `change` (a request made while it is held) has ended, or
+/// has been given [`CHANGE_ROOM`] without ending: waiting for the undo, as it should. Without
+/// the project's lock the change ends at once, before the undo's restore reaches its
+/// folder. Returns what the change returned.
+async fn let_go_when_done_or_waiting<T>(fs: &HeldFs, change: tokio::task::JoinHandle<T>) -> T {
+    let mut change = change;
+    let done = tokio::time::timeout(CHANGE_ROOM, &mut change).await;
+    fs.release();
+    match done {
+        Ok(done) => done.unwrap(),
+        Err(_) => change.await.unwrap(),
+    }
+}
+
+/// How long a change made during a held undo is given to end before the undo goes on
+/// (ample for a request on loopback that does not wait for the lock); no assertion is
+/// timed by it: the outcome checked is the same either way.
+const CHANGE_ROOM: std::time::Duration = std::time::Duration::from_secs(3);
 
 #[tokio::test]
 async fn another_runs_tool_call_during_an_undo_waits_for_it_and_lands_on_the_restored_files() {
@@ -220,28 +253,30 @@ async fn another_runs_tool_call_during_an_undo_waits_for_it_and_lands_on_the_res
     config.call_timeout_secs = 120.0;
     let host = host.restart(config).await;
     let root = host.project_root("demo");
+    let mut fs = HeldFs::mount(&root, HELD_NAME);
     std::fs::create_dir_all(root.join("docs")).unwrap();
     std::fs::write(root.join("docs/keep.txt"), "kept").unwrap();
     empty_files(&root, "big", 1000);
     let (conversation, results) = run(&host, None, "delete both").await;
     assert!(results.iter().all(|(_, ok, _)| *ok), "{results:?}");
 
-    let url = format!("{}/conversations/{conversation}/undo", host.url);
-    let undoing = tokio::spawn(async move {
-        let response = client().post(url).bearer_auth(TOKEN).send().await.unwrap();
-        let status = response.status().as_u16();
-        (
-            status,
-            response.json::<Value>().await.unwrap_or(Value::Null),
-        )
-    });
-    // The undo puts entries back in reverse: `big` first (a thousand files), `docs` last.
-    // Once `big` is back, the undo is past its check and `docs` is not restored yet.
-    while !root.join("big").exists() {
-        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-    }
+    let undoing = start_undo(&host, &conversation, &mut fs).await;
     // Another conversation's run writes into `docs` now: its call waits for the undo.
-    let (other, results) = run(&host, None, "write into docs").await;
+    let writing = tokio::spawn({
+        let url = host.url.clone();
+        async move {
+            let response = client()
+                .post(format!("{url}/chat"))
+                .bearer_auth(TOKEN)
+                .json(&json!({"projectId": "demo", "message": "write into docs"}))
+                .send()
+                .await
+                .unwrap();
+            let stream = crate::support::ndjson::Stream::read(response).await;
+            (stream.done().0, stream.results())
+        }
+    });
+    let (other, results) = let_go_when_done_or_waiting(&fs, writing).await;
     assert_ne!(other, conversation);
     assert!(results[0].1, "{results:?}");
     let (status, body) = undoing.await.unwrap();
@@ -250,6 +285,55 @@ async fn another_runs_tool_call_during_an_undo_waits_for_it_and_lands_on_the_res
         std::fs::read_to_string(root.join("docs/new.txt")).unwrap(),
         "written during the undo",
         "a tool call's write is not lost to the undo"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("docs/keep.txt")).unwrap(),
+        "kept"
+    );
+}
+
+#[tokio::test]
+async fn a_tool_call_through_mcp_during_an_undo_waits_for_it_and_is_not_removed() {
+    let (host, upstream) = host_with(
+        vec![
+            calls(vec![delete("docs"), delete("big")]),
+            Turn::text("deleted"),
+        ],
+        "",
+    )
+    .await;
+    // The call waits for the undo within its own time limit: give it room on a busy machine.
+    let mut config = config_with(&upstream, "");
+    config.call_timeout_secs = 120.0;
+    let host = host.restart(config).await;
+    let root = host.project_root("demo");
+    let mut fs = HeldFs::mount(&root, HELD_NAME);
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    std::fs::write(root.join("docs/keep.txt"), "kept").unwrap();
+    empty_files(&root, "big", 1000);
+    let (conversation, results) = run(&host, None, "delete both").await;
+    assert!(results.iter().all(|(_, ok, _)| *ok), "{results:?}");
+
+    let undoing = start_undo(&host, &conversation, &mut fs).await;
+    // A call outside any chat (no run, no checkpoint of its own) writes into `docs` now: it
+    // takes the same project lock, so it waits for the undo.
+    let url = format!("{}/mcp/demo", host.url);
+    let writing = tokio::spawn(async move {
+        let calls = json!([[
+            "write_text_content",
+            {"path": "docs/new.txt", "text": "written through MCP during the undo"}
+        ]]);
+        crate::mcp_server::sdk_session(&url, TOKEN, "legacy", calls).await
+    });
+    let session = let_go_when_done_or_waiting(&fs, writing).await;
+    let results = crate::mcp_server::call_results(&session);
+    assert_eq!(results, [(false, r#"{"ok":true}"#.to_owned())]);
+    let (status, body) = undoing.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("docs/new.txt")).unwrap(),
+        "written through MCP during the undo",
+        "an MCP call's write is not lost to the undo"
     );
     assert_eq!(
         std::fs::read_to_string(root.join("docs/keep.txt")).unwrap(),

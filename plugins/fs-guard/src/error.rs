@@ -204,6 +204,17 @@ pub enum PathError {
         /// The model's path.
         path: Shown,
     },
+    /// A file stands at a path the host found missing when it let the call run without
+    /// asking (`CallContext::create_only`): replacing it needs the user's approval.
+    #[error(
+        "{path} did not exist when this call was checked, so it was let run without asking \
+         the user, but something created it since: nothing was written. Call again to be \
+         asked before replacing it"
+    )]
+    Appeared {
+        /// The model's path.
+        path: Shown,
+    },
     /// The destination of a move already exists (moves never replace anything).
     #[error("{path} already exists{}", destination_hint(.into_folder))]
     DestinationExists {
@@ -340,6 +351,7 @@ impl PathError {
             | Loop { .. }
             | ExistsNotAFolder { .. }
             | AlreadyExists { .. }
+            | Appeared { .. }
             | DestinationExists { .. }
             | NoDestinationFolder { .. }
             | IntoItself { .. }

@@ -348,6 +348,14 @@ impl TestContext {
     pub fn ctx(&self) -> &CallContext {
         &self.ctx
     }
+
+    /// The same context, telling the tool it may only create at `paths`
+    /// (`CallContext::create_only`).
+    #[must_use]
+    pub fn create_only(mut self, paths: &[&str]) -> Self {
+        self.ctx.create_only = paths.iter().map(|p| (*p).to_owned()).collect();
+        self
+    }
 }
 
 /// What one name outside the root was when [`Fixture::snapshot_outside`] looked.
@@ -567,6 +575,7 @@ impl Fixture {
             project_id: "p1".to_owned(),
             root_fd: root.as_raw_fd(),
             limits,
+            create_only: Vec::new(),
         };
         TestContext { ctx, _root: root }
     }

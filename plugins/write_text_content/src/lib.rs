@@ -154,6 +154,29 @@ mod tests {
     }
 
     #[test]
+    fn a_create_only_path_is_created_but_never_replaced() {
+        let fx = Fixture::new();
+        let ctx = fx.context().create_only(&["hello.txt", "new/made.txt"]);
+        let error =
+            WriteTextContent::call(ctx.ctx(), r#"{"path":"hello.txt","text":"x"}"#).unwrap_err();
+        assert_eq!(error.kind, ErrorKind::REFUSED);
+        assert!(
+            error
+                .message
+                .contains("did not exist when this call was checked")
+                && error.message.contains("Call again to be asked"),
+            "{}",
+            error.message
+        );
+        assert_eq!(fx.read("hello.txt"), b"hello");
+        WriteTextContent::call(ctx.ctx(), r#"{"path":"new/made.txt","text":"made"}"#).unwrap();
+        assert_eq!(fx.read("new/made.txt"), b"made");
+        // A path the host did not name is written as always.
+        WriteTextContent::call(ctx.ctx(), r#"{"path":"sub/inner.txt","text":"y"}"#).unwrap();
+        assert_eq!(fx.read("sub/inner.txt"), b"y");
+    }
+
+    #[test]
     fn a_malformed_expected_version_is_an_invalid_argument_and_nothing_is_written() {
         let fx = Fixture::new();
         let args = r#"{"path":"hello.txt","text":"x","expected_version":"v1"}"#;

@@ -2,6 +2,7 @@
 
 pub mod bearer_proxy;
 pub mod binary;
+pub mod held_fs;
 pub mod host;
 pub mod ndjson;
 pub mod nginx;

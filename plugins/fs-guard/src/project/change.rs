@@ -36,12 +36,16 @@ impl ProjectDir {
     /// existing file is replaced (keeping its mode); with [`IfExists::Refuse`] the new file
     /// is written under a temporary name and moved onto the name with
     /// `renameat2(RENAME_NOREPLACE)` (a hard link where the file system refuses the flag),
-    /// so a file that exists, even one created a moment before, is never replaced.
+    /// so a file that exists, even one created a moment before, is never replaced. A path
+    /// of the call's `create_only` ([`rojos_plugin_api::CallContext::create_only`]) is
+    /// written as with [`IfExists::Refuse`] whatever `if_exists` says, refused with
+    /// [`PathError::Appeared`].
     ///
     /// # Errors
     ///
     /// As [`ProjectDir::write_text`] (`max_write_bytes` bounds `bytes`); with
-    /// [`IfExists::Refuse`], [`PathError::AlreadyExists`] for a file at the name.
+    /// [`IfExists::Refuse`], [`PathError::AlreadyExists`] for a file at the name;
+    /// [`PathError::Appeared`] for one at a `create_only` path.
     pub fn write_bytes(
         &self,
         path: &str,
@@ -76,7 +80,20 @@ impl ProjectDir {
         };
         let permissions = self.existing_file_permissions(&folder, leaf, path)?;
         let replaced = permissions.is_some();
-        if if_exists == IfExists::Refuse {
+        if if_exists == IfExists::Replace && self.create_only(path) {
+            // The host let this call run unasked because nothing stood here: a file made
+            // since is not replaced (nor one made between this look and the rename).
+            let appeared = || PathError::Appeared {
+                path: Shown::new(path),
+            };
+            if replaced {
+                return Err(appeared());
+            }
+            create_new_file(&folder, leaf, path, bytes).map_err(|e| match e {
+                PathError::AlreadyExists { .. } => appeared(),
+                e => e,
+            })?;
+        } else if if_exists == IfExists::Refuse {
             if replaced {
                 return Err(PathError::AlreadyExists {
                     path: Shown::new(path),

@@ -145,12 +145,23 @@ impl Listing {
 pub struct ProjectDir {
     dir: Dir,
     limits: Limits,
+    /// The call's [`CallContext::create_only`] paths: a write there never replaces a file.
+    create_only: Vec<String>,
 }
 
 impl ProjectDir {
     /// Wraps an open root folder (for the host and tests).
     pub fn new(dir: Dir, limits: Limits) -> Self {
-        ProjectDir { dir, limits }
+        ProjectDir {
+            dir,
+            limits,
+            create_only: Vec::new(),
+        }
+    }
+
+    /// Whether the call may only create at `path` ([`CallContext::create_only`]).
+    fn create_only(&self, path: &str) -> bool {
+        self.create_only.iter().any(|only| only == path)
     }
 
     /// The root folder it wraps (for the host, which checks paths beneath it itself).
@@ -187,7 +198,9 @@ impl ProjectDir {
             return Err(internal(format!("root_fd {} is not a folder", ctx.root_fd)));
         }
         let dir = Dir::from_std_file(std::fs::File::from(owned));
-        Ok(ProjectDir::new(dir, ctx.limits))
+        let mut project = ProjectDir::new(dir, ctx.limits);
+        project.create_only.clone_from(&ctx.create_only);
+        Ok(project)
     }
 }
 

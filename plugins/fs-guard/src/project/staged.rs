@@ -78,6 +78,7 @@ impl ProjectDir {
             root: ProjectDir {
                 dir: self.dir.try_clone().map_err(io)?,
                 limits: self.limits,
+                create_only: self.create_only.clone(),
             },
             path: path.to_owned(),
             parent,

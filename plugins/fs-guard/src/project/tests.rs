@@ -921,6 +921,7 @@ fn from_context_refuses_a_descriptor_that_is_not_a_folder() {
         project_id: "p1".into(),
         root_fd: file.as_raw_fd(),
         limits: Limits::default(),
+        create_only: Vec::new(),
     };
     let error = ProjectDir::from_context(&ctx).unwrap_err();
     assert_eq!(error.kind, ErrorKind::INTERNAL);
