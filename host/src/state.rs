@@ -236,5 +236,6 @@ fn agent(
             },
         )),
         feeds: Arc::new(crate::agent::Feeds::new(config.unattended_run)),
+        windows: Arc::default(),
     })
 }

@@ -82,6 +82,8 @@ pub struct Agent {
     pub checkpoints: Arc<crate::checkpoints::Checkpoints>,
     /// The events of this host's runs, for the clients that follow them.
     pub feeds: Arc<Feeds>,
+    /// What the providers told of their models' context windows.
+    pub windows: Arc<crate::providers::window::Windows>,
 }
 
 impl std::fmt::Debug for Agent {
