@@ -275,6 +275,11 @@
           window.RojosA11y.announceTool(event.name, event.ok === true);
           break;
         }
+        case 'WARNING':
+          // Not an end: the run goes on (docs/api.md, "WARNING").
+          this.flush();
+          addNote(typeof event.message === 'string' ? event.message : 'warning');
+          break;
         case 'ERROR':
           this.closeBubble();
           this.failed = true;

@@ -237,7 +237,10 @@ pub async fn windows(client: &Client, name: &str, live: &LiveConfig) -> Vec<Stri
             told.tokens, told.how
         ),
         Ok(None) => "context window: the provider does not say".to_owned(),
-        Err(e) => format!("context window: the provider did not say: {}", error_chain(e)),
+        Err(e) => format!(
+            "context window: the provider did not say: {}",
+            error_chain(e)
+        ),
     }];
     let told = reported.ok().flatten().map(|r| (r.tokens, r.loaded));
     let ollama = config.kind == Some(rojos_llm::ProviderKind::Ollama);
@@ -245,7 +248,13 @@ pub async fn windows(client: &Client, name: &str, live: &LiveConfig) -> Vec<Stri
         if !rojo.providers.iter().any(|p| p == name) {
             continue;
         }
-        let window = Window::resolve(rojo.context_tokens, config.context_tokens, told, model, ollama);
+        let window = Window::resolve(
+            rojo.context_tokens,
+            config.context_tokens,
+            told,
+            model,
+            ollama,
+        );
         lines.push(format!(
             "  rojo {rojo_name}: {} tokens ({})",
             window.tokens,

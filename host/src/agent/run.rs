@@ -383,12 +383,20 @@ impl Run<'_> {
                         // once more, unless its text was shown already.
                         if cut && !cut_retried && !answered.out.shown_text {
                             cut_retried = true;
-                            self.out.send(Event::Warning { message: self.cut_message(true) }).await;
+                            self.out
+                                .send(Event::Warning {
+                                    message: self.cut_message(true),
+                                })
+                                .await;
                             continue;
                         }
                         answered.out.release(self.out).await;
                         if cut {
-                            self.out.send(Event::Warning { message: self.cut_message(false) }).await;
+                            self.out
+                                .send(Event::Warning {
+                                    message: self.cut_message(false),
+                                })
+                                .await;
                         }
                         break (registry, answered.turn);
                     }

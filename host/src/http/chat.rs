@@ -206,7 +206,11 @@ pub(super) async fn window_of(
         ollama,
     );
     if let Some(told) = reported.filter(|r| r.tokens == window.tokens) {
-        if rojo.context_tokens.or(configured).is_some_and(|c| c > told.tokens) {
+        if rojo
+            .context_tokens
+            .or(configured)
+            .is_some_and(|c| c > told.tokens)
+        {
             tracing::info!(
                 provider = %provider.name,
                 context_tokens = rojo.context_tokens.or(configured),

@@ -20,6 +20,7 @@ mod cli;
 mod cli_output;
 mod connections;
 mod context;
+mod context_windows;
 mod conversation_rojo;
 mod conversations;
 mod dropin;

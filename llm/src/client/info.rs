@@ -145,7 +145,10 @@ mod tests {
             "https://openrouter.ai/api/v1/models"
         );
         assert_eq!(
-            at("https://g.example/v1beta/openai?key=k", ServerPath::Api("models")),
+            at(
+                "https://g.example/v1beta/openai?key=k",
+                ServerPath::Api("models")
+            ),
             "https://g.example/v1beta/openai/models?key=k"
         );
     }

@@ -76,7 +76,12 @@ impl Fit {
     /// really loaded. Any other provider refuses such a request with an error, so a count far
     /// below the estimate only means its tokenizer differs from the estimate. Whether the
     /// request was cut.
-    pub(in crate::agent) fn learn(&mut self, prompt_tokens: u64, model: &str, cuts_silently: bool) -> bool {
+    pub(in crate::agent) fn learn(
+        &mut self,
+        prompt_tokens: u64,
+        model: &str,
+        cuts_silently: bool,
+    ) -> bool {
         let kept = self.measure.learn(self.last_sent, prompt_tokens);
         let Some(kept) = kept.filter(|_| cuts_silently) else {
             return false;
@@ -87,7 +92,13 @@ impl Fit {
 
     /// The provider cut the last request to `tokens` (it counted `prompt_tokens`): later
     /// requests are fitted to that.
-    pub(in crate::agent) fn cut(&mut self, tokens: u64, prompt_tokens: u64, model: &str, source: WindowSource) {
+    pub(in crate::agent) fn cut(
+        &mut self,
+        tokens: u64,
+        prompt_tokens: u64,
+        model: &str,
+        source: WindowSource,
+    ) {
         let tokens = tokens.min(self.window.tokens);
         tracing::warn!(
             model,

@@ -155,7 +155,13 @@ mod tests {
 
     #[test]
     fn the_rojo_wins_then_the_provider_then_the_server_then_the_table_then_the_default() {
-        let w = Window::resolve(Some(9_000), Some(5_000), Some((7_000, false)), "gpt-4o", false);
+        let w = Window::resolve(
+            Some(9_000),
+            Some(5_000),
+            Some((7_000, false)),
+            "gpt-4o",
+            false,
+        );
         assert_eq!((w.tokens, w.source), (9_000, WindowSource::Rojo));
         let w = Window::resolve(None, Some(5_000), Some((7_000, true)), "gpt-4o", false);
         assert_eq!((w.tokens, w.source), (5_000, WindowSource::Provider));
@@ -163,10 +169,16 @@ mod tests {
         assert_eq!((w.tokens, w.source), (7_000, WindowSource::Listed));
         let w = Window::resolve(None, None, None, "openai/gpt-4o-mini", false);
         assert_eq!((w.tokens, w.source), (128_000, WindowSource::KnownModel));
-        assert_eq!(Window::resolve(None, None, None, "gpt-4", false).tokens, 8_192);
+        assert_eq!(
+            Window::resolve(None, None, None, "gpt-4", false).tokens,
+            8_192
+        );
         let w = Window::resolve(None, None, None, "qwen2.5-coder:7b", true);
         assert_eq!((w.tokens, w.source), (4_096, WindowSource::Default));
-        assert_eq!(Window::resolve(None, None, None, "local", false).tokens, 8_192);
+        assert_eq!(
+            Window::resolve(None, None, None, "local", false).tokens,
+            8_192
+        );
     }
 
     #[test]

@@ -42,7 +42,10 @@ pub struct Reported {
 /// # Errors
 ///
 /// The provider's failure to answer (unreachable, an error status, not JSON, too slow).
-pub async fn ask(client: &Client, kind: Option<ProviderKind>) -> Result<Option<Reported>, LlmError> {
+pub async fn ask(
+    client: &Client,
+    kind: Option<ProviderKind>,
+) -> Result<Option<Reported>, LlmError> {
     let model = client.provider().model.as_str();
     match kind {
         Some(ProviderKind::Ollama) => ollama::ask(client, model).await,

@@ -105,7 +105,10 @@ mod tests {
         assert_eq!(loaded(&body, "hermes3"), Some(16_384));
         assert_eq!(loaded(&body, "qwen2.5-coder:14b"), None);
         // Before context_length was reported, or nothing loaded.
-        assert_eq!(loaded(&serde_json::json!({"models": [{"name": "m:latest"}]}), "m"), None);
+        assert_eq!(
+            loaded(&serde_json::json!({"models": [{"name": "m:latest"}]}), "m"),
+            None
+        );
         assert_eq!(loaded(&serde_json::json!({"models": []}), "m"), None);
     }
 
@@ -113,15 +116,30 @@ mod tests {
     fn show_gives_the_modelfiles_num_ctx_and_the_models_maximum() {
         let body: Value = serde_json::from_str(SHOW).unwrap();
         let shown = show(&body);
-        assert_eq!(shown, Shown { num_ctx: Some(8_192), max: Some(32_768) });
+        assert_eq!(
+            shown,
+            Shown {
+                num_ctx: Some(8_192),
+                max: Some(32_768)
+            }
+        );
         let w = window(shown).unwrap();
         assert_eq!((w.tokens, w.loaded), (8_192, true));
         // No num_ctx: the server's default applies, unknown here.
-        let plain = Shown { num_ctx: None, max: Some(32_768) };
+        let plain = Shown {
+            num_ctx: None,
+            max: Some(32_768),
+        };
         assert_eq!(window(plain), None);
-        let small = Shown { num_ctx: None, max: Some(2_048) };
+        let small = Shown {
+            num_ctx: None,
+            max: Some(2_048),
+        };
         assert_eq!(window(small).map(|w| w.tokens), Some(2_048));
-        let odd = Shown { num_ctx: Some(65_536), max: Some(32_768) };
+        let odd = Shown {
+            num_ctx: Some(65_536),
+            max: Some(32_768),
+        };
         assert_eq!(window(odd).map(|w| w.tokens), Some(32_768));
     }
 }

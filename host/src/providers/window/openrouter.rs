@@ -25,7 +25,12 @@ mod tests {
     fn reads_the_smaller_length() {
         let body: Value = serde_json::from_str(r#"{"data":[{"id":"openai/gpt-4o-mini","canonical_slug":"openai/gpt-4o-mini","name":"OpenAI: GPT-4o-mini","created":1721260800,"description":"GPT-4o mini is OpenAI's newest model.","context_length":128000,"architecture":{"modality":"text+image->text","input_modalities":["text","image","file"],"output_modalities":["text"],"tokenizer":"GPT","instruct_type":null},"pricing":{"prompt":"0.00000015","completion":"0.0000006"},"top_provider":{"context_length":128000,"max_completion_tokens":16384,"is_moderated":true},"per_request_limits":null,"supported_parameters":["max_tokens","tools","tool_choice"]},{"id":"meta-llama/llama-3.1-8b-instruct","context_length":131072,"top_provider":{"context_length":16384,"max_completion_tokens":16384,"is_moderated":false}}]}"#).unwrap();
         assert_eq!(window(&body, "openai/gpt-4o-mini").unwrap().tokens, 128_000);
-        assert_eq!(window(&body, "meta-llama/llama-3.1-8b-instruct").unwrap().tokens, 16_384);
+        assert_eq!(
+            window(&body, "meta-llama/llama-3.1-8b-instruct")
+                .unwrap()
+                .tokens,
+            16_384
+        );
         assert_eq!(window(&body, "openai/gpt-4o"), None);
     }
 }
