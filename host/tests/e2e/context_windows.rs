@@ -31,10 +31,10 @@ fn provider(name: &str, kind: Option<&str>, upstream: &ScriptedUpstream, model: 
     )
 }
 
-fn seed_note(host: &TestHost) {
+fn seed_note(host: &TestHost, lines: usize) {
     let root = host.project_root("demo");
     std::fs::create_dir_all(&root).unwrap();
-    let note: String = (0..160)
+    let note: String = (0..lines)
         .map(|n| format!("Line {n:03}: kettles boil water for tea.\n"))
         .collect();
     std::fs::write(root.join("note.txt"), note).unwrap();
@@ -114,27 +114,28 @@ async fn each_rojo_shows_its_window_and_where_it_came_from() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_window_the_provider_lists_is_planned_for_from_the_first_request() {
-    const OVERFLOW: &str = r#"{"error":{"message":"This model's maximum context length is 4096 tokens. However, your messages resulted in 5120 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+    const OVERFLOW: &str = r#"{"error":{"message":"This model's maximum context length is 2500 tokens. However, your messages resulted in 3120 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+    // Smaller than the 8,192 assumed of a model nothing tells about.
     let upstream =
-        ScriptedUpstream::start_windowed(4_096, (400, OVERFLOW), read_note(), answer()).await;
+        ScriptedUpstream::start_windowed(2_500, (400, OVERFLOW), read_note(), answer()).await;
     upstream.set_models(Models::Raw(json!({"object": "list", "data": [
         {"id": "scripted-model", "object": "model"},
-        {"id": "listed-model", "object": "model", "context_length": 4_096}
+        {"id": "listed-model", "object": "model", "context_length": 2_500}
     ]})));
     let config = HostConfig::builtins().upstream(&upstream).with(&format!(
         "[rojos.default]\nprovider = \"listed\"\ntools = [\"get_text_content\"]\n{}",
         provider("listed", None, &upstream, "listed-model")
     ));
     let host = TestHost::start(config).await;
-    seed_note(&host);
+    seed_note(&host, 20);
+    // Every message carries 3 KB: a few of them outgrow the listed window.
+    let pasted: String = (0..50)
+        .map(|n| format!("Pasted line {n:02}: the kettle whistles.\n"))
+        .collect();
     let mut conversation = None;
-    for n in 0..8 {
-        let stream = ask(
-            &host,
-            conversation.as_deref(),
-            &format!("Message {n}: what is note.txt about?"),
-        )
-        .await;
+    for n in 0..6 {
+        let message = format!("Message {n}: what is note.txt about? I have:\n{pasted}");
+        let stream = ask(&host, conversation.as_deref(), &message).await;
         assert_eq!(stream.errors(), Vec::<String>::new(), "message {n}");
         assert_eq!(stream.done().1, "completed", "message {n}");
         conversation = Some(stream.done().0);
@@ -162,7 +163,7 @@ async fn an_ollama_that_cuts_a_request_silently_gets_it_fitted_and_asked_again()
         provider("ollama", Some("ollama"), &upstream, "qwen2.5:7b")
     ));
     let host = TestHost::start(config).await;
-    seed_note(&host);
+    seed_note(&host, 160);
     let first = ask(&host, None, "Message 0: what is note.txt about?").await;
     assert_eq!(first.done().1, "completed");
     let conversation = first.done().0;
