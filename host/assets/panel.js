@@ -278,6 +278,11 @@
           window.RojosA11y.announceTool(event.name, event.ok === true);
           break;
         }
+        case 'WARNING':
+          // Not an end: the run goes on (docs/api.md, "WARNING").
+          this.flush();
+          addNote(typeof event.message === 'string' ? event.message : 'warning');
+          break;
         case 'CONTEXT_COMPACTED':
           // Older messages are summarised from here on (docs/api.md, "Long conversations").
           if (compaction) compaction.live(event);

@@ -1,6 +1,7 @@
 //! `rojos probe PROVIDER`: one small streaming tool-call exchange with a configured provider,
 //! reporting whether streaming, tool calls and the follow-up turn work, and naming what
-//! failed. The first thing to run against a new endpoint.
+//! failed, then the context window each rojo on it plans for and where that figure came
+//! from ([`windows`]). The first thing to run against a new endpoint.
 
 use std::time::Instant;
 
@@ -11,7 +12,7 @@ use rojos_llm::{
 };
 use serde_json::{json, Value};
 
-use crate::agent::error_chain;
+use crate::{agent::context::Window, agent::error_chain, config::LiveConfig};
 
 /// One line of the report.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -219,4 +220,46 @@ fn shorten(text: &str) -> String {
     } else {
         short
     }
+}
+
+/// The context window lines of the report: what provider `name` (of `live`) says of its
+/// model's window, then the window each rojo that uses it plans for and where that came from
+/// (`docs/configuration.md`, "Context window").
+pub async fn windows(client: &Client, name: &str, live: &LiveConfig) -> Vec<String> {
+    let Some(config) = live.providers.get(name) else {
+        return Vec::new();
+    };
+    let model = &client.provider().model;
+    let reported = crate::providers::window::ask(client, config.kind).await;
+    let mut lines = vec![match &reported {
+        Ok(Some(told)) => format!(
+            "context window: the provider says {} tokens ({})",
+            told.tokens, told.how
+        ),
+        Ok(None) => "context window: the provider does not say".to_owned(),
+        Err(e) => format!(
+            "context window: the provider did not say: {}",
+            error_chain(e)
+        ),
+    }];
+    let told = reported.ok().flatten().map(|r| (r.tokens, r.loaded));
+    let ollama = config.kind == Some(rojos_llm::ProviderKind::Ollama);
+    for (rojo_name, rojo) in &live.rojos {
+        if !rojo.providers.iter().any(|p| p == name) {
+            continue;
+        }
+        let window = Window::resolve(
+            rojo.context_tokens,
+            config.context_tokens,
+            told,
+            model,
+            ollama,
+        );
+        lines.push(format!(
+            "  rojo {rojo_name}: {} tokens ({})",
+            window.tokens,
+            window.source.name()
+        ));
+    }
+    lines
 }

@@ -242,6 +242,7 @@ fn agent(
             },
         )),
         feeds: Arc::new(crate::agent::Feeds::new(config.unattended_run)),
+        windows: Arc::default(),
         shared_feeds: opened.shared_feeds,
     })
 }

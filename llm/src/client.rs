@@ -3,6 +3,7 @@
 //! Decoding the body is `stream.rs`'s job; request shape `request.rs`'s; the model list
 //! `client/models.rs`'s.
 
+pub(crate) mod info;
 pub(crate) mod models;
 
 use std::collections::VecDeque;

@@ -208,6 +208,11 @@ impl ProviderKind {
         if self == ProviderKind::Gemini {
             provider.empty_content = EmptyContent::EmptyString;
         }
+        // Ollama cuts a request too long for the context it loaded without an error: only
+        // the usage chunk's `prompt_tokens` shows it, and it sends one only when asked.
+        if self == ProviderKind::Ollama {
+            provider.include_usage = true;
+        }
         // How the model list differs from OpenAI's: see `ModelListDialect`.
         provider.model_list = match self {
             ProviderKind::Anthropic => ModelListDialect::Anthropic,

@@ -77,6 +77,7 @@ mod stream;
 mod turn;
 mod wire;
 
+pub use client::info::{server_url, ServerPath};
 pub use client::models::{ModelList, ModelListDialect, LIST_MODELS_TIMEOUT};
 pub use client::Client;
 pub use error::{BoxError, LlmError, SizeLimit};

@@ -18,7 +18,7 @@
 //! A call the rojo's `approve` names is followed by `APPROVAL_REQUIRED` while it waits for
 //! the user's decision (`approval.rs`), then by its `TOOL_RESULT` as usual.
 //! `CONTEXT_COMPACTED` says older messages were summarised to fit the model's context window
-//! (`context`). `TOOL_CALL`/`TOOL_RESULT` pair by `id`; `ERROR` reports a failure after streaming began;
+//! (`context`); `WARNING` tells what went wrong without ending the run. `TOOL_CALL`/`TOOL_RESULT` pair by `id`; `ERROR` reports a failure after streaming began;
 //! `DONE` always ends the stream and says why the run stopped. See `docs/api.md`.
 
 use serde::Serialize;
@@ -106,6 +106,14 @@ pub enum Event {
         covers: u64,
         /// The summary the model made.
         summary: String,
+    },
+    /// Something the user should know that did not end the run: the provider cut the
+    /// request to a smaller context window than planned for without saying so, and the
+    /// turn was fitted to it and asked again (its first answer was not passed on).
+    /// Optional: a client that ignores it loses nothing.
+    Warning {
+        /// What happened, for the user.
+        message: String,
     },
     /// A failure after streaming began.
     Error {

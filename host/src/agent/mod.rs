@@ -86,6 +86,8 @@ pub struct Agent {
     pub checkpoints: Arc<crate::checkpoints::Checkpoints>,
     /// The events of this host's runs, for the clients that follow them.
     pub feeds: Arc<Feeds>,
+    /// What the providers told of their models' context windows.
+    pub windows: Arc<crate::providers::window::Windows>,
     /// With a store several hosts share: the runs' events published there, so any host
     /// follows and stops any run (`relay`, `remote`).
     pub shared_feeds: Option<Arc<dyn SharedFeeds>>,

@@ -33,6 +33,7 @@ use crate::{
 pub(super) const INTERRUPTED: &str = "(no answer: the run was interrupted)";
 
 mod fitted;
+mod silent_cut;
 
 /// Runs one user message to its end and sends `DONE`; stops early once nobody has followed
 /// it for `[limits] unattended_run_secs` (see [`Feed::stop_when_unattended`]).
@@ -70,9 +71,15 @@ pub(super) async fn run(
             compact_at_percent = request.rojo.compact_at_percent,
             "context window"
         );
+        let mut fit = context::Fit::new(window, user_message_index(&request, &history) as usize);
+        // The server said it loaded the model with as much as is planned for.
+        fit.confirmed |= agent
+            .windows
+            .known(&request.provider, &request.client)
+            .is_some_and(|r| r.loaded && r.tokens >= window.tokens);
         let mut run = Run {
             agent: &agent,
-            fit: context::Fit::new(window, user_message_index(&request, &history) as usize),
+            fit,
             history,
             // The store's count; each message stored by this run adds its own size.
             history_bytes: request.history_bytes,
@@ -212,6 +219,40 @@ enum TurnEnd {
     Unsaved(StoreError),
 }
 
+/// A model turn that ended with its result.
+struct Answered {
+    turn: Turn,
+    /// What became of its events.
+    out: TurnOut,
+}
+
+/// A model turn's events on their way to the client: passed on as they come, or held back
+/// until the turn is known whole ([`Run::model_turn`]).
+struct TurnOut {
+    hold: bool,
+    held: Vec<Event>,
+    /// Some of its text reached the client.
+    shown_text: bool,
+}
+
+impl TurnOut {
+    async fn pass(&mut self, out: &Out, event: Event) {
+        if self.hold {
+            self.held.push(event);
+        } else {
+            self.shown_text |= matches!(event, Event::Chat { .. });
+            out.send(event).await;
+        }
+    }
+
+    /// Passes on what was held.
+    async fn release(self, out: &Out) {
+        for event in self.held {
+            out.send(event).await;
+        }
+    }
+}
+
 struct Run<'a> {
     agent: &'a Agent,
     request: &'a RunRequest,
@@ -312,6 +353,7 @@ impl Run<'_> {
             }
             let last = step == rojo.max_steps.get();
             let mut overflowed = false;
+            let mut cut_retried = false;
             let turn = loop {
                 // One registry snapshot per model turn: a reload never changes tools mid-turn.
                 let (registry, sent) = match first_turn.take() {
@@ -329,12 +371,36 @@ impl Run<'_> {
                         (registry, Sent::now(client.stream_shared(request)))
                     }
                 };
+                let hold = self.holds_turns();
                 match self
-                    .model_turn(sent, unsaved.take())
+                    .model_turn(sent, unsaved.take(), hold)
                     .instrument(tracing::info_span!("step", n = step))
                     .await
                 {
-                    Ok(turn) => break (registry, turn),
+                    Ok(answered) => {
+                        let cut = self.cut_silently(&answered.turn).await;
+                        // Cut without a word: its answer was made without the front of the
+                        // request. Fitted to the window really loaded, the turn is asked
+                        // once more, unless its text was shown already.
+                        if cut && !cut_retried && !answered.out.shown_text {
+                            cut_retried = true;
+                            self.out
+                                .send(Event::Warning {
+                                    message: self.cut_message(true),
+                                })
+                                .await;
+                            continue;
+                        }
+                        answered.out.release(self.out).await;
+                        if cut {
+                            self.out
+                                .send(Event::Warning {
+                                    message: self.cut_message(false),
+                                })
+                                .await;
+                        }
+                        break (registry, answered.turn);
+                    }
                     Err(TurnEnd::Unsaved(e)) => return Err(e),
                     Err(TurnEnd::Cancelled { partial }) => return self.cancelled(partial).await,
                     // The provider's own overflow error: the window is smaller than planned
@@ -357,15 +423,6 @@ impl Run<'_> {
                 }
             };
             let (registry, turn) = turn;
-            if let Some(usage) = turn.usage {
-                let cuts_silently =
-                    self.request.provider.kind == Some(rojos_llm::ProviderKind::Ollama);
-                self.fit.learn(
-                    usage.prompt_tokens,
-                    &self.request.provider.model,
-                    cuts_silently,
-                );
-            }
             if !turn.wants_tools() || last {
                 return self.answer(client, turn, last && step > 1).await;
             }
@@ -429,7 +486,15 @@ impl Run<'_> {
     /// stored while the request is on its way: a provider takes far longer to its first
     /// token than the store to commit, and nothing of the turn is passed on (or kept) before
     /// the step is stored.
-    async fn model_turn(&self, sent: Sent, unsaved: Option<Step>) -> Result<Turn, TurnEnd> {
+    ///
+    /// `hold`: the turn's text and live status are kept back, to be passed on or dropped once
+    /// its usage shows whether the provider cut the request ([`Run::cut_silently`]).
+    async fn model_turn(
+        &self,
+        sent: Sent,
+        unsaved: Option<Step>,
+        hold: bool,
+    ) -> Result<Answered, TurnEnd> {
         let metrics = &self.agent.metrics;
         metrics.model_turn_started();
         let Sent {
@@ -458,38 +523,44 @@ impl Run<'_> {
         }
         let mut partial = String::new();
         let mut progress = ProgressThrottle::default();
+        let mut out = TurnOut {
+            hold,
+            held: Vec::new(),
+            shown_text: false,
+        };
         loop {
             let next = match ahead.take() {
                 Some(next) => next,
                 None => next_or_cancelled(&mut stream, cancelled.as_mut()).await,
             };
             let Some(item) = next else {
+                out.release(self.out).await;
                 return Err(TurnEnd::Cancelled { partial });
             };
             match item {
                 Some(Ok(TurnEvent::TextDelta(text))) => {
                     partial.push_str(&text);
-                    self.out.send(Event::Chat { text }).await;
+                    out.pass(self.out, Event::Chat { text }).await;
                 }
                 Some(Ok(TurnEvent::ToolCallStarted { index, id, name })) => {
                     progress.started(index, Instant::now());
                     let started = Event::ToolCallStarted { index, id, name };
-                    self.out.send(started).await;
+                    out.pass(self.out, started).await;
                 }
                 Some(Ok(TurnEvent::ToolCallProgress { index, bytes })) => {
                     if progress.should_send(index, bytes, Instant::now()) {
-                        self.out
-                            .send(Event::ToolCallProgress { index, bytes })
+                        out.pass(self.out, Event::ToolCallProgress { index, bytes })
                             .await;
                     }
                 }
                 Some(Ok(TurnEvent::Finished(turn))) => {
                     metrics.model_turn_ended(started.elapsed());
-                    return Ok(turn);
+                    return Ok(Answered { turn, out });
                 }
                 Some(Err(error)) => {
                     metrics.model_turn_ended(started.elapsed());
                     metrics.provider_error(error.kind());
+                    out.release(self.out).await;
                     return Err(self.turn_failed(&error, partial));
                 }
                 None => {
@@ -499,6 +570,7 @@ impl Run<'_> {
                         provider: self.request.provider.host.clone(),
                         source: None,
                     };
+                    out.release(self.out).await;
                     return Err(self.turn_failed(&cut, partial));
                 }
             }

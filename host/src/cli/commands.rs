@@ -112,7 +112,12 @@ pub(super) fn summary(state: &AppState) -> String {
 /// `rojos probe NAME`: the probe's report, and whether the provider passed.
 pub(super) fn probe(live: &LiveConfig, name: &str) -> Result<ExitCode, CliError> {
     let client = probe_client(live, name)?;
-    if run_probe(&client)? {
+    let passed = run_probe(&client)?;
+    let runtime = tokio::runtime::Runtime::new().map_err(CliError::Runtime)?;
+    for line in runtime.block_on(crate::probe::windows(&client, name, live)) {
+        println!("{line}");
+    }
+    if passed {
         Ok(ExitCode::SUCCESS)
     } else {
         Err(CliError::ProbeFailed {

@@ -173,13 +173,16 @@ async fn rojo_and_provider(
     let chosen = choice::for_chat(&state.statuses, &settings, rojo_name, rojo)
         .await
         .map_err(ApiError::Unavailable)?;
-    let window = window_of(&settings, rojo, &chosen.provider, &chosen.client);
+    let window = window_of(state, &settings, rojo, &chosen.provider, &chosen.client).await;
     Ok((rojo.clone(), chosen.provider, chosen.client, window))
 }
 
 /// The context window of `rojo`'s model on `provider` (`docs/configuration.md`, "Context
-/// window").
-pub(super) fn window_of(
+/// window"): the server is asked unless a configured window applies (and for Ollama always:
+/// what it loaded bounds a configured one), within
+/// [`ASK_LIMIT`](crate::providers::window::ASK_LIMIT).
+pub(super) async fn window_of(
+    state: &AppState,
     settings: &crate::live::Settings,
     rojo: &RojoConfig,
     provider: &ProviderRef,
@@ -189,12 +192,36 @@ pub(super) fn window_of(
         .providers
         .get(&provider.name)
         .and_then(|p| p.config.context_tokens);
-    Window::resolve(
+    let ollama = provider.kind == Some(rojos_llm::ProviderKind::Ollama);
+    let reported = if ollama || (rojo.context_tokens.is_none() && configured.is_none()) {
+        state.agent.windows.lookup(provider, client, false).await
+    } else {
+        None
+    };
+    let window = Window::resolve(
         rojo.context_tokens,
         configured,
+        reported.as_ref().map(|r| (r.tokens, r.loaded)),
         &client.provider().model,
-        provider.kind == Some(rojos_llm::ProviderKind::Ollama),
-    )
+        ollama,
+    );
+    if let Some(told) = reported.filter(|r| r.tokens == window.tokens) {
+        if rojo
+            .context_tokens
+            .or(configured)
+            .is_some_and(|c| c > told.tokens)
+        {
+            tracing::info!(
+                provider = %provider.name,
+                context_tokens = rojo.context_tokens.or(configured),
+                loaded = told.tokens,
+                "Ollama loaded the model with a smaller context than `context_tokens` says; \
+                 planning for what it loaded (to load more, see docs/configuration.md, \
+                 \"Context window\")"
+            );
+        }
+    }
+    window
 }
 
 /// What a new conversation's first model turn is asked with (see [`open_conversation`]).

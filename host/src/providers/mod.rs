@@ -2,13 +2,15 @@
 //! `rojos.toml`, its kind, host and model), and [`advice`] turns a failure into one sentence
 //! saying what failed and what to do. [`check`] checks one provider cheaply (its model list),
 //! [`status`] keeps what the checks found, [`monitor`] runs them in the background, and
-//! [`choice`] picks the provider each rojo uses now.
+//! [`choice`] picks the provider each rojo uses now; [`window`] asks a provider what
+//! context window its model has.
 
 pub mod advice;
 pub mod check;
 pub mod choice;
 pub mod monitor;
 pub mod status;
+pub mod window;
 
 use rojos_llm::ProviderKind;
 

@@ -127,6 +127,7 @@ async fn calls_sent_whole_in_one_chunk_are_started_before_their_tool_call() {
             Event::ToolCallProgress { .. } => "progress".into(),
             Event::Chat { .. } => "chat".into(),
             Event::Error { .. } => "error".into(),
+            Event::Warning { .. } => "warning".into(),
             Event::Done { .. } => "done".into(),
         })
         .collect();

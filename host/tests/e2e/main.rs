@@ -21,6 +21,7 @@ mod cli_output;
 mod compactions_api;
 mod connections;
 mod context;
+mod context_windows;
 mod conversation_rojo;
 mod conversations;
 mod dropin;

@@ -20,4 +20,6 @@ pub(super) use measure::Measure;
 pub(super) use plan::{plan, Input, Plan};
 pub(super) use state::Fit;
 pub(super) use summary::summarise;
-pub use window::{Window, WindowSource, DEFAULT_COMPACT_AT_PERCENT, MIN_CONTEXT_TOKENS};
+pub use window::{
+    Window, WindowSource, DEFAULT_COMPACT_AT_PERCENT, MIN_CONTEXT_TOKENS, OLLAMA_DEFAULT_TOKENS,
+};

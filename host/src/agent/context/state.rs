@@ -1,6 +1,7 @@
 //! [`Fit`]: what a run knows about its model's window between turns: its size (made smaller
-//! when the provider showed it is), the measure learnt from the provider's usage, the size
-//! of the last request, and the newest summary, read from the store once it is needed.
+//! when the provider showed it is) and whether the server confirmed it loaded that much, the
+//! measure learnt from the provider's usage, the size of the last request, and the newest
+//! summary, read from the store once it is needed.
 
 use rojos_conversations::Compaction;
 
@@ -20,6 +21,10 @@ pub(in crate::agent) struct Fit {
     pub summary: Option<Option<Compaction>>,
     /// The index of the run's user message.
     pub run_start: usize,
+    /// The server said it loaded the model with at least `window` (a provider that cuts a
+    /// request too long silently: until then, a turn's text is held until its usage shows
+    /// the request was whole).
+    pub confirmed: bool,
 }
 
 impl Fit {
@@ -31,7 +36,20 @@ impl Fit {
             last_sent: 0,
             summary: None,
             run_start,
+            confirmed: window.source == WindowSource::Loaded,
         }
+    }
+
+    /// The server says it loaded the model with `tokens`: the window is no larger, and
+    /// confirmed.
+    pub(in crate::agent) fn loaded(&mut self, tokens: u64) {
+        if tokens < self.window.tokens {
+            self.window = Window {
+                tokens,
+                source: WindowSource::Loaded,
+            };
+        }
+        self.confirmed = true;
     }
 
     /// Whether the rojo fits requests at all (`compact_at_percent` is not 0).
@@ -56,23 +74,41 @@ impl Fit {
     /// Learns from the provider's `usage.prompt_tokens` of the last request; a provider
     /// that cuts a request too long silently (`cuts_silently`: Ollama) shows the window it
     /// really loaded. Any other provider refuses such a request with an error, so a count far
-    /// below the estimate only means its tokenizer differs from the estimate.
-    pub(in crate::agent) fn learn(&mut self, prompt_tokens: u64, model: &str, cuts_silently: bool) {
+    /// below the estimate only means its tokenizer differs from the estimate. Whether the
+    /// request was cut.
+    pub(in crate::agent) fn learn(
+        &mut self,
+        prompt_tokens: u64,
+        model: &str,
+        cuts_silently: bool,
+    ) -> bool {
         let kept = self.measure.learn(self.last_sent, prompt_tokens);
-        if let Some(kept) = kept.filter(|_| cuts_silently) {
-            let tokens = kept.min(self.window.tokens);
-            tracing::warn!(
-                model,
-                sent_bytes = self.last_sent,
-                prompt_tokens,
-                context_tokens = self.window.tokens,
-                "the provider counted far fewer prompt tokens than were sent: it cut the \
-                 request to its loaded context window; later turns are fitted to that"
-            );
-            self.window = Window {
-                tokens,
-                source: WindowSource::Truncated,
-            };
-        }
+        let Some(kept) = kept.filter(|_| cuts_silently) else {
+            return false;
+        };
+        self.cut(kept, prompt_tokens, model, WindowSource::Truncated);
+        true
+    }
+
+    /// The provider cut the last request to `tokens` (it counted `prompt_tokens`): later
+    /// requests are fitted to that.
+    pub(in crate::agent) fn cut(
+        &mut self,
+        tokens: u64,
+        prompt_tokens: u64,
+        model: &str,
+        source: WindowSource,
+    ) {
+        let tokens = tokens.min(self.window.tokens);
+        tracing::warn!(
+            model,
+            sent_bytes = self.last_sent,
+            prompt_tokens,
+            context_tokens = self.window.tokens,
+            now = tokens,
+            "the provider counted far fewer prompt tokens than were sent: it cut the \
+             request to its loaded context window; later turns are fitted to that"
+        );
+        self.window = Window { tokens, source };
     }
 }

@@ -1,6 +1,8 @@
 //! The model's context window in tokens: `context_tokens` of the rojo, else of its provider,
-//! else a table of well-known models, else a conservative default (`docs/configuration.md`,
-//! "Context window").
+//! else what the provider's server says (`crate::providers::window`), else a table of
+//! well-known models, else a conservative default (`docs/configuration.md`, "Context
+//! window"). An Ollama server's loaded window bounds even a configured one: it cuts a longer
+//! request without an error.
 
 use serde::Serialize;
 
@@ -16,7 +18,7 @@ const DEFAULT_TOKENS: u64 = 8_192;
 
 /// The window assumed for an Ollama model nothing else tells about: what Ollama loads
 /// unless told otherwise (`OLLAMA_CONTEXT_LENGTH`, a Modelfile's `num_ctx`).
-const OLLAMA_DEFAULT_TOKENS: u64 = 4_096;
+pub const OLLAMA_DEFAULT_TOKENS: u64 = 4_096;
 
 /// Well-known models' windows, by the start of their name (checked in order, after any
 /// `vendor/` prefix such as OpenRouter's): the smallest window of the family, so a request
@@ -52,6 +54,11 @@ pub enum WindowSource {
     Rojo,
     /// The provider's `context_tokens`.
     Provider,
+    /// What the provider's server has loaded the model with, or will (Ollama's `/api/ps` or
+    /// Modelfile `num_ctx`, LM Studio's loaded context, vLLM's `max_model_len`).
+    Loaded,
+    /// What the provider's model list or model details say the model takes.
+    Listed,
     /// The table of well-known models.
     KnownModel,
     /// Nothing said: the conservative default.
@@ -66,6 +73,8 @@ impl WindowSource {
         match self {
             WindowSource::Rojo => "rojo",
             WindowSource::Provider => "provider",
+            WindowSource::Loaded => "loaded",
+            WindowSource::Listed => "listed",
             WindowSource::KnownModel => "known_model",
             WindowSource::Default => "default",
             WindowSource::Truncated => "truncated",
@@ -83,19 +92,43 @@ pub struct Window {
 }
 
 impl Window {
-    /// The window of `model`, given the rojo's and the provider's `context_tokens`;
-    /// `ollama`: the provider is an Ollama server (a smaller default).
-    pub fn resolve(rojo: Option<u64>, provider: Option<u64>, model: &str, ollama: bool) -> Window {
-        let (tokens, source) = if let Some(tokens) = rojo {
-            (tokens, WindowSource::Rojo)
-        } else if let Some(tokens) = provider {
-            (tokens, WindowSource::Provider)
-        } else if let Some(tokens) = known(model) {
-            (tokens, WindowSource::KnownModel)
-        } else if ollama {
-            (OLLAMA_DEFAULT_TOKENS, WindowSource::Default)
-        } else {
-            (DEFAULT_TOKENS, WindowSource::Default)
+    /// The window of `model`, given the rojo's and the provider's `context_tokens` and
+    /// what the provider's server said (`reported`: tokens, and whether that is what it has
+    /// loaded); `ollama`: the provider is an Ollama server (a smaller default, and what it
+    /// loaded bounds a configured window: it cuts a longer request without an error).
+    pub fn resolve(
+        rojo: Option<u64>,
+        provider: Option<u64>,
+        reported: Option<(u64, bool)>,
+        model: &str,
+        ollama: bool,
+    ) -> Window {
+        let configured = rojo
+            .map(|t| (t, WindowSource::Rojo))
+            .or_else(|| provider.map(|t| (t, WindowSource::Provider)));
+        let told = reported.map(|(tokens, loaded)| {
+            let source = if loaded {
+                WindowSource::Loaded
+            } else {
+                WindowSource::Listed
+            };
+            (tokens, source)
+        });
+        let (tokens, source) = match (configured, told) {
+            (Some((c, _)), Some((t, WindowSource::Loaded))) if ollama && t < c => {
+                (t, WindowSource::Loaded)
+            }
+            (Some(configured), _) => configured,
+            (None, Some(told)) => told,
+            (None, None) => {
+                if let Some(tokens) = known(model) {
+                    (tokens, WindowSource::KnownModel)
+                } else if ollama {
+                    (OLLAMA_DEFAULT_TOKENS, WindowSource::Default)
+                } else {
+                    (DEFAULT_TOKENS, WindowSource::Default)
+                }
+            }
         };
         Window { tokens, source }
     }
@@ -121,16 +154,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_rojo_wins_then_the_provider_then_the_table_then_the_default() {
-        let w = Window::resolve(Some(9_000), Some(5_000), "gpt-4o", false);
+    fn the_rojo_wins_then_the_provider_then_the_server_then_the_table_then_the_default() {
+        let w = Window::resolve(
+            Some(9_000),
+            Some(5_000),
+            Some((7_000, false)),
+            "gpt-4o",
+            false,
+        );
         assert_eq!((w.tokens, w.source), (9_000, WindowSource::Rojo));
-        let w = Window::resolve(None, Some(5_000), "gpt-4o", false);
+        let w = Window::resolve(None, Some(5_000), Some((7_000, true)), "gpt-4o", false);
         assert_eq!((w.tokens, w.source), (5_000, WindowSource::Provider));
-        let w = Window::resolve(None, None, "openai/gpt-4o-mini", false);
+        let w = Window::resolve(None, None, Some((7_000, false)), "gpt-4o", false);
+        assert_eq!((w.tokens, w.source), (7_000, WindowSource::Listed));
+        let w = Window::resolve(None, None, None, "openai/gpt-4o-mini", false);
         assert_eq!((w.tokens, w.source), (128_000, WindowSource::KnownModel));
-        assert_eq!(Window::resolve(None, None, "gpt-4", false).tokens, 8_192);
-        let w = Window::resolve(None, None, "qwen2.5-coder:7b", true);
+        assert_eq!(
+            Window::resolve(None, None, None, "gpt-4", false).tokens,
+            8_192
+        );
+        let w = Window::resolve(None, None, None, "qwen2.5-coder:7b", true);
         assert_eq!((w.tokens, w.source), (4_096, WindowSource::Default));
-        assert_eq!(Window::resolve(None, None, "local", false).tokens, 8_192);
+        assert_eq!(
+            Window::resolve(None, None, None, "local", false).tokens,
+            8_192
+        );
+    }
+
+    #[test]
+    fn what_ollama_loaded_bounds_a_configured_window() {
+        let w = Window::resolve(Some(32_768), None, Some((4_096, true)), "qwen2.5:7b", true);
+        assert_eq!((w.tokens, w.source), (4_096, WindowSource::Loaded));
+        // Its maximum does not; nor does any other server's loaded window (it refuses).
+        let w = Window::resolve(Some(32_768), None, Some((4_096, false)), "qwen2.5:7b", true);
+        assert_eq!(w.source, WindowSource::Rojo);
+        let w = Window::resolve(Some(32_768), None, Some((4_096, true)), "m", false);
+        assert_eq!(w.source, WindowSource::Rojo);
     }
 }

@@ -9,6 +9,7 @@ pub mod nginx;
 pub mod pgbouncer;
 pub mod pty;
 pub mod seed;
+pub mod server_info;
 pub mod upstream;
 
 use std::path::PathBuf;

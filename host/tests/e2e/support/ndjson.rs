@@ -49,9 +49,13 @@ pub enum Event {
         result: String,
         ok: bool,
     },
-    /// A failure after streaming began.
+    /// Older messages were summarised (optional).
     #[serde(rename = "CONTEXT_COMPACTED")]
     ContextCompacted { covers: u64, summary: String },
+    /// Something went wrong without ending the run (optional).
+    #[serde(rename = "WARNING")]
+    Warning { message: String },
+    /// A failure after streaming began.
     #[serde(rename = "ERROR")]
     Error { message: String },
     /// The end.

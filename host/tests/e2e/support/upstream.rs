@@ -5,7 +5,9 @@
 //! pause between chunks, cut the connection, answer an error status or stream a runaway
 //! `data:` line, and records every request it received. `GET /v1/models` answers 404 (a
 //! server without the endpoint) unless a test sets a model list, in Ollama's shape, or a
-//! status ([`ScriptedUpstream::set_models`]).
+//! status ([`ScriptedUpstream::set_models`]). Ollama's and LM Studio's own endpoints are
+//! `server_info.rs`'s; an Ollama that cuts a request too long for its window silently is
+//! [`ScriptedUpstream::start_ollama`].
 
 use std::{
     collections::VecDeque,
@@ -275,7 +277,7 @@ pub struct Received {
 }
 
 #[derive(Debug, Default)]
-struct Script {
+pub(super) struct Script {
     turns: Mutex<VecDeque<Turn>>,
     /// When not empty: every conversation gets these turns, the n-th when the request holds
     /// n `tool` messages (see [`ScriptedUpstream::start_by_step`]).
@@ -300,15 +302,21 @@ struct Script {
     over_window: AtomicUsize,
     /// Summary requests answered.
     summaries: AtomicUsize,
+    /// Ollama's and LM Studio's own endpoints.
+    pub(super) info: super::server_info::Info,
 }
 
 /// A context window the upstream enforces, counting four bytes of request body a token.
 #[derive(Debug, Clone)]
 struct Windowed {
     tokens: usize,
-    /// The status and body a request over the window gets.
-    overflow: (u16, String),
+    /// The status and body a request over the window gets; `None`: it is cut silently, as
+    /// Ollama does (answered from its end, with `usage.prompt_tokens` the window).
+    overflow: Option<(u16, String)>,
 }
+
+/// What a silently cut request is answered: the model never saw the question.
+pub const CUT_ANSWER: &str = "I cannot see any note or question.";
 
 /// The gate of the [`Turn::held`] turns: no permits until [`ScriptedUpstream::release`].
 #[derive(Debug)]
@@ -327,6 +335,8 @@ pub enum Models {
     List(Vec<String>),
     /// This status with a provider-style error body.
     Status(u16),
+    /// This body, as it is (a list in another service's shape).
+    Raw(Value),
 }
 
 /// A running scripted upstream.
@@ -350,6 +360,9 @@ impl ScriptedUpstream {
         let app = Router::new()
             .route("/v1/chat/completions", post(serve_turn))
             .route("/v1/models", get(serve_models))
+            .route("/api/show", post(super::server_info::show))
+            .route("/api/ps", get(super::server_info::ps))
+            .route("/api/v0/models", get(super::server_info::lmstudio))
             .with_state(Arc::clone(&script));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -397,11 +410,40 @@ impl ScriptedUpstream {
             per_message: Some((call, answer)),
             window: Some(Windowed {
                 tokens,
-                overflow: (overflow.0, overflow.1.to_owned()),
+                overflow: Some((overflow.0, overflow.1.to_owned())),
             }),
             ..Script::default()
         })
         .await
+    }
+
+    /// Starts an Ollama serving `model` (`show`: its `/api/show` body), loading it with
+    /// `num_ctx` on the first chat request, answering as
+    /// [`ScriptedUpstream::start_windowed`] does, but a request over its window is cut
+    /// silently: answered [`CUT_ANSWER`] with `usage.prompt_tokens` the window. Usage comes
+    /// only when the request asks for it (`stream_options.include_usage`), as Ollama's does.
+    pub async fn start_ollama(
+        model: &str,
+        show: Value,
+        num_ctx: usize,
+        call: Turn,
+        answer: Turn,
+    ) -> ScriptedUpstream {
+        let script = Script {
+            per_message: Some((call, answer)),
+            window: Some(Windowed {
+                tokens: num_ctx,
+                overflow: None,
+            }),
+            ..Script::default()
+        };
+        script.info.set_ollama(model, show, num_ctx);
+        ScriptedUpstream::serve(script).await
+    }
+
+    /// Ollama's and LM Studio's own endpoints, to set what they answer.
+    pub fn info(&self) -> &super::server_info::Info {
+        &self.script.info
     }
 
     /// Requests refused as over the window ([`ScriptedUpstream::start_windowed`]).
@@ -490,6 +532,7 @@ async fn serve_models(State(script): State<Arc<Script>>, headers: HeaderMap) -> 
                 .to_string(),
         )
             .into_response(),
+        Some(Models::Raw(body)) => axum::Json(body).into_response(),
         Some(Models::List(ids)) => {
             let data: Vec<Value> = ids
                 .iter()
@@ -535,18 +578,28 @@ async fn serve_turn(
             body: body.clone(),
             headers: headers.clone(),
         });
-        if bytes / 4 > window.tokens {
+        let tokens = script.info.chat().unwrap_or(window.tokens);
+        let usage = body["stream_options"]["include_usage"] == true;
+        let over = bytes / 4 > tokens;
+        // A summary request Ollama cuts is still answered with one: not counted.
+        if over && (window.overflow.is_some() || !summary) {
             script.over_window.fetch_add(1, Ordering::SeqCst);
-            let (code, body) = &window.overflow;
-            return (StatusCode::from_u16(*code).expect("status"), body.clone()).into_response();
+        }
+        match &window.overflow {
+            Some((code, body)) if over => {
+                return (StatusCode::from_u16(*code).expect("status"), body.clone())
+                    .into_response();
+            }
+            None if over && !summary => {
+                let events = with_usage(Turn::text(CUT_ANSWER), usage, tokens);
+                return sse_response(events);
+            }
+            _ => {}
         }
         if summary {
             let n = script.summaries.fetch_add(1, Ordering::SeqCst) + 1;
             let text = format!("Summary {n}: the user asked about note.txt; it was read.");
-            let events = Turn::text(&text).kind;
-            if let TurnKind::Sse(events) = events {
-                return sse_response(events);
-            }
+            return sse_response(with_usage(Turn::text(&text), usage, tokens.min(bytes / 4)));
         }
         let after_tool = script.received.lock().unwrap().last().and_then(|r| {
             r.body["messages"]
@@ -556,9 +609,7 @@ async fn serve_turn(
         }) == Some(true);
         let (call, answer) = script.per_message.clone().expect("windowed has turns");
         let turn = if after_tool { answer } else { call };
-        if let TurnKind::Sse(events) = turn.kind {
-            return sse_response(events);
-        }
+        return sse_response(with_usage(turn, usage, bytes / 4));
     }
     let tools = body["messages"]
         .as_array()
@@ -681,6 +732,24 @@ fn huge_line(script: Arc<Script>, bytes: usize) -> Response {
         .header("content-type", "text/event-stream")
         .body(Body::from_stream(body))
         .expect("response")
+}
+
+/// The SSE events of `turn`, with OpenAI's usage chunk (`prompt_tokens`) before `[DONE]`
+/// when `usage` was asked for.
+fn with_usage(turn: Turn, usage: bool, prompt_tokens: usize) -> Vec<String> {
+    let TurnKind::Sse(mut events) = turn.kind else {
+        panic!("a windowed upstream streams its turns");
+    };
+    if usage {
+        let chunk = json!({
+            "id": CHUNK_ID, "object": "chat.completion.chunk", "created": 1_756_212_345,
+            "model": "scripted-model", "choices": [],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 9, "total_tokens": prompt_tokens + 9}
+        });
+        let at = events.len().saturating_sub(1);
+        events.insert(at, format!("data: {chunk}\n\n"));
+    }
+    events
 }
 
 /// `events` as one plain SSE response.
