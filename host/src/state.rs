@@ -109,6 +109,7 @@ impl AppState {
         loader.configure_workers(
             config.plugins.sandbox,
             config.plugins.worker_idle,
+            config.plugins.worker_start,
             config.plugins.quarantine,
         );
         let storage = Storage::open(&config.storage).map_err(|source| StartError::Storage {

@@ -15,18 +15,25 @@
 //! - [`spawn`], [`supervisor`], [`pool`], [`probe`]: the server's side — starting a worker,
 //!   talking to one and noticing its death, one worker per project and library, and reading
 //!   a manifest at load time.
+//! - [`zygote`], [`zygote_handle`]: the fork server that starts workers without an `exec`
+//!   (the zygote process, and the server's handle on it); `process` is a worker's process
+//!   either way.
 //! - [`status`]: an exit status in words.
 
 pub mod module;
 pub mod pool;
 pub mod probe;
+mod process;
 pub mod protocol;
 pub mod sandbox;
 pub mod spawn;
 pub mod status;
 pub mod supervisor;
 pub mod worker;
+pub mod zygote;
+pub mod zygote_handle;
 
 pub use pool::{Outcome, PoolSettings, ProjectKey, QuarantineRule, WorkerPool};
 pub use sandbox::SandboxSettings;
 pub use supervisor::Ended;
+pub use zygote_handle::Zygote;

@@ -22,7 +22,8 @@ use tokio::sync::OnceCell;
 use crate::{
     protocol::Start,
     sandbox::SandboxSettings,
-    supervisor::{Ended, StartError, Worker},
+    supervisor::{Ended, Launch, StartError, Worker},
+    zygote_handle::Zygote,
 };
 
 /// What a pool starts its workers with.
@@ -40,6 +41,8 @@ pub struct PoolSettings {
     pub idle: Duration,
     /// When dying workers quarantine the library (`None`: never).
     pub quarantine: Option<QuarantineRule>,
+    /// The zygote that forks the workers; `None`: each is started by `exec` of `program`.
+    pub zygote: Option<Arc<Zygote>>,
 }
 
 /// A library whose workers died `deaths` times within `window` (crashed, were killed by a
@@ -270,13 +273,11 @@ impl WorkerPool {
                     project_id: Some(project.id.clone()),
                     sandbox: self.settings.sandbox,
                 };
-                Worker::start(
-                    &self.settings.program,
-                    start,
-                    Some(root),
-                    &self.settings.tool,
-                )
-                .await
+                let launch = match &self.settings.zygote {
+                    Some(zygote) => Launch::Fork(zygote),
+                    None => Launch::Exec(&self.settings.program),
+                };
+                Worker::start(launch, start, Some(root), &self.settings.tool).await
             })
             .await?;
         self.reaper.call_once(|| {

@@ -6,17 +6,18 @@ use std::time::Duration;
 use rojos_plugin_worker::{QuarantineRule, SandboxSettings};
 
 use super::{invalid, raw::RawPlugins, ConfigError};
-use crate::plugins::Isolation;
+use crate::plugins::{Isolation, WorkerStart};
 
 /// The parsed keys.
 pub(super) struct Workers {
     pub(super) isolation: Isolation,
     pub(super) sandbox: SandboxSettings,
     pub(super) idle: Duration,
+    pub(super) start: WorkerStart,
     pub(super) quarantine: Option<QuarantineRule>,
 }
 
-/// Reads `isolation`, `sandbox`, the `worker_*` limits and the `quarantine_*` rule, with
+/// Reads `isolation`, `sandbox`, `worker_start`, the `worker_*` limits and the `quarantine_*` rule, with
 /// their defaults.
 pub(super) fn parse(raw: &RawPlugins) -> Result<Workers, ConfigError> {
     let isolation = match raw.isolation.as_deref() {
@@ -74,10 +75,21 @@ pub(super) fn parse(raw: &RawPlugins) -> Result<Workers, ConfigError> {
             ))
         }
     };
+    let start = match raw.worker_start.as_deref() {
+        None | Some("zygote") => WorkerStart::Zygote,
+        Some("exec") => WorkerStart::Exec,
+        Some(other) => {
+            return Err(invalid(
+                "plugins.worker_start",
+                format!("{other:?} is not one of \"zygote\", \"exec\""),
+            ))
+        }
+    };
     Ok(Workers {
         isolation,
         sandbox,
         idle,
+        start,
         quarantine: quarantine(raw)?,
     })
 }
