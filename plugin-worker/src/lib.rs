@@ -1,7 +1,8 @@
 //! Tool plugins in sandboxed worker processes (docs/plugins.md, "Isolation").
 //!
-//! A plugin that runs in a worker is never opened by the server: a child process started
-//! from the server's own binary (`rojos plugin-worker`) puts itself in a sandbox, opens the
+//! A plugin that runs in a worker is never opened by the server: a child process (forked by
+//! the server's plugin zygote, [`zygote`], or started from the server's own binary as `rojos
+//! plugin-worker`) puts itself in a sandbox, opens the
 //! library through the same `abi_stable` root module the server uses ([`module`]), and runs
 //! the calls the server sends it over a Unix socketpair ([`protocol`]). A worker that crashes,
 //! exits, runs out of memory or is ended at a call's deadline fails only its own calls.

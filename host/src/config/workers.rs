@@ -129,6 +129,27 @@ mod tests {
         assert!(w.sandbox.required);
         assert_eq!(w.quarantine, Some(QuarantineRule::default()));
         assert_eq!(w.idle, Duration::from_secs(60));
+        assert_eq!(w.start, WorkerStart::Zygote);
+    }
+
+    #[test]
+    fn worker_start_is_read_and_a_bad_value_named() {
+        assert_eq!(
+            parsed("worker_start = \"exec\"").unwrap().start,
+            WorkerStart::Exec
+        );
+        assert_eq!(
+            parsed("worker_start = \"zygote\"").unwrap().start,
+            WorkerStart::Zygote
+        );
+        let e = parsed("worker_start = \"spawn\"")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("plugins.worker_start") && e.contains("\"zygote\", \"exec\""),
+            "{e}"
+        );
     }
 
     #[test]
