@@ -16,12 +16,16 @@
 //!   pattern of a search.
 //! - `search`: what a search reads (each message's searchable text), how case is folded, and
 //!   the pattern and trigrams of a searched text.
+//! - `snippet`: [`Snippet`], the piece of a matching message a search hit shows, around its
+//!   match.
 //! - `approvals`: [`Approvals`], tool calls waiting for the user's decision, kept in
 //!   each store's database ([`SqliteApprovals`], [`PostgresApprovals`]).
 //! - `compaction`: [`Compaction`], a model-made summary sent in place of a conversation's
 //!   older messages once it outgrew its model's context window.
 //! - `lease`: [`RunLeases`], one run at a time per conversation, and its in-process
 //!   [`LocalRunLeases`].
+//! - `shared_feed`: [`SharedFeeds`], a run's events published for the other hosts sharing a
+//!   database.
 //! - `sqlite`: [`SqliteStore`]: connections (`pool`), schema and migrations
 //!   (`schema`) and the blocking queries (`queries`).
 //! - `postgres`: [`PostgresStore`]: options and pool (`connect`), TLS (`tls`), schema and
@@ -54,6 +58,8 @@ mod lease;
 mod parse_id;
 mod postgres;
 mod search;
+mod shared_feed;
+mod snippet;
 mod sqlite;
 mod step;
 mod store;
@@ -69,13 +75,16 @@ pub use error::StoreError;
 pub use id::ConversationId;
 pub use lease::{LeaseHolder, LocalRunLeases, RunLeases};
 pub use postgres::{
-    Migration, PostgresApprovals, PostgresOptions, PostgresRunLeases, PostgresStore, PostgresTls,
-    StatementMode, UrlError, POSTGRES_SCHEMA_VERSION,
+    Migration, PostgresApprovals, PostgresOptions, PostgresRunLeases, PostgresSharedFeeds,
+    PostgresStore, PostgresTls, StatementMode, UrlError, POSTGRES_SCHEMA_VERSION,
 };
 pub use search::MIN_INDEXED_CHARS;
+pub use shared_feed::{FeedRead, Published, SharedFeeds};
+pub use snippet::{Snippet, SNIPPET_AFTER_CHARS, SNIPPET_BEFORE_CHARS};
 pub use sqlite::{SqliteApprovals, SqliteOptions, SqliteStore, SCHEMA_VERSION};
 pub use step::Step;
 pub use store::{
     Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
+    SearchHit,
 };
 pub use title::TITLE_MAX_CHARS;
