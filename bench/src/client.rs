@@ -218,10 +218,20 @@ pub(crate) fn check_stream(body: &[u8]) -> Result<String, String> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("bad event line: {e}"))?;
     // The optional live status of a call the model is still writing (docs/api.md) comes
-    // before its TOOL_CALL; the conversation is checked without it.
+    // before its TOOL_CALL; the conversation is checked without it, without the run's
+    // `RUN_STARTED` and without the events' numbers (`seq`, for a client that rejoins).
     let events: Vec<Value> = events
         .into_iter()
-        .filter(|e| !LIVE_STATUS.contains(&e["type"].as_str().unwrap_or_default()))
+        .filter(|e| {
+            let kind = e["type"].as_str().unwrap_or_default();
+            !LIVE_STATUS.contains(&kind) && kind != "RUN_STARTED"
+        })
+        .map(|mut e| {
+            if let Some(fields) = e.as_object_mut() {
+                fields.remove("seq");
+            }
+            e
+        })
         .collect();
     let expect = |i: usize, event: Value| -> Result<(), String> {
         match events.get(i) {

@@ -55,7 +55,8 @@ pub(crate) struct Launch {
     pub(crate) load: Vec<&'static str>,
     /// The words of `$ROJOS_BENCH_WRAP` (a profiler the host runs under), when set.
     pub(crate) wrap: Option<String>,
-    /// `[plugins].isolation`: `None` leaves the host's default.
+    /// `[plugins].isolation`: `None` leaves the host's default; `worker-exec` is `worker` with
+    /// `worker_start = "exec"`.
     pub(crate) isolation: Option<&'static str>,
 }
 
@@ -450,7 +451,10 @@ tools = "*"
         load = load.join(", "),
         isolation = launch
             .isolation
-            .map(|i| format!("isolation = \"{i}\"\n"))
+            .map(|i| match i {
+                "worker-exec" => "isolation = \"worker\"\nworker_start = \"exec\"\n".to_owned(),
+                i => format!("isolation = \"{i}\"\n"),
+            })
             .unwrap_or_default(),
         dir = if flavour == Flavour::DropIn {
             "dir = \"plugins.d\"\n"

@@ -124,13 +124,14 @@ struct Options {
     #[arg(long)]
     baseline: Option<PathBuf>,
     /// `[plugins].isolation` of the host under test (`in-process` or `worker`; default: the
-    /// host's own default): S1–S3 with the built-ins in sandboxed workers.
-    #[arg(long, value_parser = ["in-process", "worker"])]
+    /// host's own default): S1–S3 with the built-ins in sandboxed workers. `worker-exec`:
+    /// in workers each started by `exec` (`worker_start = "exec"`) instead of the zygote.
+    #[arg(long, value_parser = ["in-process", "worker", "worker-exec"])]
     isolation: Option<String>,
     /// `[plugins].isolation` of the `--baseline` host. With `--baseline` naming the same
     /// binary as the one under test, `--baseline-isolation in-process --isolation worker`
     /// compares the two placements of the built-ins, interleaved.
-    #[arg(long, value_parser = ["in-process", "worker"])]
+    #[arg(long, value_parser = ["in-process", "worker", "worker-exec"])]
     baseline_isolation: Option<String>,
     /// With `--baseline`: rounds of (before, after).
     #[arg(long, default_value_t = 3)]
@@ -264,6 +265,7 @@ fn label(launch: &Launch) -> String {
 fn isolation(option: Option<&str>) -> Option<&'static str> {
     match option? {
         "worker" => Some("worker"),
+        "worker-exec" => Some("worker-exec"),
         _ => Some("in-process"),
     }
 }

@@ -452,20 +452,33 @@ pub(crate) fn workers(w: &crate::workers::Workers) {
         us(w.worker) / us(w.in_process)
     );
     println!(
-        "  cold start (first call on a new project: spawn, sandbox, dlopen, call) {:>7.2} ms (median of {}; goal ≤ 50 ms)",
+        "  cold start (first call on a new project: fork by the zygote, sandbox, dlopen, call) {:>7.2} ms (median of {}; goal ≤ 50 ms)",
         us(w.cold_start) / 1000.0,
+        w.starts
+    );
+    println!(
+        "  cold start, the worker started by exec instead                                     {:>7.2} ms (median of {})",
+        us(w.cold_start_exec) / 1000.0,
         w.starts
     );
     println!(
         "  load (manifest read in a throwaway worker) {:>7.2} ms",
         us(w.load) / 1000.0
     );
-    println!(
-        "  idle worker RSS {:>6.1} MiB, of which its own (anonymous) {:.1} MiB (median of {}; goal ≤ 4 MiB)",
-        w.idle_rss_kib.0 as f64 / 1024.0,
-        w.idle_rss_kib.1 as f64 / 1024.0,
-        w.starts
-    );
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    let memory = |what: &str, m: &crate::workers::Memory| {
+        println!(
+            "  {what:<34} RSS {:>6.1} MiB, anonymous {:>5.1} MiB, its own (private) {:>5.1} MiB, PSS {:>5.1} MiB",
+            mib(m.rss),
+            mib(m.anon),
+            mib(m.private),
+            mib(m.pss)
+        );
+    };
+    memory("idle worker, forked (goal ≤ 4 MiB)", &w.idle_rss_kib);
+    memory("idle worker, by exec", &w.idle_rss_exec_kib);
+    memory("the zygote", &w.zygote_kib);
+    println!("  (medians over the {} workers of each kind)", w.starts);
 }
 
 /// One tool call through each path, side by side.

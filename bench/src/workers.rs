@@ -1,8 +1,9 @@
 //! What running a plugin in a sandboxed worker costs against running it in the server's
 //! process: `read_path_meta` on a small file through `invoke`, warm, both ways interleaved
 //! batch by batch (median per call); a worker's cold start (the first call on a new project:
-//! spawn, sandbox, `dlopen`, the call); and the memory of an idle worker (its RSS, median over
-//! the workers the cold starts left alive).
+//! a fork by the zygote, or an `exec` of the server's binary; sandbox, `dlopen`, the call), both
+//! ways; and the memory of an idle worker (its RSS, its own pages, its share; median over the
+//! workers the cold starts left alive) and of the zygote.
 
 use std::{
     hint::black_box,
@@ -13,7 +14,7 @@ use std::{
 
 use anyhow::Context;
 use cap_std::{ambient_authority, fs::Dir};
-use rojos::plugins::{invoke, CallRequest, Isolation, Loader, Tool, ToolArgs};
+use rojos::plugins::{invoke, CallRequest, Isolation, Loader, Tool, ToolArgs, WorkerStart};
 use rojos_plugin_api::Limits;
 
 /// The figures.
@@ -23,15 +24,34 @@ pub(crate) struct Workers {
     pub(crate) in_process: Duration,
     /// A warm call through `invoke`, the plugin in a worker.
     pub(crate) worker: Duration,
-    /// The first call on a project with no worker yet.
+    /// The first call on a project with no worker yet: forked by the zygote, and by `exec`.
     pub(crate) cold_start: Duration,
+    /// The same, each worker started by `exec` of the server's binary.
+    pub(crate) cold_start_exec: Duration,
     /// Reading the manifest in a throwaway worker at load time.
     pub(crate) load: Duration,
-    /// An idle worker's resident memory, in KiB: all of it (the binary's shared pages
-    /// included), and its own (anonymous) pages.
-    pub(crate) idle_rss_kib: (u64, u64),
+    /// An idle worker's resident memory, forked by the zygote, in KiB.
+    pub(crate) idle_rss_kib: Memory,
+    /// The same for a worker started by `exec`.
+    pub(crate) idle_rss_exec_kib: Memory,
+    /// The zygote's own, in KiB.
+    pub(crate) zygote_kib: Memory,
     /// How many cold starts (and idle workers) were measured.
     pub(crate) starts: usize,
+}
+
+/// One process's memory, in KiB.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Memory {
+    /// `VmRSS`: every resident page it maps, shared ones included.
+    pub(crate) rss: u64,
+    /// `RssAnon`: its anonymous pages, those it shares copy-on-write with the zygote included.
+    pub(crate) anon: u64,
+    /// `Private_Clean` + `Private_Dirty` of `smaps_rollup`: the pages no other process maps,
+    /// what starting it cost.
+    pub(crate) private: u64,
+    /// `Pss`: its share of everything it maps.
+    pub(crate) pss: u64,
 }
 
 const BATCHES: usize = 51;
@@ -50,6 +70,12 @@ pub(crate) fn measure(build: &Path) -> anyhow::Result<Workers> {
         .load_as(&library, Isolation::Worker)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let load = started.elapsed();
+    let exec_loader = Loader::new(8)?
+        .with_worker_program(build.join("rojos"))
+        .with_worker_start(WorkerStart::Exec);
+    let exec_isolated = exec_loader
+        .load_as(&library, Isolation::Worker)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -59,13 +85,24 @@ pub(crate) fn measure(build: &Path) -> anyhow::Result<Workers> {
     runtime.block_on(async {
         tokio::spawn(async move {
             let (warm_in, warm_worker) = warm(&in_process, &isolated).await?;
-            let (cold, rss, _worlds) = cold(&isolated).await?;
+            let (cold_exec, _exec_worlds) = cold(&exec_isolated).await?;
+            let (cold, _worlds) = cold(&isolated).await?;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let median = |kind| -> anyhow::Result<Memory> {
+                let mut all = memory_kib(kind)?;
+                anyhow::ensure!(!all.is_empty(), "no {kind:?} process found");
+                all.sort_unstable();
+                Ok(all[all.len() / 2])
+            };
             Ok(Workers {
                 in_process: warm_in,
                 worker: warm_worker,
                 cold_start: cold,
+                cold_start_exec: cold_exec,
                 load,
-                idle_rss_kib: rss,
+                idle_rss_kib: median(Kind::Forked)?,
+                idle_rss_exec_kib: median(Kind::Exec)?,
+                zygote_kib: median(Kind::Zygote)?,
                 starts: STARTS,
             })
         })
@@ -124,10 +161,8 @@ async fn warm(
     Ok((ins[BATCHES / 2], workers[BATCHES / 2]))
 }
 
-/// The first call on [`STARTS`] new projects (median), then the idle workers' RSS (median).
-async fn cold(
-    isolated: &Arc<Tool>,
-) -> anyhow::Result<(Duration, (u64, u64), Vec<tempfile::TempDir>)> {
+/// The first call on [`STARTS`] new projects (median); the projects stay, so their workers do.
+async fn cold(isolated: &Arc<Tool>) -> anyhow::Result<(Duration, Vec<tempfile::TempDir>)> {
     let args = args()?;
     let mut worlds = Vec::new();
     let mut times = Vec::new();
@@ -140,39 +175,66 @@ async fn cold(
         worlds.push(world);
     }
     times.sort();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let mut rss = worker_rss_kib()?;
-    anyhow::ensure!(!rss.is_empty(), "no worker process found");
-    rss.sort_unstable();
-    Ok((times[STARTS / 2], rss[rss.len() / 2], worlds))
+    Ok((times[STARTS / 2], worlds))
 }
 
-/// `VmRSS` and `RssAnon` of every `plugin-worker` child of this process.
-fn worker_rss_kib() -> anyhow::Result<Vec<(u64, u64)>> {
+/// Which of this process's children to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Workers started by `exec` (their command line says `plugin-worker`).
+    Exec,
+    /// Workers forked by the zygote (their name says `plugin-worker`, their command line is
+    /// the zygote's).
+    Forked,
+    /// The zygote.
+    Zygote,
+}
+
+/// The memory of every child of this process of `kind`.
+fn memory_kib(kind: Kind) -> anyhow::Result<Vec<Memory>> {
     let me = std::process::id().to_string();
-    let mut rss = Vec::new();
+    let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc")? {
         let path = entry?.path();
         let Ok(status) = std::fs::read_to_string(path.join("status")) else {
             continue;
         };
-        let field = |name: &str| {
-            status
-                .lines()
+        let field = |text: &str, name: &str| {
+            text.lines()
                 .find_map(|l| l.strip_prefix(name))
-                .map(|v| v.trim().trim_end_matches(" kB").trim().to_owned())
+                .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().ok())
         };
+        let parent = status
+            .lines()
+            .find_map(|l| l.strip_prefix("PPid:"))
+            .map(str::trim);
+        if parent != Some(me.as_str()) {
+            continue;
+        }
         let cmdline = std::fs::read(path.join("cmdline")).unwrap_or_default();
-        if field("PPid:").as_deref() == Some(me.as_str())
-            && cmdline
-                .split(|b| *b == 0)
-                .any(|arg| arg == b"plugin-worker")
-        {
-            let kib = |name| field(name).and_then(|v| v.parse::<u64>().ok());
-            if let (Some(all), Some(anon)) = (kib("VmRSS:"), kib("RssAnon:")) {
-                rss.push((all, anon));
-            }
+        let has_arg = |arg: &[u8]| cmdline.split(|b| *b == 0).any(|a| a == arg);
+        let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+        let this = match comm.trim_end() {
+            "plugin-worker" => Kind::Forked,
+            "plugin-zygote" => Kind::Zygote,
+            _ if has_arg(b"plugin-worker") => Kind::Exec,
+            _ => continue,
+        };
+        if this != kind {
+            continue;
+        }
+        // Readable by the server's user when it runs as root (workers are not dumpable).
+        let rollup = std::fs::read_to_string(path.join("smaps_rollup")).unwrap_or_default();
+        let private = field(&rollup, "Private_Clean:").unwrap_or(0)
+            + field(&rollup, "Private_Dirty:").unwrap_or(0);
+        if let (Some(rss), Some(anon)) = (field(&status, "VmRSS:"), field(&status, "RssAnon:")) {
+            found.push(Memory {
+                rss,
+                anon,
+                private,
+                pss: field(&rollup, "Pss:").unwrap_or(0),
+            });
         }
     }
-    Ok(rss)
+    Ok(found)
 }

@@ -94,6 +94,10 @@ pub enum Command {
     /// (docs/plugins.md, "Isolation"); never run by hand.
     #[command(name = "plugin-worker", hide = true)]
     PluginWorker,
+    /// The plugin zygote, which forks sandboxed workers: started by the server itself
+    /// (docs/plugins.md, "Isolation"); never run by hand.
+    #[command(name = "plugin-zygote", hide = true)]
+    PluginZygote,
 }
 
 impl Command {
@@ -134,6 +138,7 @@ pub fn run(command: Command, config: &Path) -> Result<Next, CliError> {
         Command::Init(args) => init::run(&args, config)?,
         Command::Migrate => commands::migrate(load_config(config)?)?,
         Command::PluginWorker => rojos_plugin_worker::worker::main(),
+        Command::PluginZygote => rojos_plugin_worker::zygote::main(),
         Command::Mcp { project, rojo } => {
             let (state, target) = commands::mcp(load_config(config)?, &project, rojo)?;
             return Ok(Next::McpStdio(state, target));

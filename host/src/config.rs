@@ -273,6 +273,8 @@ pub struct PluginsConfig {
     pub sandbox: rojos_plugin_worker::SandboxSettings,
     /// How long a worker with no calls stays.
     pub worker_idle: Duration,
+    /// How a new worker is started (`worker_start`).
+    pub worker_start: crate::plugins::WorkerStart,
     /// When a plugin whose workers keep dying is quarantined (`None`: never).
     pub quarantine: Option<rojos_plugin_worker::QuarantineRule>,
 }
@@ -664,6 +666,7 @@ fn parse_plugins(
         isolation: workers.isolation,
         sandbox: workers.sandbox,
         worker_idle: workers.idle,
+        worker_start: workers.start,
         quarantine: workers.quarantine,
     })
 }

@@ -19,6 +19,10 @@ fn main() -> ExitCode {
         // Before anything else starts a thread or opens a file: the worker sandboxes itself.
         return rojos_plugin_worker::worker::main();
     }
+    if matches!(command, Command::PluginZygote) {
+        // Likewise: the zygote confines itself, and must stay single-threaded to fork.
+        return rojos_plugin_worker::zygote::main();
+    }
     let log = rojos::logging::init(cli.log_format, command.verbosity());
     let outcome = rojos::cli::run(command, &cli.config)
         .map_err(anyhow::Error::from)

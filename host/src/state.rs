@@ -114,6 +114,7 @@ impl AppState {
         loader.configure_workers(
             config.plugins.sandbox,
             config.plugins.worker_idle,
+            config.plugins.worker_start,
             config.plugins.quarantine,
             Some(config.storage.join(QUARANTINE_RECORDS)),
         );

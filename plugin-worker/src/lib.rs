@@ -1,7 +1,8 @@
 //! Tool plugins in sandboxed worker processes (docs/plugins.md, "Isolation").
 //!
-//! A plugin that runs in a worker is never opened by the server: a child process started
-//! from the server's own binary (`rojos plugin-worker`) puts itself in a sandbox, opens the
+//! A plugin that runs in a worker is never opened by the server: a child process (forked by
+//! the server's plugin zygote, [`zygote`], or started from the server's own binary as `rojos
+//! plugin-worker`) puts itself in a sandbox, opens the
 //! library through the same `abi_stable` root module the server uses ([`module`]), and runs
 //! the calls the server sends it over a Unix socketpair ([`protocol`]). A worker that crashes,
 //! exits, runs out of memory or is ended at a call's deadline fails only its own calls.
@@ -15,11 +16,15 @@
 //! - [`spawn`], [`supervisor`], [`pool`], [`probe`]: the server's side — starting a worker,
 //!   talking to one and noticing its death, one worker per project and library, and reading
 //!   a manifest at load time.
+//! - [`zygote`], [`zygote_handle`]: the fork server that starts workers without an `exec`
+//!   (the zygote process, and the server's handle on it); `process` is a worker's process
+//!   either way.
 //! - [`status`]: an exit status in words.
 
 pub mod module;
 pub mod pool;
 pub mod probe;
+mod process;
 pub mod protocol;
 pub mod record;
 pub mod sandbox;
@@ -27,8 +32,11 @@ pub mod spawn;
 pub mod status;
 pub mod supervisor;
 pub mod worker;
+pub mod zygote;
+pub mod zygote_handle;
 
 pub use pool::{Outcome, PoolSettings, ProjectKey, QuarantineRule, WorkerPool};
 pub use protocol::Call;
 pub use sandbox::SandboxSettings;
 pub use supervisor::Ended;
+pub use zygote_handle::Zygote;

@@ -22,7 +22,8 @@ use crate::{
     protocol::{Call, Start},
     record,
     sandbox::SandboxSettings,
-    supervisor::{Ended, StartError, Worker},
+    supervisor::{Ended, Launch, StartError, Worker},
+    zygote_handle::Zygote,
 };
 
 /// What a pool starts its workers with.
@@ -43,6 +44,8 @@ pub struct PoolSettings {
     /// The folder of quarantine records (`record.rs`), so a quarantine outlives the server;
     /// `None`: it is kept in memory only.
     pub records: Option<PathBuf>,
+    /// The zygote that forks the workers; `None`: each is started by `exec` of `program`.
+    pub zygote: Option<Arc<Zygote>>,
 }
 
 /// A library whose workers died `deaths` times within `window` (crashed, were killed by a
@@ -283,13 +286,11 @@ impl WorkerPool {
                     project_id: Some(project.id.clone()),
                     sandbox: self.settings.sandbox,
                 };
-                Worker::start(
-                    &self.settings.program,
-                    start,
-                    Some(root),
-                    &self.settings.tool,
-                )
-                .await
+                let launch = match &self.settings.zygote {
+                    Some(zygote) => Launch::Fork(zygote),
+                    None => Launch::Exec(&self.settings.program),
+                };
+                Worker::start(launch, start, Some(root), &self.settings.tool).await
             })
             .await?;
         self.reaper.call_once(|| {

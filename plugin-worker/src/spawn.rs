@@ -29,6 +29,20 @@ pub fn command(
     socket: BorrowedFd<'_>,
     root: Option<BorrowedFd<'_>>,
 ) -> std::io::Result<(Command, Inherited)> {
+    command_as(program, SUBCOMMAND, socket, root)
+}
+
+/// [`command`] for another of the binary's hidden subcommands (the zygote's).
+///
+/// # Errors
+///
+/// The descriptors could not be duplicated.
+pub fn command_as(
+    program: &Path,
+    subcommand: &str,
+    socket: BorrowedFd<'_>,
+    root: Option<BorrowedFd<'_>>,
+) -> std::io::Result<(Command, Inherited)> {
     // Above the targets, so moving one into place never overwrites the other.
     let socket = rustix::io::fcntl_dupfd_cloexec(socket, 10)?;
     let root = root
@@ -38,7 +52,7 @@ pub fn command(
     let root_raw = root.as_ref().map(AsRawFd::as_raw_fd);
     let mut command = Command::new(program);
     command
-        .arg(SUBCOMMAND)
+        .arg(subcommand)
         .env_clear()
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -7,7 +7,7 @@
 
 use std::{
     collections::HashMap,
-    os::fd::{AsFd, BorrowedFd},
+    os::fd::{AsFd, BorrowedFd, OwnedFd},
     path::Path,
     sync::{
         atomic::{AtomicU64, Ordering},
@@ -19,12 +19,11 @@ use std::{
 use bytes::{Bytes, BytesMut};
 use futures_util::{SinkExt, StreamExt};
 use tokio::{
-    io::{AsyncBufReadExt, BufReader},
+    io::{AsyncBufReadExt, AsyncRead, BufReader},
     net::{
         unix::{OwnedReadHalf, OwnedWriteHalf},
         UnixStream,
     },
-    process::{Child, ChildStderr},
     sync::{oneshot, Notify},
 };
 use tokio_util::{
@@ -33,9 +32,20 @@ use tokio_util::{
 };
 
 use crate::{
+    process::{Forked, Process},
     protocol::{codec, decode, encode, Call, CallFrame, FromWorker, Refusal, Start, ToWorker},
     spawn, status,
+    zygote_handle::Zygote,
 };
+
+/// How a worker's process is started.
+#[derive(Debug, Clone, Copy)]
+pub enum Launch<'a> {
+    /// `PROGRAM plugin-worker`, by `exec`.
+    Exec(&'a Path),
+    /// Forked by the zygote.
+    Fork(&'a Arc<Zygote>),
+}
 
 /// How a worker ended, for the calls it was running.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,27 +92,48 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// Starts `program` as a worker for `start` (with `root` as its project root when
+    /// Starts a worker as `launch` says, for `start` (with `root` as its project root when
     /// `start.project_id` is set) and waits for it to be ready.
     ///
     /// # Errors
     ///
     /// [`StartError`].
     pub async fn start(
-        program: &Path,
+        launch: Launch<'_>,
         start: Start,
         root: Option<BorrowedFd<'_>>,
         label: &str,
     ) -> Result<Arc<Worker>, StartError> {
         let spawn_failed = |e: std::io::Error| StartError::Spawn(e.to_string());
         let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(spawn_failed)?;
-        let (command, inherited) =
-            spawn::command(program, theirs.as_fd(), root).map_err(spawn_failed)?;
-        let mut command = tokio::process::Command::from(command);
-        command.kill_on_drop(true);
-        let mut child = command.spawn().map_err(spawn_failed)?;
-        drop((inherited, theirs));
-        let stderr = child.stderr.take().map(|s| tail(s, label.to_owned()));
+        let (mut child, stderr) = match launch {
+            Launch::Exec(program) => {
+                let (command, inherited) =
+                    spawn::command(program, theirs.as_fd(), root).map_err(spawn_failed)?;
+                let mut command = tokio::process::Command::from(command);
+                command.kill_on_drop(true);
+                let mut child = command.spawn().map_err(spawn_failed)?;
+                drop((inherited, theirs));
+                let stderr = child.stderr.take().map(|s| tail(s, label.to_owned()));
+                (Process::Spawned(child), stderr)
+            }
+            Launch::Fork(zygote) => {
+                let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+                    .map_err(|e| spawn_failed(e.into()))?;
+                let root = root
+                    .map(|root| root.try_clone_to_owned())
+                    .transpose()
+                    .map_err(spawn_failed)?;
+                let pid = zygote
+                    .fork(OwnedFd::from(theirs), write, root)
+                    .await
+                    .map_err(spawn_failed)?;
+                let child = Forked::new(pid).map_err(spawn_failed)?;
+                let stderr =
+                    tokio::net::unix::pipe::Receiver::from_owned_fd(read).map_err(spawn_failed)?;
+                (Process::Forked(child), Some(tail(stderr, label.to_owned())))
+            }
+        };
         ours.set_nonblocking(true).map_err(spawn_failed)?;
         let mut channel = Framed::new(UnixStream::from_std(ours).map_err(spawn_failed)?, codec());
         let sent = channel.send(encode(&ToWorker::Start(start))).await;
@@ -320,7 +351,7 @@ impl Outgoing {
 
 /// What the supervising task owns.
 struct Link {
-    child: Child,
+    child: Process,
     frames: FramedRead<OwnedReadHalf, LengthDelimitedCodec>,
     outgoing: Arc<Outgoing>,
     pending: Pending,
@@ -396,7 +427,10 @@ async fn supervise(link: Link) {
 }
 
 /// The exit status in words, with the last line the worker wrote on stderr.
-async fn exit_cause(child: &mut Child, stderr: Option<tokio::task::JoinHandle<String>>) -> String {
+async fn exit_cause(
+    child: &mut Process,
+    stderr: Option<tokio::task::JoinHandle<String>>,
+) -> String {
     let cause = match child.wait().await {
         Ok(status) => status::describe(status),
         Err(e) => format!("ended ({e})"),
@@ -418,7 +452,10 @@ async fn exit_cause(child: &mut Child, stderr: Option<tokio::task::JoinHandle<St
 
 /// Logs what the worker writes on stderr (the plugin's own messages and panics) and keeps
 /// the last line.
-fn tail(stderr: ChildStderr, label: String) -> tokio::task::JoinHandle<String> {
+fn tail(
+    stderr: impl AsyncRead + Unpin + Send + 'static,
+    label: String,
+) -> tokio::task::JoinHandle<String> {
     tokio::spawn(async move {
         let mut lines = BufReader::new(stderr).lines();
         let mut last = String::new();

@@ -34,13 +34,21 @@ use crate::{
 
 /// Runs the worker; exits when the server closes the socket (or at a protocol error).
 pub fn main() -> ExitCode {
-    // SAFETY: the server starts this process with its end of the socketpair as SOCKET_FD, and
-    // nothing else in this process has taken that descriptor; a missing one fails below.
+    ExitCode::from(u8::try_from(serve_inherited()).unwrap_or(2))
+}
+
+/// The worker on its inherited descriptors, started by `exec` or forked by the zygote
+/// (`crate::zygote`): returns an exit status only when it cannot use its socket; otherwise it
+/// exits the process itself.
+pub(crate) fn serve_inherited() -> i32 {
+    // SAFETY: the server (or the zygote) starts this process with its end of the socketpair
+    // as SOCKET_FD, and nothing else in this process has taken that descriptor; a missing one
+    // fails below.
     let socket = unsafe { OwnedFd::from_raw_fd(SOCKET_FD) };
     if rustix::io::fcntl_getfd(socket.as_fd()).is_err() {
         std::mem::forget(socket);
         eprintln!("rojos plugin-worker is started by the server, not by hand");
-        return ExitCode::from(2);
+        return 2;
     }
     let stream = UnixStream::from(socket);
     let channel = match stream
@@ -50,7 +58,7 @@ pub fn main() -> ExitCode {
         Ok(channel) => channel,
         Err(e) => {
             eprintln!("plugin worker: cannot use its socket: {e}");
-            return ExitCode::from(2);
+            return 2;
         }
     };
     let code = start(channel);

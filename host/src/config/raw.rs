@@ -118,6 +118,7 @@ pub(super) struct RawPlugins {
     pub(super) worker_open_files: Option<u64>,
     pub(super) worker_processes: Option<u64>,
     pub(super) worker_idle_secs: Option<f64>,
+    pub(super) worker_start: Option<String>,
     pub(super) quarantine_after: Option<u32>,
     pub(super) quarantine_window_secs: Option<u64>,
 }

@@ -6,17 +6,18 @@ use std::time::Duration;
 use rojos_plugin_worker::{QuarantineRule, SandboxSettings};
 
 use super::{invalid, raw::RawPlugins, ConfigError};
-use crate::plugins::Isolation;
+use crate::plugins::{Isolation, WorkerStart};
 
 /// The parsed keys.
 pub(super) struct Workers {
     pub(super) isolation: Isolation,
     pub(super) sandbox: SandboxSettings,
     pub(super) idle: Duration,
+    pub(super) start: WorkerStart,
     pub(super) quarantine: Option<QuarantineRule>,
 }
 
-/// Reads `isolation`, `sandbox`, the `worker_*` limits and the `quarantine_*` rule, with
+/// Reads `isolation`, `sandbox`, `worker_start`, the `worker_*` limits and the `quarantine_*` rule, with
 /// their defaults.
 pub(super) fn parse(raw: &RawPlugins) -> Result<Workers, ConfigError> {
     let isolation = match raw.isolation.as_deref() {
@@ -74,10 +75,21 @@ pub(super) fn parse(raw: &RawPlugins) -> Result<Workers, ConfigError> {
             ))
         }
     };
+    let start = match raw.worker_start.as_deref() {
+        None | Some("zygote") => WorkerStart::Zygote,
+        Some("exec") => WorkerStart::Exec,
+        Some(other) => {
+            return Err(invalid(
+                "plugins.worker_start",
+                format!("{other:?} is not one of \"zygote\", \"exec\""),
+            ))
+        }
+    };
     Ok(Workers {
         isolation,
         sandbox,
         idle,
+        start,
         quarantine: quarantine(raw)?,
     })
 }
@@ -117,6 +129,27 @@ mod tests {
         assert!(w.sandbox.required);
         assert_eq!(w.quarantine, Some(QuarantineRule::default()));
         assert_eq!(w.idle, Duration::from_secs(60));
+        assert_eq!(w.start, WorkerStart::Zygote);
+    }
+
+    #[test]
+    fn worker_start_is_read_and_a_bad_value_named() {
+        assert_eq!(
+            parsed("worker_start = \"exec\"").unwrap().start,
+            WorkerStart::Exec
+        );
+        assert_eq!(
+            parsed("worker_start = \"zygote\"").unwrap().start,
+            WorkerStart::Zygote
+        );
+        let e = parsed("worker_start = \"spawn\"")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("plugins.worker_start") && e.contains("\"zygote\", \"exec\""),
+            "{e}"
+        );
     }
 
     #[test]

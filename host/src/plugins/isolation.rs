@@ -7,6 +7,7 @@ use std::{os::fd::AsFd, path::PathBuf, sync::Arc, time::Duration};
 
 use rojos_plugin_worker::{
     Call, Ended, Outcome, PoolSettings, ProjectKey, QuarantineRule, SandboxSettings, WorkerPool,
+    Zygote,
 };
 use serde::Deserialize;
 
@@ -27,11 +28,25 @@ pub enum Isolation {
     Worker,
 }
 
+/// How a new worker's process is started (`worker_start` in `[plugins]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WorkerStart {
+    /// Forked by the server's plugin zygote, which runs the server's binary but holds no
+    /// plugin code (docs/plugins.md, "Isolation"): a fork of a small process.
+    #[default]
+    Zygote,
+    /// `exec` of the server's binary for each worker.
+    Exec,
+}
+
 /// How workers are started.
 #[derive(Debug, Clone)]
 pub struct WorkerSettings {
-    /// The binary started as `PROGRAM plugin-worker`.
+    /// The binary started as `PROGRAM plugin-worker` (and `PROGRAM plugin-zygote`).
     pub program: PathBuf,
+    /// The zygote that forks workers (`None`: each worker is started by `exec`); one for
+    /// every library, started on the first worker's start.
+    pub zygote: Option<Arc<Zygote>>,
     /// The sandbox and limits.
     pub sandbox: SandboxSettings,
     /// How long a worker with no calls stays.
@@ -47,8 +62,10 @@ pub struct WorkerSettings {
 
 impl Default for WorkerSettings {
     fn default() -> Self {
+        let program = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("rojos"));
         WorkerSettings {
-            program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("rojos")),
+            zygote: Some(Zygote::new(program.clone())),
+            program,
             sandbox: SandboxSettings::default(),
             idle: Duration::from_secs(60),
             start_timeout: Duration::from_secs(10),
@@ -59,6 +76,17 @@ impl Default for WorkerSettings {
 }
 
 impl WorkerSettings {
+    /// Starts workers as `start` says, from `program`: a zygote is made only when there is
+    /// none for `program` yet, so the running one (and its workers) stays.
+    pub fn set_start(&mut self, program: PathBuf, start: WorkerStart) {
+        self.zygote = match (start, self.zygote.take()) {
+            (WorkerStart::Exec, _) => None,
+            (WorkerStart::Zygote, Some(zygote)) if zygote.program() == program => Some(zygote),
+            (WorkerStart::Zygote, _) => Some(Zygote::new(program.clone())),
+        };
+        self.program = program;
+    }
+
     /// The settings of the pool for the library at `copy`, whose tool is `tool`.
     pub(crate) fn pool(&self, copy: PathBuf, tool: &str) -> PoolSettings {
         PoolSettings {
@@ -69,6 +97,7 @@ impl WorkerSettings {
             idle: self.idle,
             quarantine: self.quarantine,
             records: self.records.clone(),
+            zygote: self.zygote.clone(),
         }
     }
 }

@@ -34,7 +34,7 @@ use tokio::sync::Semaphore;
 pub use super::load_error::{LoadError, LoadFailure};
 use super::{
     copies, elf,
-    isolation::{Isolation, WorkerSettings},
+    isolation::{Isolation, WorkerSettings, WorkerStart},
     trust::{self, PathIoError, Refusal as Untrusted},
 };
 use crate::hex::hex;
@@ -144,16 +144,36 @@ impl Loader {
     /// own executable; the tests, whose executable is not `rojos`, name the built binary).
     #[must_use]
     pub fn with_worker_program(self, program: impl Into<PathBuf>) -> Loader {
-        lock(&self.workers).program = program.into();
+        {
+            let mut workers = lock(&self.workers);
+            let start = if workers.zygote.is_some() {
+                WorkerStart::Zygote
+            } else {
+                WorkerStart::Exec
+            };
+            workers.set_start(program.into(), start);
+        }
         self
     }
 
-    /// Sets the sandbox, limits, idle time and quarantine rule of the workers of libraries loaded from now on
-    /// (`[plugins]` in the config); the worker program is kept.
+    /// Starts workers as `start` says (default: forked by a zygote).
+    #[must_use]
+    pub fn with_worker_start(self, start: WorkerStart) -> Loader {
+        {
+            let mut workers = lock(&self.workers);
+            let program = workers.program.clone();
+            workers.set_start(program, start);
+        }
+        self
+    }
+
+    /// Sets the sandbox, limits, idle time, start and quarantine rule of the workers of
+    /// libraries loaded from now on (`[plugins]` in the config); the worker program is kept.
     pub fn configure_workers(
         &self,
         sandbox: rojos_plugin_worker::SandboxSettings,
         idle: std::time::Duration,
+        start: WorkerStart,
         quarantine: Option<rojos_plugin_worker::QuarantineRule>,
         records: Option<PathBuf>,
     ) {
@@ -162,6 +182,8 @@ impl Loader {
         workers.idle = idle;
         workers.quarantine = quarantine;
         workers.records = records;
+        let program = workers.program.clone();
+        workers.set_start(program, start);
     }
 
     /// Loads the plugin at `path` to run in the server's process.

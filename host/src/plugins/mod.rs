@@ -30,7 +30,7 @@ pub use args::ToolArgs;
 pub use definition::{definition, DESTRUCTIVE_MARK};
 pub use dropin::{check_folder, DropIn, FolderError, Publish};
 pub use invoke::{check_call_args, invoke, invoke_around, AroundCall, CallRequest};
-pub use isolation::{Isolation, WorkerSettings};
+pub use isolation::{Isolation, WorkerSettings, WorkerStart};
 pub use loader::{Library, LoadError, LoadFailure, Loader, Tool, MAX_PLUGIN_BYTES};
 pub use outcome::{model_text, FailureKind, ToolFailure, ToolOutcome};
 pub use rojos_plugin_worker::module::ModuleError;

@@ -34,6 +34,7 @@ mod init;
 mod isolation;
 mod isolation_lifecycle;
 mod isolation_quarantine;
+mod isolation_zygote;
 mod limits;
 mod live_status;
 mod load;

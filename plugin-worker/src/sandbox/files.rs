@@ -19,6 +19,30 @@ const SYSTEM_LIBRARIES: [&str; 5] = ["/lib", "/lib64", "/usr/lib", "/usr/lib64",
 /// The loader's cache of library locations.
 const LOADER_CACHE: &str = "/etc/ld.so.cache";
 
+/// The zygote's own Landlock domain (docs/security.md, "The plugin zygote"): no TCP, no
+/// abstract Unix sockets or signals reaching outside it; files are left to each child, which
+/// adds its own rules for its library and its project root. `Ok(Some(what))`: the kernel
+/// enforces only part of it, or none.
+pub(super) fn restrict_network() -> Result<Option<String>, String> {
+    let fail = |e: &dyn std::fmt::Display| format!("landlock: {e}");
+    let status = Ruleset::default()
+        .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+        .map_err(|e| fail(&e))?
+        .scope(Scope::AbstractUnixSocket | Scope::Signal)
+        .map_err(|e| fail(&e))?
+        .create()
+        .map_err(|e| fail(&e))?
+        .restrict_self()
+        .map_err(|e| fail(&e))?;
+    Ok(match status.ruleset {
+        RulesetStatus::FullyEnforced => None,
+        RulesetStatus::PartiallyEnforced => {
+            Some("part of Landlock (the kernel's ABI is older than 6)".to_owned())
+        }
+        RulesetStatus::NotEnforced => Some("Landlock".to_owned()),
+    })
+}
+
 /// Restricts the calling thread (and what it starts later). `Ok(Some(what))`: the kernel
 /// enforces only part of it, or none.
 pub(super) fn restrict(reach: Reach<'_>) -> Result<Option<String>, String> {

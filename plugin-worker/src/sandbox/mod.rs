@@ -152,5 +152,42 @@ pub fn apply(
     Ok(missing)
 }
 
+/// The rules a plugin zygote puts itself under before it forks any worker (docs/security.md,
+/// "The plugin zygote"): every rule of a worker but the file system's part of Landlock (each
+/// child adds its own, for its library and its project root), the resource limits (each
+/// child sets its own) and the ban on new processes (forking children is the zygote's job).
+/// They hold for every child too, under the child's own. Returns what could not be applied:
+/// a child still applies its full sandbox, and refuses to serve without it when it is
+/// required.
+pub fn confine_zygote() -> Vec<String> {
+    let mut missing = Vec::new();
+    if let Err(e) = rustix::thread::set_no_new_privs(true) {
+        missing.push(format!("no_new_privs ({e})"));
+    }
+    if let Err(e) =
+        rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+    {
+        missing.push(format!("not dumpable ({e})"));
+    }
+    if let Err(e) = capabilities::drop_all() {
+        missing.push(e);
+    }
+    match files::restrict_network() {
+        Ok(None) => {}
+        Ok(Some(lacking)) => missing.push(lacking),
+        Err(e) => missing.push(e),
+    }
+    let denied = [
+        Rule::DenyNetwork,
+        Rule::DenyExec,
+        Rule::DenyPtrace,
+        Rule::DenyModules,
+    ];
+    if let Err(e) = syscalls::install(&denied) {
+        missing.push(format!("seccomp ({e})"));
+    }
+    missing
+}
+
 #[cfg(test)]
 mod tests;

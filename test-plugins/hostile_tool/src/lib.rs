@@ -7,13 +7,38 @@
 //! `/proc/<parent>/environ`), and `read_root` (a file at a relative `path` in the project,
 //! through the root descriptor, as a well-behaved tool would), `pid` (the process it runs
 //! in), `sleep` (`seconds`, then says in which process it slept) and `caps` (the process's
-//! effective and permitted capabilities and how many are left in its bounding set).
+//! effective and permitted capabilities and how many are left in its bounding set), `ctor`
+//! (what the library's constructor saw when the dynamic loader ran it: its process, and
+//! whether it could open `/etc/passwd`, as an unconfined process can).
 
-use std::{ffi::CString, io::Read, os::fd::FromRawFd};
+use std::{
+    ffi::CString,
+    io::Read,
+    os::fd::FromRawFd,
+    sync::atomic::{AtomicBool, AtomicU32, Ordering},
+};
 
 use rojos_plugin_api::{export_tool, parse_args, CallContext, Tool, ToolError, ToolSpec};
 use serde::Deserialize;
 use serde_json::json;
+
+/// The process the constructor ran in (0: it has not run).
+static CTOR_PID: AtomicU32 = AtomicU32::new(0);
+/// Whether the constructor could open `/etc/passwd`.
+static CTOR_OPENED: AtomicBool = AtomicBool::new(false);
+
+#[used]
+#[link_section = ".init_array"]
+static CONSTRUCTOR: extern "C" fn() = at_load;
+
+/// Runs inside `dlopen`, before any symbol is looked up: notes where, and how confined.
+extern "C" fn at_load() {
+    CTOR_OPENED.store(
+        std::fs::File::open("/etc/passwd").is_ok(),
+        Ordering::Relaxed,
+    );
+    CTOR_PID.store(std::process::id(), Ordering::Relaxed);
+}
 
 /// The hostile tool.
 #[derive(Debug)]
@@ -95,6 +120,12 @@ impl Tool for HostileTool {
                 Ok(format!("slept in {}", std::process::id()))
             }
             "caps" => Ok(capabilities()),
+            "ctor" => Ok(json!({
+                "ctor_pid": CTOR_PID.load(Ordering::Relaxed),
+                "pid": std::process::id(),
+                "ctor_opened_etc_passwd": CTOR_OPENED.load(Ordering::Relaxed),
+            })
+            .to_string()),
             "read_root" => read_in_root(ctx.root_fd, &args.path).map_err(failed),
             other => Err(ToolError::invalid_arguments(format!(
                 "unknown act {other:?}"

@@ -45,6 +45,9 @@ pub struct HostConfig {
     /// A plugin loader of its own rather than the one shared by the test process, so its
     /// `[plugins]` worker settings (read when a library is loaded) are its own.
     pub own_loader: bool,
+    /// With `own_loader`: the binary its workers (and its zygote) run, instead of the built
+    /// `rojos` (a link to it under a name of the test's own finds them in `/proc`).
+    pub worker_program: Option<PathBuf>,
 }
 
 impl HostConfig {
@@ -60,6 +63,7 @@ impl HostConfig {
             auth: String::new(),
             plugins: String::new(),
             own_loader: false,
+            worker_program: None,
         }
     }
 
@@ -179,7 +183,11 @@ impl TestHost {
         let config_path = dir.path().join("rojos.toml");
         std::fs::write(&config_path, config.render()).expect("write config");
         let loader = if config.own_loader {
-            std::sync::Arc::new(new_loader())
+            let loader = new_loader();
+            std::sync::Arc::new(match &config.worker_program {
+                Some(program) => loader.with_worker_program(program),
+                None => loader,
+            })
         } else {
             shared_loader()
         };
