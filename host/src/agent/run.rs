@@ -72,7 +72,11 @@ pub(super) async fn run(
         );
         let mut run = Run {
             agent: &agent,
-            fit: context::Fit::new(window, user_message_index(&request, &history) as usize),
+            fit: context::Fit::new(
+                window,
+                user_message_index(&request, &history) as usize,
+                &request.provider.model,
+            ),
             history,
             // The store's count; each message stored by this run adds its own size.
             history_bytes: request.history_bytes,

@@ -5,6 +5,7 @@ pub mod binary;
 pub mod host;
 pub mod ndjson;
 pub mod nginx;
+pub mod overflow;
 pub mod pgbouncer;
 pub mod pty;
 pub mod seed;

@@ -385,7 +385,8 @@ impl ScriptedUpstream {
 
     /// Starts an upstream like [`ScriptedUpstream::start_per_message`] that enforces a
     /// context window of `tokens` (four bytes of request body a token): a bigger request gets
-    /// `overflow` (a status and a provider's real body). A request whose system message asks
+    /// `overflow` (a status and a provider's real body, `support::overflow`; a `200` body is
+    /// sent as a stream). A request whose system message asks
     /// for a summary is answered with one, numbered.
     pub async fn start_windowed(
         tokens: usize,
@@ -538,7 +539,15 @@ async fn serve_turn(
         if bytes / 4 > window.tokens {
             script.over_window.fetch_add(1, Ordering::SeqCst);
             let (code, body) = &window.overflow;
-            return (StatusCode::from_u16(*code).expect("status"), body.clone()).into_response();
+            if *code == 200 {
+                return sse_response(vec![body.clone()]);
+            }
+            return (
+                StatusCode::from_u16(*code).expect("status"),
+                [(axum::http::header::CONTENT_TYPE, "application/json")],
+                body.clone(),
+            )
+                .into_response();
         }
         if summary {
             let n = script.summaries.fetch_add(1, Ordering::SeqCst) + 1;
