@@ -110,6 +110,8 @@ pub(crate) struct Ending {
     pub(crate) conversation: Option<String>,
     /// Why the stream could not be read to its end (cut, a bad line, too slow).
     pub(crate) problem: Option<String>,
+    /// `CONTEXT_COMPACTED` events: older messages summarised to fit the model's window.
+    pub(crate) compactions: u64,
 }
 
 /// The fields of an event that [`follow_chat`] counts; the rest (tool arguments and results)
@@ -193,6 +195,7 @@ fn count_event(line: &[u8], ending: &mut Ending) -> Result<(), String> {
         "TOOL_RESULT" if event.ok == Some(true) => ending.results.0 += 1,
         "TOOL_RESULT" => ending.results.1 += 1,
         "CHAT" => ending.chat_bytes += event.text.map_or(0, |t| t.len() as u64),
+        "CONTEXT_COMPACTED" => ending.compactions += 1,
         "ERROR" if ending.errors.len() < 3 => ending.errors.extend(event.message),
         "DONE" => {
             ending.stop_reason = event.stop_reason;

@@ -144,6 +144,13 @@ pub(crate) enum Flavour {
     /// A request head must arrive within [`ABUSE_HEADER_READ_TIMEOUT_SECS`], so holding
     /// partial heads a few seconds outlasts it.
     Abuse,
+    /// S4's: the rojo is told its model's window is [`crate::upstream::LONG_WINDOW_TOKENS`],
+    /// so the long conversation outgrows it; with `tokenizer`, the model is named `gpt-4o`,
+    /// so the host counts requests with OpenAI's `o200k_base` instead of estimating them.
+    Long {
+        /// Whether the host counts with a tokenizer.
+        tokenizer: bool,
+    },
 }
 
 /// `[server].header_read_timeout_secs` of the [`Flavour::Abuse`] config.
@@ -447,7 +454,7 @@ turn_timeout_secs = 300
 [rojos.default]
 provider = "bench"
 tools = "*"
-"#,
+{window}"#,
         load = load.join(", "),
         isolation = launch
             .isolation
@@ -466,7 +473,16 @@ tools = "*"
         } else {
             String::new()
         },
-        model = crate::upstream::MODEL,
+        model = match flavour {
+            Flavour::Long { tokenizer: true } => crate::upstream::TOKENIZED_MODEL,
+            _ => crate::upstream::MODEL,
+        },
+        window = match flavour {
+            Flavour::Long { .. } => {
+                format!("context_tokens = {}\n", crate::upstream::LONG_WINDOW_TOKENS)
+            }
+            _ => String::new(),
+        },
     )
 }
 

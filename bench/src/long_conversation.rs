@@ -1,10 +1,15 @@
 //! S4: one long conversation on a fresh host, [`TURNS`] user messages one after another, the
 //! upstream (`upstream::long`) answering each with a read of a 2 KB file and then 2 KB of
-//! text, so the history every request carries grows by about 4 KB a turn, to about 200 KB.
-//! Per turn it records the host's CPU (the schedstat sum of its threads, nanosecond
-//! resolution, read before the request and after the stream's end), the latency and the bytes
-//! the host sent upstream (the upstream counts them): what the verdict of `stats::growth`
-//! reads, CPU against bytes sent. One client, nothing else running on the host.
+//! text, so the history grows by about 4 KB a turn, to about 800 KB. The host is told the
+//! model's window is `upstream::LONG_WINDOW_TOKENS` (`Flavour::Long`), passed after about ten
+//! turns: from then on older results are shortened and older turns summarised, so what each
+//! turn sends, and the host's work for it, should stay flat however long the conversation
+//! gets. Per turn it records the host's CPU (the schedstat sum of its threads, nanosecond
+//! resolution, read before the request and after the stream's end), the latency, the bytes
+//! the host sent upstream (the upstream counts them) and of those the bytes of requests for
+//! a summary, and whether the turn compacted. One client, nothing else running on the host.
+//! With `tokenizer`, the model is one of OpenAI's and the host counts every request with
+//! `o200k_base`: the difference in CPU per turn is the tokenizer's cost.
 
 use std::time::{Duration, Instant};
 
@@ -20,7 +25,7 @@ use crate::{
 };
 
 /// User messages in the conversation.
-pub(crate) const TURNS: usize = 50;
+pub(crate) const TURNS: usize = 200;
 /// The project S4 runs in.
 const PROJECT: &str = "s4-long";
 /// The longest wait for one turn.
@@ -38,6 +43,10 @@ pub(crate) struct Turn {
     pub(crate) latency: Duration,
     /// From sending the message to the first event.
     pub(crate) first_event: Duration,
+    /// Of `bytes_sent`, the bytes of requests for a summary.
+    pub(crate) summary_bytes: u64,
+    /// `CONTEXT_COMPACTED` events in the turn's stream.
+    pub(crate) compactions: u64,
 }
 
 /// What S4 measured.
@@ -49,6 +58,12 @@ pub(crate) struct LongRun {
     pub(crate) failure: Option<String>,
     /// Whether the per-turn CPU comes from `schedstat` (else from clock ticks).
     pub(crate) precise_cpu: bool,
+    /// Whether the host counted requests with a tokenizer.
+    pub(crate) tokenizer: bool,
+    /// Requests the upstream received over the window.
+    pub(crate) over_window: u64,
+    /// The host's memory at the end (its peak, and what is private now), when read.
+    pub(crate) memory: Option<crate::host::Memory>,
 }
 
 /// Runs S4 with `turns` user messages on a fresh host of `launch`.
@@ -57,8 +72,11 @@ pub(crate) async fn run(
     upstream: &Upstream,
     store: &StoreSetup,
     turns: usize,
+    tokenizer: bool,
 ) -> anyhow::Result<LongRun> {
-    let host = HostProcess::launch(launch, &upstream.long_url(), Flavour::Plain, store).await?;
+    let flavour = Flavour::Long { tokenizer };
+    let host = HostProcess::launch(launch, &upstream.long_url(), flavour, store).await?;
+    let over_window = upstream.long_over_window();
     let root = host.project_root(PROJECT);
     std::fs::create_dir_all(&root)?;
     std::fs::write(root.join(upstream::LONG_FILE), upstream::long_file())?;
@@ -68,6 +86,9 @@ pub(crate) async fn run(
         turns: Vec::with_capacity(turns),
         failure: None,
         precise_cpu,
+        tokenizer,
+        over_window: 0,
+        memory: None,
     };
     let mut conversation = None;
     for i in 0..turns {
@@ -82,7 +103,9 @@ pub(crate) async fn run(
             }
         }
     }
+    run.memory = host.memory().ok();
     host.stop().await;
+    run.over_window = upstream.long_over_window() - over_window;
     Ok(run)
 }
 
@@ -109,6 +132,7 @@ async fn turn(
         body["conversationId"] = json!(id);
     }
     let (bytes0, cpu0) = (upstream.long_bytes(), host_cpu(host));
+    let summary0 = upstream.long_summary_bytes();
     let started = Instant::now();
     let (stream, first_event) = tokio::time::timeout(TURN_LIMIT, read(http, host, &body))
         .await
@@ -116,6 +140,7 @@ async fn turn(
     let latency = started.elapsed();
     let cpu = host_cpu(host).saturating_sub(cpu0);
     let bytes_sent = upstream.long_bytes() - bytes0;
+    let summary_bytes = upstream.long_summary_bytes() - summary0;
     let ending = client::count_events(&stream).map_err(anyhow::Error::msg)?;
     anyhow::ensure!(
         ending.stop_reason.as_deref() == Some("completed") && ending.results == (1, 0),
@@ -132,6 +157,8 @@ async fn turn(
             cpu,
             latency,
             first_event,
+            summary_bytes,
+            compactions: ending.compactions,
         },
         id,
     ))

@@ -9,8 +9,8 @@
 //! latency percentiles, time to first event, the longest pause in each stream, errors, the
 //! host's CPU per conversation user and system apart, its runtime's busy time, parks and
 //! queued tasks from its own `/metrics` (`runtime`), idle and peak RSS) for S1–S3; S4, one
-//! long conversation whose per-turn CPU is checked for linear growth in the bytes sent
-//! upstream (`long_conversation`); the idle memory with each built-in plugin (`idle`); then
+//! long conversation past the model's window, whose bytes sent and CPU per turn should stay
+//! flat once the window is reached (`long_conversation`); the idle memory with each built-in plugin (`idle`); then
 //! the abuse scenario (a tool-call flood, a huge SSE line, partial request heads: `abuse`), the
 //! plugin boundary cost, one tool call through each path (plugin, MCP stdio, MCP over HTTP:
 //! `mcp_paths`, `--only mcp`, `--no-mcp`), a plugin in a sandboxed worker against in-process
@@ -91,6 +91,10 @@ struct Options {
     /// User messages in S4's one long conversation.
     #[arg(long, default_value_t = long_conversation::TURNS)]
     s4_turns: usize,
+    /// Name S4's model `gpt-4o`, so the host counts every request with OpenAI's tokenizer
+    /// (`o200k_base`) instead of estimating it: run S4 with and without to see its cost.
+    #[arg(long)]
+    s4_tokenizer: bool,
     /// Rounds of the idle memory measurement (a fresh host per configuration per round).
     #[arg(long, default_value_t = 3)]
     idle_rounds: usize,
@@ -346,8 +350,14 @@ async fn scenarios_on(
     host.stop().await;
     let long = if options.selects("S4") {
         println!();
-        let run = long_conversation::run(launch, upstream, &store.setup().await?, options.s4_turns)
-            .await?;
+        let run = long_conversation::run(
+            launch,
+            upstream,
+            &store.setup().await?,
+            options.s4_turns,
+            options.s4_tokenizer,
+        )
+        .await?;
         report::long(&run);
         Some(run)
     } else {

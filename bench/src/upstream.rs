@@ -36,10 +36,13 @@ use axum::{
 use futures_util::stream;
 use serde_json::{json, Value};
 
-pub(crate) use long::{long_file, LONG_FILE};
+pub(crate) use long::{long_file, LONG_FILE, LONG_WINDOW_TOKENS};
 
 /// The model name the host is configured with.
 pub(crate) const MODEL: &str = "bench-model";
+/// The model name of S4's run with a tokenizer: one of OpenAI's, so the host counts
+/// requests with `o200k_base`.
+pub(crate) const TOKENIZED_MODEL: &str = "gpt-4o";
 /// The reference conversation's user message.
 pub(crate) const MESSAGE: &str = "Create a directory at docs/intro and write an index.page file there with a page header and a short intro paragraph.";
 /// The folder the first turn creates.
@@ -303,6 +306,10 @@ struct Shared {
     refused: AtomicU64,
     /// Request body bytes received under `/long/v1`.
     long_bytes: AtomicU64,
+    /// Of which in requests for a summary.
+    long_summary_bytes: AtomicU64,
+    /// Requests under `/long/v1` over [`LONG_WINDOW_TOKENS`] (four bytes a token).
+    long_over_window: AtomicU64,
     /// How late each paced turn's last chunk was sent, in microseconds.
     lateness_us: Mutex<Vec<u64>>,
 }
@@ -327,6 +334,8 @@ impl Upstream {
             requests: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             long_bytes: AtomicU64::new(0),
+            long_summary_bytes: AtomicU64::new(0),
+            long_over_window: AtomicU64::new(0),
             lateness_us: Mutex::new(Vec::new()),
         });
         let app = Router::new()
@@ -383,6 +392,16 @@ impl Upstream {
     /// Request body bytes received under [`Upstream::long_url`] so far.
     pub(crate) fn long_bytes(&self) -> u64 {
         self.shared.long_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Of [`Upstream::long_bytes`], those of requests for a summary.
+    pub(crate) fn long_summary_bytes(&self) -> u64 {
+        self.shared.long_summary_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Requests under [`Upstream::long_url`] over [`LONG_WINDOW_TOKENS`] so far.
+    pub(crate) fn long_over_window(&self) -> u64 {
+        self.shared.long_over_window.load(Ordering::Relaxed)
     }
 
     /// Sets the pace of every turn from now on.
@@ -499,8 +518,18 @@ async fn long_completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Res
     shared
         .long_bytes
         .fetch_add(body.len() as u64, Ordering::Relaxed);
+    if body.len() as u64 / 4 > LONG_WINDOW_TOKENS {
+        shared.long_over_window.fetch_add(1, Ordering::Relaxed);
+    }
     match long::answer(&body) {
-        Ok(events) => at_once(events),
+        Ok((events, summary)) => {
+            if summary {
+                shared
+                    .long_summary_bytes
+                    .fetch_add(body.len() as u64, Ordering::Relaxed);
+            }
+            at_once(events)
+        }
         Err(why) => (StatusCode::BAD_REQUEST, format!("bench upstream: {why}")).into_response(),
     }
 }

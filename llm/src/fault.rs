@@ -204,18 +204,28 @@ const CONTEXT_CODES: &[&str] = &[
 ];
 
 /// OpenAI, vLLM, DeepSeek, Groq, Mistral, OpenRouter: "maximum context length"; Anthropic:
-/// "prompt is too long"; llama.cpp: "exceeds the available context size"; Gemini: "exceeds
-/// the maximum number of tokens"; Ollama: "exceeds the context length"; OpenAI: "context
-/// window".
+/// "prompt is too long", and "input length and `max_tokens` exceed context limit"; llama.cpp:
+/// "exceeds the available context size", and in older builds "Context size has been
+/// exceeded" (LM Studio's MLX engine says the same); Gemini: "exceeds the maximum number of
+/// tokens"; Ollama: "exceeds the context length"; OpenAI: "context window"; vLLM's engine:
+/// "The decoder prompt (length N) is longer than the maximum model length of M"; LM Studio:
+/// "Trying to keep the first N tokens when context (the) overflows. However, the model is
+/// loaded with (a) context length of only M tokens", and "Reached context length of M tokens
+/// with model … that does not currently support mid-generation context overflow".
 const CONTEXT_PHRASES: &[&str] = &[
     "maximum context length",
     "context length exceeded",
     "prompt is too long",
+    "exceed context limit",
     "exceeds the available context size",
+    "context size has been exceeded",
     "exceeds the maximum number of tokens",
     "exceeds the context length",
     "exceeds the context window",
     "reduce the length of the messages",
+    "longer than the maximum model length",
+    "context length of only",
+    "reached context length of",
 ];
 
 /// Anthropic: "Your credit balance is too low" (a 400); DeepSeek (402): "Insufficient

@@ -71,7 +71,11 @@ pub(super) async fn run(
             compact_at_percent = request.rojo.compact_at_percent,
             "context window"
         );
-        let mut fit = context::Fit::new(window, user_message_index(&request, &history) as usize);
+        let mut fit = context::Fit::new(
+            window,
+            user_message_index(&request, &history) as usize,
+            &request.provider.model,
+        );
         // The server said it loaded the model with as much as is planned for.
         fit.confirmed |= agent
             .windows

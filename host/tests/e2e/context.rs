@@ -13,22 +13,17 @@ use serde_json::{json, Value};
 use crate::support::{
     host::{HostConfig, TestHost},
     ndjson::{Event, Stream},
+    overflow::{self, Overflow},
     upstream::{ScriptedUpstream, Turn},
 };
 
 /// The window the upstream enforces, in tokens of four bytes.
 const WINDOW: usize = 8_192;
 
-/// OpenAI's answer to a request over the window.
-const OPENAI_OVERFLOW: &str = r#"{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9120 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
-
-/// llama.cpp's.
-const LLAMACPP_OVERFLOW: &str = r#"{"error":{"code":400,"message":"request (9120 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9120,"n_ctx":8192}}"#;
-
-async fn windowed(overflow: &str) -> ScriptedUpstream {
+async fn windowed(overflow: Overflow) -> ScriptedUpstream {
     ScriptedUpstream::start_windowed(
         WINDOW,
-        (400, overflow),
+        (overflow.status, overflow.body),
         Turn::tool_calls(&[("call_read", "get_text_content", json!({"path": "note.txt"}))]),
         Turn::text("It is a note about kettles."),
     )
@@ -99,7 +94,7 @@ fn calls_kept_with_results(body: &Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_message_conversation_reading_large_notes_fits_the_window_throughout() {
-    let upstream = windowed(OPENAI_OVERFLOW).await;
+    let upstream = windowed(overflow::OPENAI).await;
     let config = config(&upstream, WINDOW);
     let mut host = TestHost::start(config.clone()).await;
     seed_note(&host);
@@ -171,26 +166,51 @@ async fn a_hundred_message_conversation_reading_large_notes_fits_the_window_thro
         .contains("Line 159"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_providers_own_overflow_error_makes_the_host_fit_the_request_and_retry() {
-    for overflow in [OPENAI_OVERFLOW, LLAMACPP_OVERFLOW] {
-        let upstream = windowed(overflow).await;
-        // The host is told a window four times the real one.
-        let host = TestHost::start(config(&upstream, WINDOW * 4)).await;
-        seed_note(&host);
-        let conversation = ask(&host, None, 0).await.done().0;
-        for n in 1..12 {
-            ask(&host, Some(&conversation), n).await;
-        }
-        let largest = upstream
-            .received()
-            .iter()
-            .map(|r| r.body.to_string().len())
-            .max();
-        assert!(
-            upstream.over_window() > 0,
-            "the window was overrun: {overflow} (largest request {largest:?} bytes)"
-        );
-        assert_eq!(host.stored_messages(&conversation).await.len(), 48);
+/// A host told a window four times the real one: each request past the real window gets
+/// `overflow`; the host fits the request again and retries, and every message is answered.
+async fn overflow_is_refitted(overflow: Overflow) {
+    let upstream = windowed(overflow).await;
+    let host = TestHost::start(config(&upstream, WINDOW * 4)).await;
+    seed_note(&host);
+    let conversation = ask(&host, None, 0).await.done().0;
+    for n in 1..8 {
+        ask(&host, Some(&conversation), n).await;
     }
+    let largest = upstream
+        .received()
+        .iter()
+        .map(|r| r.body.to_string().len())
+        .max();
+    assert!(
+        upstream.over_window() > 0,
+        "{}: the window was never overrun (largest request {largest:?} bytes)",
+        overflow.family
+    );
+    assert_eq!(host.stored_messages(&conversation).await.len(), 32);
+}
+
+/// One test per provider family's overflow answer (`support::overflow`).
+macro_rules! overflow_tests {
+    ($($name:ident => $overflow:expr,)*) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            overflow_is_refitted($overflow).await;
+        }
+    )*};
+}
+
+overflow_tests! {
+    an_openai_overflow_error_makes_the_host_fit_the_request_and_retry => overflow::OPENAI,
+    an_anthropic_overflow_error_makes_the_host_fit_the_request_and_retry => overflow::ANTHROPIC,
+    a_gemini_overflow_error_makes_the_host_fit_the_request_and_retry => overflow::GEMINI,
+    a_mistral_overflow_error_makes_the_host_fit_the_request_and_retry => overflow::MISTRAL,
+    a_vllm_overflow_error_makes_the_host_fit_the_request_and_retry => overflow::VLLM,
+    a_vllm_engine_overflow_error_makes_the_host_fit_the_request_and_retry => overflow::VLLM_ENGINE,
+    a_llamacpp_overflow_error_makes_the_host_fit_the_request_and_retry => overflow::LLAMACPP,
+    an_older_llamacpp_streamed_error_field_makes_the_host_fit_the_request_and_retry =>
+        overflow::LLAMACPP_OLD_STREAM,
+    an_ollama_overflow_error_makes_the_host_fit_the_request_and_retry => overflow::OLLAMA,
+    an_lmstudio_overflow_error_makes_the_host_fit_the_request_and_retry => overflow::LMSTUDIO,
+    an_lmstudio_mlx_overflow_error_makes_the_host_fit_the_request_and_retry =>
+        overflow::LMSTUDIO_MLX,
 }

@@ -268,6 +268,40 @@ fn a_conversation_too_long_is_recognised_in_every_providers_shape() {
             r#"{"error":{"message":"This model's maximum context length is 65536 tokens. However, you requested 70000 tokens (70000 in the messages, 0 in the completion). Please reduce the length of the messages or completion.","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}"#,
             Fault::ContextTooLong,
         ),
+        // Anthropic, the input and `max_tokens` together over the window
+        (
+            400,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"input length and `max_tokens` exceed context limit: 196758 + 8192 > 200000, decrease input length or `max_tokens` and try again"}}"#,
+            Fault::ContextTooLong,
+        ),
+        // vLLM's engine
+        (
+            400,
+            r#"{"object":"error","message":"The decoder prompt (length 9120) is longer than the maximum model length of 8192. Make sure that `max_model_len` is no smaller than the number of text tokens.","type":"BadRequestError","param":null,"code":400}"#,
+            Fault::ContextTooLong,
+        ),
+        // llama.cpp before its error type, and LM Studio's MLX engine
+        (
+            500,
+            r#"{"error":{"code":500,"message":"Context size has been exceeded.","type":"server_error"}}"#,
+            Fault::ContextTooLong,
+        ),
+        // LM Studio, both of its wordings
+        (
+            400,
+            r#"{"error":"Trying to keep the first 9120 tokens when context the overflows. However, the model is loaded with context length of only 8192 tokens, which is not enough. Try to load the model with a larger context length, or provide a shorter input"}"#,
+            Fault::ContextTooLong,
+        ),
+        (
+            400,
+            r#"{"error":"Trying to keep the first 6547 tokens when context overflows. However, the model is loaded with a context length of only 4096 tokens, which is not enough. Try to load the model with a larger context length, or provide a shorter input."}"#,
+            Fault::ContextTooLong,
+        ),
+        (
+            400,
+            r#"{"error":"Reached context length of 4096 tokens with model (arch: qwen3vlmoe) that does not currently support mid-generation context overflow. Try reloading with a larger context length or shortening the prompt/chat."}"#,
+            Fault::ContextTooLong,
+        ),
         // Anthropic, a body over its request size
         (
             413,

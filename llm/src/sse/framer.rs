@@ -1,6 +1,7 @@
 //! The SSE framer: response bytes → events, following the HTML spec's event-stream rules
 //! (LF, CR and CRLF line ends; `field: value` with one optional space; multi-line `data`
-//! joined by LF; `event`; comments; a leading BOM; a field without a colon). Synchronous and
+//! joined by LF; `event`; comments; a leading BOM; a field without a colon), plus the
+//! `error` field of older llama.cpp servers, read as an `event: error`. Synchronous and
 //! linear: each byte is scanned for a line end once, and no line or event's data may pass
 //! `max_event_bytes`, checked before anything more is buffered. Meaning is `sse.rs`'s job.
 
@@ -179,6 +180,14 @@ impl Framer {
         match field {
             "data" => self.append_data(value)?,
             "event" => value.clone_into(&mut self.event_type),
+            // Not a field of the spec: llama.cpp's server before its late-2025 rewrite
+            // reported a failed request as `error: {json}` (then `data: [DONE]`). Ignored as
+            // the spec says, its message would be lost and the turn look empty; read as an
+            // `event: error` instead.
+            "error" => {
+                "error".clone_into(&mut self.event_type);
+                self.append_data(value)?;
+            }
             // `id` and `retry` serve reconnection, which a model turn never does.
             _ => {}
         }

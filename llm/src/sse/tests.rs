@@ -48,6 +48,24 @@ async fn framing_follows_the_spec() {
 }
 
 #[tokio::test]
+async fn an_older_llama_cpp_error_field_is_an_error_event() {
+    let body = "error: {\"code\":400,\"message\":\"the request exceeds the available context \
+                size. try increasing the context size or enable context shift\",\"type\":\
+                \"invalid_request_error\"}\n\ndata: [DONE]\n\n";
+    let got = events(&[body]).await;
+    let Some(Ok((event, data))) = got.first() else {
+        panic!("no event: {got:?}");
+    };
+    assert_eq!(event, "error");
+    match classify(&ev("error", data)) {
+        Ok(SseItem::Error(info)) => {
+            assert!(info.message.contains("exceeds the available context size"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
 async fn last_cr_terminated_event_is_not_lost() {
     let got = events(&["data: [DONE]\r\r"]).await;
     assert_eq!(got, vec![ok("message", "[DONE]")]);

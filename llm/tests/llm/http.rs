@@ -479,6 +479,28 @@ async fn an_html_page_answered_with_200_is_not_a_chat_completions_endpoint() {
 }
 
 #[tokio::test]
+async fn an_older_llama_cpp_error_line_is_reported_with_its_message_not_as_an_empty_turn() {
+    // llama.cpp's server before its late-2025 rewrite: an `error:` line, then `[DONE]`.
+    let old = "error: {\"code\":400,\"message\":\"the request exceeds the available context \
+               size. try increasing the context size or enable context shift\",\"type\":\
+               \"invalid_request_error\"}\n\ndata: [DONE]\n\n";
+    let up = ScriptedUpstream::start(vec![Reply::sse(old, End::Close)]).await;
+    let err = turn(provider(&up)).await.result.unwrap_err();
+    assert!(
+        matches!(&err, LlmError::Provider { message, .. }
+            if message.contains("exceeds the available context size")),
+        "{err:?}"
+    );
+    assert_eq!(err.fault(), Fault::ContextTooLong);
+    up.assert_consumed();
+    assert_eq!(
+        up.requests().len(),
+        1,
+        "a provider's error is not retried as empty"
+    );
+}
+
+#[tokio::test]
 async fn an_empty_stream_is_retried_once_then_reported_with_what_came() {
     let empty = "data: {\"choices\":[]}\n\ndata: {\"choices\":[]}\n\ndata: [DONE]\n\n";
     let up = ScriptedUpstream::start(vec![

@@ -1,8 +1,12 @@
-//! A request's size in tokens, estimated from its bytes: three bytes a token to start with
-//! (JSON and code run shorter than English prose's four), then the ratio the provider's own
-//! `usage.prompt_tokens` showed for earlier requests of the run. A provider that reports far
-//! fewer prompt tokens than the bytes sent can hold cut the request to the window it
-//! loaded (Ollama does so silently): that window is what later turns plan for.
+//! A request's size in tokens: counted with the model's own tokenizer where it is known
+//! (OpenAI's models, `super::tokenizer`), else estimated from its bytes: three bytes a token
+//! to start with (JSON and code run shorter than English prose's four), then the ratio the
+//! provider's own `usage.prompt_tokens` showed for earlier requests of the run. A provider
+//! that reports far fewer prompt tokens than the bytes sent can hold cut the request to the
+//! window it loaded (Ollama does so silently): that window is what later turns plan for.
+//! Sizes in bytes (how much of a message to keep) always use the ratio.
+
+use super::tokenizer::Tokenizer;
 
 /// Bytes per token before the provider said anything.
 const START_BYTES_PER_TOKEN: f64 = 3.0;
@@ -15,17 +19,33 @@ const MAX_BYTES_PER_TOKEN: f64 = 8.0;
 #[derive(Debug, Clone, Copy)]
 pub(in crate::agent) struct Measure {
     bytes_per_token: f64,
+    /// The model's tokenizer, when known.
+    tokenizer: Option<Tokenizer>,
 }
 
 impl Default for Measure {
     fn default() -> Self {
         Measure {
             bytes_per_token: START_BYTES_PER_TOKEN,
+            tokenizer: None,
         }
     }
 }
 
 impl Measure {
+    /// The measure of requests to `model`: its tokenizer where known, else the estimate.
+    pub(in crate::agent) fn for_model(model: &str) -> Measure {
+        Measure {
+            tokenizer: Tokenizer::for_model(model),
+            ..Measure::default()
+        }
+    }
+
+    /// The model's tokenizer, when known.
+    pub(in crate::agent) fn tokenizer(&self) -> Option<Tokenizer> {
+        self.tokenizer
+    }
+
     /// The tokens of `bytes` of request, rounded up.
     pub(in crate::agent) fn tokens(&self, bytes: usize) -> u64 {
         (bytes as f64 / self.bytes_per_token).ceil() as u64

@@ -2,8 +2,9 @@
 //! stays whole; what is sent is a view of it (`docs/configuration.md`, "Context window"):
 //!
 //! - `window`: how many tokens the model takes, and where that figure came from;
-//! - `measure`: a request's size in tokens, estimated from its bytes and corrected by the
-//!   provider's own `usage.prompt_tokens` of earlier turns;
+//! - `measure`: a request's size in tokens, counted by `tokenizer` for OpenAI's models, else
+//!   estimated from its bytes and corrected by the provider's own `usage.prompt_tokens` of
+//!   earlier turns;
 //! - `plan`: what to send: the history as it is, older tool results shortened to a stub,
 //!   older turns replaced by their summary, or a single result cut to fit;
 //! - `summary`: the summary itself, made by the model and kept in the store
@@ -14,6 +15,7 @@ mod measure;
 mod plan;
 mod state;
 mod summary;
+mod tokenizer;
 mod window;
 
 pub(super) use measure::Measure;

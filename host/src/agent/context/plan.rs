@@ -40,6 +40,8 @@ pub(in crate::agent) struct Planned {
     pub system: Option<Arc<str>>,
     /// The request's size, estimated in bytes.
     pub bytes: usize,
+    /// Its size in tokens, as the measure counts them.
+    pub tokens: u64,
     /// Whether the history was shortened or summarised for it.
     pub shortened: bool,
 }
@@ -72,6 +74,8 @@ pub(in crate::agent) struct Input<'a> {
     pub system: Option<&'a Arc<str>>,
     /// The bytes of the tools' definitions.
     pub tools_bytes: usize,
+    /// Their tokens, when the measure has a tokenizer (else 0).
+    pub tools_tokens: u64,
     /// The newest stored summary.
     pub summary: Option<&'a Compaction>,
     /// The index of the run's user message.
@@ -100,9 +104,16 @@ pub(in crate::agent) fn plan(input: &Input<'_>) -> Plan {
         .map_or(0, |s| s.covers as usize);
     let system = system_with(input.system, input.summary.filter(|_| base > 0));
     let fixed = system.as_deref().map_or(0, str::len) + input.tools_bytes + OVERHEAD;
+    let count = Count {
+        measure: m,
+        fixed: m
+            .tokenizer()
+            .map_or(0, |t| t.fixed(system.as_deref(), input.tools_tokens)),
+    };
     let tail = &input.history[base..];
     let bytes = fixed + size(tail);
-    if m.tokens(bytes) <= trigger {
+    let tokens = count.tokens(tail, bytes, 0);
+    if tokens <= trigger {
         let messages = if base == 0 {
             Arc::clone(input.history)
         } else {
@@ -113,21 +124,24 @@ pub(in crate::agent) fn plan(input: &Input<'_>) -> Plan {
             messages,
             system,
             bytes,
+            tokens,
             shortened,
         });
     }
     let mut stubbed = stub_older_results(tail);
     let bytes = fixed + size(&stubbed);
-    if m.tokens(bytes) <= trigger {
+    let tokens = count.tokens(&stubbed, bytes, 0);
+    if tokens <= trigger {
         return Plan::Send(Planned {
             messages: Arc::new(stubbed),
             system,
             bytes,
+            tokens,
             shortened: true,
         });
     }
     if input.may_compact {
-        if let Some(upto) = cut_point(input, base, fixed, trigger) {
+        if let Some(upto) = cut_point(input, &count, base, fixed, trigger) {
             return Plan::Compact { upto };
         }
     }
@@ -139,10 +153,12 @@ pub(in crate::agent) fn plan(input: &Input<'_>) -> Plan {
         };
     }
     let bytes = fixed + size(&stubbed);
+    let tokens = count.tokens(&stubbed, bytes, 0);
     Plan::Send(Planned {
         messages: Arc::new(stubbed),
         system,
         bytes,
+        tokens,
         shortened: true,
     })
 }
@@ -150,7 +166,13 @@ pub(in crate::agent) fn plan(input: &Input<'_>) -> Plan {
 /// The first user message after `base`, up to the run's, from which on the turns
 /// (shortened) take at most [`KEEP_PERCENT`] of the threshold; the run's own when none
 /// does. `None` when no user message is after `base`.
-fn cut_point(input: &Input<'_>, base: usize, fixed: usize, trigger: u64) -> Option<usize> {
+fn cut_point(
+    input: &Input<'_>,
+    count: &Count,
+    base: usize,
+    fixed: usize,
+    trigger: u64,
+) -> Option<usize> {
     let history = input.history;
     let aim = trigger * KEEP_PERCENT / 100;
     let candidates: Vec<usize> = (base + 1..=input.run_start.min(history.len().saturating_sub(1)))
@@ -162,11 +184,30 @@ fn cut_point(input: &Input<'_>, base: usize, fixed: usize, trigger: u64) -> Opti
         candidates
             .into_iter()
             .find(|&i| {
-                let kept = size(&stub_older_results(&history[i..]));
-                input.measure.tokens(fixed + summary_room + kept) <= aim
+                let kept = stub_older_results(&history[i..]);
+                let bytes = fixed + summary_room + size(&kept);
+                count.tokens(&kept, bytes, trigger / 8) <= aim
             })
             .unwrap_or(last),
     )
+}
+
+/// Tokens of a request: counted by the measure's tokenizer, else estimated from its bytes.
+struct Count {
+    measure: Measure,
+    /// With a tokenizer: the tokens of the system message, the tools and the answer priming.
+    fixed: u64,
+}
+
+impl Count {
+    /// The tokens of a request of `messages` taking `bytes` in all, with `extra` tokens
+    /// more (already in `bytes` for the estimate).
+    fn tokens(&self, messages: &[MessageText], bytes: usize, extra: u64) -> u64 {
+        match self.measure.tokenizer() {
+            Some(t) => self.fixed + extra + t.messages(messages),
+            None => self.measure.tokens(bytes),
+        }
+    }
 }
 
 /// The system message: the rojo's prompt, then the summary of the turns left out.

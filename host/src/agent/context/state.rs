@@ -17,6 +17,8 @@ pub(in crate::agent) struct Fit {
     pub measure: Measure,
     /// The estimated bytes of the last request sent.
     pub last_sent: usize,
+    /// Its tokens, as the measure counted them.
+    pub last_tokens: u64,
     /// The newest summary: `None` until read from the store.
     pub summary: Option<Option<Compaction>>,
     /// The index of the run's user message.
@@ -28,12 +30,21 @@ pub(in crate::agent) struct Fit {
 }
 
 impl Fit {
-    /// The state of a run whose user message is at `run_start`.
-    pub(in crate::agent) fn new(window: Window, run_start: usize) -> Fit {
+    /// The state of a run to `model` whose user message is at `run_start`.
+    pub(in crate::agent) fn new(window: Window, run_start: usize, model: &str) -> Fit {
+        let measure = Measure::for_model(model);
+        if let Some(tokenizer) = measure.tokenizer() {
+            tracing::debug!(
+                model,
+                tokenizer = tokenizer.name(),
+                "requests counted by tokenizer"
+            );
+        }
         Fit {
             window,
-            measure: Measure::default(),
+            measure,
             last_sent: 0,
+            last_tokens: 0,
             summary: None,
             run_start,
             confirmed: window.source == WindowSource::Loaded,
@@ -58,9 +69,9 @@ impl Fit {
     }
 
     /// The provider refused the last request as over the window: plan for three quarters
-    /// of what it was estimated to take.
+    /// of what it was measured to take.
     pub(in crate::agent) fn overflowed(&mut self, model: &str) {
-        let sent = self.measure.tokens(self.last_sent);
+        let sent = self.last_tokens;
         let tokens = (sent * 3 / 4).clamp(super::MIN_CONTEXT_TOKENS / 2, self.window.tokens);
         tracing::warn!(
             model,

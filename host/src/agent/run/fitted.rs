@@ -25,14 +25,20 @@ impl Run<'_> {
         if !self.fit.enabled(rojo) {
             return Ok(Ok(history::request(rojo, &self.history, tools, last)));
         }
-        let tools_bytes = serde_json::to_vec(&tools).map_or(0, |json| json.len());
+        let tools_json = serde_json::to_string(&tools).unwrap_or_default();
+        let tools_tokens = self
+            .fit
+            .measure
+            .tokenizer()
+            .map_or(0, |t| t.tools(&tools_json));
         let mut may_compact = true;
         loop {
             let summary = self.fit.summary.clone().flatten();
             let plan = context::plan(&context::Input {
                 history: &self.history,
                 system: rojo.system_prompt.as_ref(),
-                tools_bytes,
+                tools_bytes: tools_json.len(),
+                tools_tokens,
                 summary: summary.as_ref(),
                 run_start: self.fit.run_start,
                 window: self.fit.window,
@@ -48,6 +54,7 @@ impl Run<'_> {
                 }
                 context::Plan::Send(planned) => {
                     self.fit.last_sent = planned.bytes;
+                    self.fit.last_tokens = planned.tokens;
                     if planned.shortened {
                         tracing::debug!(
                             bytes = planned.bytes,

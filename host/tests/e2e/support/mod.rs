@@ -6,6 +6,7 @@ pub mod held_fs;
 pub mod host;
 pub mod ndjson;
 pub mod nginx;
+pub mod overflow;
 pub mod pgbouncer;
 pub mod pty;
 pub mod seed;

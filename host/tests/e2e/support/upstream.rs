@@ -398,7 +398,8 @@ impl ScriptedUpstream {
 
     /// Starts an upstream like [`ScriptedUpstream::start_per_message`] that enforces a
     /// context window of `tokens` (four bytes of request body a token): a bigger request gets
-    /// `overflow` (a status and a provider's real body). A request whose system message asks
+    /// `overflow` (a status and a provider's real body, `support::overflow`; a `200` body is
+    /// sent as a stream). A request whose system message asks
     /// for a summary is answered with one, numbered.
     pub async fn start_windowed(
         tokens: usize,
@@ -586,8 +587,13 @@ async fn serve_turn(
             script.over_window.fetch_add(1, Ordering::SeqCst);
         }
         match &window.overflow {
+            Some((200, body)) if over => return sse_response(vec![body.clone()]),
             Some((code, body)) if over => {
-                return (StatusCode::from_u16(*code).expect("status"), body.clone())
+                return (
+                    StatusCode::from_u16(*code).expect("status"),
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    body.clone(),
+                )
                     .into_response();
             }
             None if over && !summary => {

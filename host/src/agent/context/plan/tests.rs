@@ -29,6 +29,7 @@ fn input<'a>(history: &'a Arc<Vec<MessageText>>, summary: Option<&'a Compaction>
         history,
         system: None,
         tools_bytes: 1_000,
+        tools_tokens: 0,
         summary,
         run_start: history.len().saturating_sub(4),
         window: Window {
@@ -102,4 +103,36 @@ fn a_single_result_too_large_is_cut_with_a_marker_and_nothing_fitting_is_an_erro
     let mut i = input(&h, None);
     i.tools_bytes = 100_000;
     assert!(matches!(plan(&i), Plan::TooBig { .. }));
+}
+
+#[test]
+fn an_openai_model_is_measured_by_its_tokenizer_not_the_estimate() {
+    // About 18 KB of English: over the threshold at the estimate's three bytes a token,
+    // well under it as o200k_base counts it (nearer five).
+    let prose = "The kettle boils water for tea in the morning. ".repeat(47);
+    let mut h = Vec::new();
+    for n in 0..4 {
+        h.push(text(
+            json!({"role": "user", "content": format!("{n} {prose}")}),
+        ));
+        h.push(text(
+            json!({"role": "assistant", "content": format!("{n} {prose}")}),
+        ));
+    }
+    let h = Arc::new(h);
+    let mut estimated = input(&h, None);
+    estimated.run_start = h.len() - 2;
+    estimated.tools_bytes = 0;
+    assert!(
+        !matches!(plan(&estimated), Plan::Send(ref p) if !p.shortened),
+        "the estimate cannot send it whole"
+    );
+    let counted = Input {
+        measure: Measure::for_model("gpt-4o"),
+        ..estimated
+    };
+    let Plan::Send(p) = plan(&counted) else {
+        panic!("the tokenizer's count fits")
+    };
+    assert!(!p.shortened);
 }
