@@ -8,6 +8,7 @@
 mod labels;
 mod process;
 mod runtime;
+mod scrape;
 
 pub(crate) use labels::NO_RESULT;
 
@@ -346,18 +347,6 @@ impl Metrics {
             .expect("writing to a String cannot fail");
         text
     }
-}
-
-/// Writes `metric`, a value a collector read at scrape time (a `ConstCounter` or `ConstGauge`),
-/// as `name` (with the unit's suffix, and `_total` for a counter).
-fn encode_const<'a>(
-    encoder: &'a mut prometheus_client::encoding::DescriptorEncoder<'_>,
-    name: &'a str,
-    help: &str,
-    unit: Option<&'a Unit>,
-    metric: &impl prometheus_client::encoding::EncodeMetric,
-) -> std::fmt::Result {
-    metric.encode(encoder.encode_descriptor(name, help, unit, metric.metric_type())?)
 }
 
 /// Something open (a chat stream, a connection), counted in its gauge while it lives.
