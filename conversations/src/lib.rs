@@ -16,6 +16,8 @@
 //!   pattern of a search.
 //! - `search`: what a search reads (each message's searchable text), how case is folded, and
 //!   the pattern and trigrams of a searched text.
+//! - `snippet`: [`Snippet`], the piece of a matching message a search hit shows, around its
+//!   match.
 //! - `approvals`: [`Approvals`], tool calls waiting for the user's decision, kept in
 //!   each store's database ([`SqliteApprovals`], [`PostgresApprovals`]).
 //! - `compaction`: [`Compaction`], a model-made summary sent in place of a conversation's
@@ -54,6 +56,7 @@ mod lease;
 mod parse_id;
 mod postgres;
 mod search;
+mod snippet;
 mod sqlite;
 mod step;
 mod store;
@@ -73,9 +76,11 @@ pub use postgres::{
     StatementMode, UrlError, POSTGRES_SCHEMA_VERSION,
 };
 pub use search::MIN_INDEXED_CHARS;
+pub use snippet::{Snippet, SNIPPET_AFTER_CHARS, SNIPPET_BEFORE_CHARS};
 pub use sqlite::{SqliteApprovals, SqliteOptions, SqliteStore, SCHEMA_VERSION};
 pub use step::Step;
 pub use store::{
     Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
+    SearchHit,
 };
 pub use title::TITLE_MAX_CHARS;

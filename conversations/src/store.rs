@@ -11,6 +11,7 @@ use time::OffsetDateTime;
 use crate::compaction::Compaction;
 use crate::error::StoreError;
 use crate::id::ConversationId;
+use crate::snippet::Snippet;
 use crate::step::Step;
 
 /// A stored conversation with its whole history.
@@ -37,6 +38,19 @@ pub struct Conversation {
     pub updated_at: OffsetDateTime,
     /// The stored size: the bytes of its messages' JSON text, as stored.
     pub stored_bytes: u64,
+}
+
+/// One conversation a search found: its summary, and where a message of it matched.
+///
+/// Serializes as the summary's fields and `snippet`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SearchHit {
+    /// The conversation.
+    #[serde(flatten)]
+    pub conversation: ConversationSummary,
+    /// Its first message holding the searched text, around the match; `None` when only
+    /// the title matched (or the searched text is too short for messages to be searched).
+    pub snippet: Option<Snippet>,
 }
 
 /// A conversation without its messages: enough to authorise a caller and to check its
@@ -209,7 +223,7 @@ pub trait ConversationStore: Send + Sync {
     /// trigram index, so a text shorter than [`MIN_INDEXED_CHARS`](crate::MIN_INDEXED_CHARS)
     /// searches titles only. A search runs apart from the other reads (its own connections,
     /// or a share of the pool), is stopped when the returned future is dropped, and has a
-    /// time limit.
+    /// time limit. Each hit comes with a [`Snippet`] of its first matching message.
     ///
     /// # Errors
     ///
@@ -219,7 +233,7 @@ pub trait ConversationStore: Send + Sync {
         project_id: &str,
         text: &str,
         limit: usize,
-    ) -> Result<Vec<ConversationSummary>, StoreError>;
+    ) -> Result<Vec<SearchHit>, StoreError>;
 
     /// The conversation's compactions (`crate::compaction`), the one covering the fewest
     /// messages first; empty for an unknown id.

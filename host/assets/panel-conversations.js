@@ -1,6 +1,7 @@
 // Rojos chat panel: managing conversations (docs/panel.md, "Managing conversations").
 // A menu on each sidebar entry (rename inline, delete after a confirmation dialog), the
 // search box over the sidebar, and the Regenerate / Edit actions under the last exchange.
+// Search hits show the snippet the server sends, the match marked.
 // It exposes one global, `RojosConversations`; panel.js calls it from a few hooks and hands
 // it what it needs (`attach`). Talks to the server through panel.js's `api` only:
 // PATCH / DELETE /conversations/{id}, GET /conversations?q=, POST /chat with regenerate /
@@ -33,6 +34,20 @@ window.RojosConversations = (() => {
   function query() {
     const box = $('history-search');
     return box ? box.value.trim() : '';
+  }
+
+  // A search hit's snippet (docs/api.md, "Managing conversations"): the text around the
+  // first match in its messages, the match in a <mark>. Every part goes in as text.
+  function snippet(hit) {
+    if (!hit || typeof hit.match !== 'string' || !hit.match) return null;
+    const line = node('span', 'history-snippet');
+    const text = (value) => (typeof value === 'string' ? value : '');
+    line.append(
+      document.createTextNode(text(hit.before)),
+      node('mark', 'history-match', hit.match),
+      document.createTextNode(text(hit.after)),
+    );
+    return line;
   }
 
   function onSearchInput() {
@@ -315,5 +330,5 @@ window.RojosConversations = (() => {
     });
   }
 
-  return { attach, decorate, query, refreshActions, takeMode, restoreMode, hideReplaced, cancelEdit };
+  return { attach, decorate, query, snippet, refreshActions, takeMode, restoreMode, hideReplaced, cancelEdit };
 })();

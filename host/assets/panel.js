@@ -1,8 +1,9 @@
 // Rojos chat panel. Talks to this server only: GET /rojos, /projects, /conversations,
 // /conversations/{id}, and POST /chat (NDJSON events CHAT, TOOL_CALL, TOOL_RESULT, ERROR, DONE,
 // the optional live status TOOL_CALL_STARTED / TOOL_CALL_PROGRESS, shown by panel-a11y.js, and
-// APPROVAL_REQUIRED, answered by panel-approve.js). Undo of a turn's file changes is
-// panel-undo.js's (refresh / afterRun hooks).
+// APPROVAL_REQUIRED, answered by panel-approve.js; CONTEXT_COMPACTED, drawn by
+// panel-compaction.js). Undo of a turn's file changes is panel-undo.js's (refresh / afterRun
+// hooks).
 //
 // Safety rule: text from the model, tools, files or the server is only ever put in the page
 // as text (textContent / text nodes); no markup is ever parsed from it. Replies are markdown,
@@ -43,6 +44,8 @@
   const conv = window.RojosConversations || null;
   // Undo of a turn's file changes (panel-undo.js); absent, no undo bars are drawn.
   const undo = window.RojosUndo || null;
+  // "Earlier messages summarised" markers (panel-compaction.js); absent, none are drawn.
+  const compaction = window.RojosCompaction || null;
 
   // ---- small DOM helpers -------------------------------------------------------------------
 
@@ -275,6 +278,10 @@
           window.RojosA11y.announceTool(event.name, event.ok === true);
           break;
         }
+        case 'CONTEXT_COMPACTED':
+          // Older messages are summarised from here on (docs/api.md, "Long conversations").
+          if (compaction) compaction.live(event);
+          break;
         case 'ERROR':
           this.closeBubble();
           this.failed = true;
@@ -499,6 +506,7 @@
     const paths = Array.isArray(undo.paths) ? undo.paths.filter((p) => typeof p === 'string') : [];
     const note = addNote('File changes undone' + (paths.length ? ': ' + paths.join(', ') : '') + '. The rojo was told.');
     if (note) note.classList.add('undo-record');
+    return note;
   }
 
   // ---- runs that outlive the connection (docs/api.md, "Runs") ------------------------------
@@ -690,11 +698,14 @@
         b.dataset.id = c.id;
         b.dataset.rojo = c.rojo || '';
         b.title = c.title || 'Untitled';
-        b.append(
-          node('span', 'history-title', c.title || 'Untitled'),
-          node('span', 'history-meta', [c.rojo, ago(c.updatedAt)].filter(Boolean).join(' \u00B7 ')),
-        );
-        b.addEventListener('click', () => openConversation(c.id, c.rojo));
+        b.append(node('span', 'history-title', c.title || 'Untitled'));
+        // A search hit's snippet, its match marked (panel-conversations.js).
+        const snippet = conv && c.snippet ? conv.snippet(c.snippet) : null;
+        if (snippet) b.append(snippet);
+        b.append(node('span', 'history-meta', [c.rojo, ago(c.updatedAt)].filter(Boolean).join(' \u00B7 ')));
+        // A search hit opens at the message that matched (its snippet's).
+        const found = c.snippet && Number.isInteger(c.snippet.message) ? c.snippet.message : null;
+        b.addEventListener('click', () => openConversation(c.id, c.rojo, found));
         li.appendChild(b);
         if (conv) conv.decorate(li, c);
         el.history.appendChild(li);
@@ -725,13 +736,18 @@
   // Draws a stored conversation: bubbles for user and assistant text, an activity line for
   // each tool call, finished by its `tool` message (whose text starts with "error: " when the
   // call failed, as the host stores it).
-  function renderHistory(messages) {
+  // `compactions` (GET /conversations/{id}/compactions) are drawn where each summary starts
+  // to stand for the messages before it (panel-compaction.js).
+  function renderHistory(messages, compactions = []) {
     clearThread();
     const lines = new Map();
     for (const [index, m] of messages.entries()) {
+      if (compaction) for (const marker of compaction.before(compactions, index)) append(marker);
       if (!m || typeof m !== 'object') continue;
       if (m.role === 'user' && m.rojos && typeof m.rojos === 'object' && m.rojos.undo) {
-        addUndoRecord(m.rojos.undo); // the record an undo left (docs/api.md, "Undo of file changes")
+        // the record an undo left (docs/api.md, "Undo of file changes")
+        const record = addUndoRecord(m.rojos.undo);
+        if (record) record.dataset.message = String(index);
       } else if (m.role === 'user') {
         addUser(contentText(m.content)).dataset.message = String(index); // for panel-undo.js
       } else if (m.role === 'assistant') {
@@ -741,6 +757,7 @@
         const note = m.rojos && typeof m.rojos === 'object' ? m.rojos : {};
         if (text.trim() && note.noAnswer !== true) {
           const bubble = addAssistant();
+          bubble.dataset.message = String(index); // where a search hit opens
           setAssistantText(bubble, text);
           finishBubble(bubble);
         }
@@ -788,12 +805,16 @@
     }
   }
 
-  async function openConversation(id, rojo) {
+  // `found`: the index of the message a search found, scrolled to and outlined.
+  async function openConversation(id, rojo, found = null) {
     leaveRun();
     while (state.busy) await new Promise((resolve) => setTimeout(resolve, 20));
     const seq = ++state.openSeq;
     closeSidebar();
     try {
+      // The summaries are asked for beside the messages (panel-compaction.js).
+      const summaries = compaction ? compaction.list(id) : Promise.resolve([]);
+      summaries.catch(() => {}); // a refused token is handled by fetchMessages
       const { stale, error, messages, rojo: kept } = await fetchMessages(id, seq);
       if (stale) return;
       if (error !== undefined) {
@@ -803,8 +824,11 @@
         return;
       }
       if (rojo && [...el.rojo.options].some((o) => o.value === rojo)) el.rojo.value = rojo;
+      const compactions = await summaries;
+      if (seq !== state.openSeq) return;
       setConversation(id);
-      renderHistory(messages);
+      renderHistory(messages, compactions);
+      if (found !== null) showFound(found);
       showConversationRojo(kept || rojo);
       if (undo) undo.refresh();
       if (conv) conv.cancelEdit();
@@ -814,6 +838,14 @@
       if (e instanceof AuthError) return;
       addError('Cannot open the conversation: ' + e.message);
     }
+  }
+
+  // The bubble of stored message `index`, a search hit's, in view and outlined.
+  function showFound(index) {
+    const bubble = el.thread.querySelector('.msg[data-message="' + index + '"]');
+    if (!bubble) return;
+    bubble.classList.add('found');
+    bubble.scrollIntoView({ block: 'center' });
   }
 
   // ---- rojos and projects ------------------------------------------------------------------
@@ -1006,6 +1038,14 @@
     undo.attach({
       api,
       errorText,
+      isAuthError: (e) => e instanceof AuthError,
+      conversationId: () => state.conversationId,
+    });
+  }
+
+  if (compaction) {
+    compaction.attach({
+      api,
       isAuthError: (e) => e instanceof AuthError,
       conversationId: () => state.conversationId,
     });

@@ -37,9 +37,11 @@ use crate::compaction::Compaction;
 use crate::error::StoreError;
 use crate::id::ConversationId;
 use crate::search::SearchPattern;
+use crate::snippet::Snippet;
 use crate::step::Step;
 use crate::store::{
     Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
+    SearchHit,
 };
 use crate::title::{check_custom_title, contains_pattern};
 use failure::{query_failed, within};
@@ -347,11 +349,12 @@ impl ConversationStore for PostgresStore {
         project_id: &str,
         text: &str,
         limit: usize,
-    ) -> Result<Vec<ConversationSummary>, StoreError> {
+    ) -> Result<Vec<SearchHit>, StoreError> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let messages = SearchPattern::new(text).searches_messages();
+        let searched = SearchPattern::new(text);
+        let messages = searched.searches_messages();
         let pattern = contains_pattern(text);
         let action = || format!("search the conversations of project '{project_id}'");
         let rows = self
@@ -359,7 +362,16 @@ impl ConversationStore for PostgresStore {
             .run(&action, project_id, &pattern, messages, limit)
             .await?;
         rows.iter()
-            .map(|row| queries::summary(row, project_id))
+            .map(|row| {
+                let hit: Option<(i64, String)> = row.get::<_, Option<i64>>(6).zip(row.get(7));
+                let snippet = hit.and_then(|(seq, text)| {
+                    Snippet::of(u64::try_from(seq).ok()?, &text, searched.folded())
+                });
+                Ok(SearchHit {
+                    conversation: queries::summary(row, project_id)?,
+                    snippet,
+                })
+            })
             .collect()
     }
 

@@ -262,8 +262,10 @@ pub(crate) async fn delete_conversation(
 /// of whose messages (`search_text`), matches the `LIKE` pattern `pattern` ignoring case
 /// (`ILIKE`: ASCII letters always, others as the database's locale folds them), most recent
 /// activity first; with `messages` false, titles only (a text too short for a trigram).
-/// The messages are found through the trigram index (`pg_trgm`, schema version 7). Run on
-/// `client` inside the search's transaction (`super::search`).
+/// The messages are found through the trigram index (`pg_trgm`, schema version 7). Each row
+/// is a [`summary`]'s columns, then the index and searchable text of the conversation's
+/// first matching message (`NULL` when only its title matched). Run on `client` inside the
+/// search's transaction (`super::search`).
 pub(crate) async fn search_summaries(
     client: &Transaction<'_>,
     mode: StatementMode,
@@ -272,23 +274,35 @@ pub(crate) async fn search_summaries(
     messages: bool,
     limit: usize,
 ) -> Result<Vec<Row>, tokio_postgres::Error> {
+    // The hits are chosen and ordered first; then each kept one's first matching message
+    // is found along its messages in order (the primary key), for its snippet.
     const SEARCH: Sql = Sql {
-        text: "SELECT id, rojo, coalesce(custom_title, title), updated_at, message_count,
-                    stored_bytes
-             FROM conversations c
-             WHERE project_id = $1 AND (
-                 coalesce(custom_title, title) ILIKE $2 ESCAPE '\\'
-                 OR id IN (
-                     SELECT m.conversation_id FROM messages m
-                     WHERE m.search_text ILIKE $2 ESCAPE '\\'
+        text: "SELECT k.id, k.rojo, k.title, k.updated_at, k.message_count, k.stored_bytes,
+                    h.seq, h.search_text
+             FROM (
+                 SELECT id, rojo, coalesce(custom_title, title) AS title, updated_at,
+                        message_count, stored_bytes, activity
+                 FROM conversations c
+                 WHERE project_id = $1 AND (
+                     coalesce(custom_title, title) ILIKE $2 ESCAPE '\\'
+                     OR id IN (
+                         SELECT m.conversation_id FROM messages m
+                         WHERE m.search_text ILIKE $2 ESCAPE '\\'
+                     )
                  )
-             )
-             ORDER BY activity DESC LIMIT $3",
+                 ORDER BY activity DESC LIMIT $3
+             ) k
+             LEFT JOIN LATERAL (
+                 SELECT m.seq, m.search_text FROM messages m
+                 WHERE m.conversation_id = k.id AND m.search_text ILIKE $2 ESCAPE '\\'
+                 ORDER BY m.seq LIMIT 1
+             ) h ON true
+             ORDER BY k.activity DESC",
         types: &[Type::TEXT, Type::TEXT, Type::INT8],
     };
     const TITLES: Sql = Sql {
         text: "SELECT id, rojo, coalesce(custom_title, title), updated_at, message_count,
-                    stored_bytes
+                    stored_bytes, NULL::bigint, NULL::text
              FROM conversations
              WHERE project_id = $1 AND coalesce(custom_title, title) ILIKE $2 ESCAPE '\\'
              ORDER BY activity DESC LIMIT $3",

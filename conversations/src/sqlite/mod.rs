@@ -7,6 +7,7 @@ mod compaction;
 mod pool;
 mod queries;
 mod schema;
+mod search;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,7 @@ use crate::search::SearchPattern;
 use crate::step::Step;
 use crate::store::{
     Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
+    SearchHit,
 };
 use crate::title::check_custom_title;
 use pool::Pool;
@@ -361,7 +363,7 @@ impl ConversationStore for SqliteStore {
         project_id: &str,
         text: &str,
         limit: usize,
-    ) -> Result<Vec<ConversationSummary>, StoreError> {
+    ) -> Result<Vec<SearchHit>, StoreError> {
         if limit == 0 {
             return Ok(Vec::new());
         }
@@ -370,7 +372,7 @@ impl ConversationStore for SqliteStore {
         let action = format!("search the conversations of project '{project_id}'");
         self.pool
             .search(&action, self.search_timeout, move |conn| {
-                queries::search_summaries(conn, &project_id, &pattern, limit)
+                search::search(conn, &project_id, &pattern, limit)
             })
             .await
     }

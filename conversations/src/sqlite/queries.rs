@@ -13,7 +13,7 @@ use time::OffsetDateTime;
 
 use crate::error::StoreError;
 use crate::id::ConversationId;
-use crate::search::{fold, SearchPattern};
+use crate::search::fold;
 use crate::step::Step;
 use crate::store::{Conversation, ConversationHead, ConversationPage, ConversationSummary};
 
@@ -96,7 +96,10 @@ const DOCS_PER_PROJECT: i64 = 1 << 32;
 
 /// The range of `search_docs.doc` that `project_id`'s messages use, `None` if it has no
 /// number yet (so nothing indexed).
-fn project_docs(conn: &Connection, project_id: &str) -> rusqlite::Result<Option<(i64, i64)>> {
+pub(super) fn project_docs(
+    conn: &Connection,
+    project_id: &str,
+) -> rusqlite::Result<Option<(i64, i64)>> {
     let number: Option<i64> = conn
         .prepare_cached("SELECT number FROM search_projects WHERE project_id = ?1")?
         .query_row([project_id], |row| row.get(0))
@@ -448,10 +451,10 @@ fn parse_messages(rows: Vec<(i64, String)>, id: &ConversationId) -> Result<Vec<V
 }
 
 /// A raw row of [`select_summaries`], before its fields are checked.
-type SummaryRow = (String, String, Option<String>, i64, u64, u64);
+pub(super) type SummaryRow = (String, String, Option<String>, i64, u64, u64);
 
 /// The columns of a [`SummaryRow`].
-const SUMMARY_COLUMNS: &str =
+pub(super) const SUMMARY_COLUMNS: &str =
     "id, rojo, coalesce(custom_title, title), updated_at, message_count, stored_bytes";
 
 /// Up to `limit` conversations of `project_id`, most recent activity first.
@@ -472,57 +475,8 @@ pub(crate) fn select_summaries(
     )
 }
 
-/// Up to `limit` conversations of `project_id` whose title, or the searchable text of one of
-/// whose messages (`crate::search`), contains the searched text ignoring case, most recent
-/// activity first. Titles are compared through `rojos_fold` with `LIKE`; messages are looked
-/// up in the search index by the text's trigrams, within the project's documents, and each
-/// candidate's text is then checked (`rojos_search_match`, linear in its size). A text too
-/// short for a trigram searches titles only.
-pub(crate) fn search_summaries(
-    conn: &mut Connection,
-    project_id: &str,
-    pattern: &SearchPattern,
-    limit: usize,
-) -> Result<Vec<ConversationSummary>, StoreError> {
-    let action = || format!("search the conversations of project '{project_id}'");
-    let docs = project_docs(conn, project_id).map_err(|e| StoreError::backend(action(), e))?;
-    let like = pattern.like_folded();
-    let limit = sql_limit(limit);
-    match (pattern.fts_query(), docs) {
-        (Some(trigrams), Some((first, last))) => {
-            let sql = format!(
-                "SELECT {SUMMARY_COLUMNS} FROM conversations
-                 WHERE project_id = ?1 AND (
-                     rojos_fold(coalesce(custom_title, title)) LIKE ?2 ESCAPE '\\'
-                     OR id IN (
-                         SELECT d.conversation_id FROM search_trigrams t
-                         JOIN search_docs d ON d.doc = t.rowid
-                         JOIN messages m ON m.conversation_id = d.conversation_id
-                                        AND m.seq = d.seq
-                         WHERE search_trigrams MATCH ?4 AND t.rowid BETWEEN ?5 AND ?6
-                         AND rojos_search_match(m.json, ?7)
-                     )
-                 )
-                 ORDER BY activity DESC LIMIT ?3"
-            );
-            let folded = pattern.folded();
-            let params = params![project_id, like, limit, trigrams, first, last, folded];
-            summaries(conn, &sql, project_id, params)
-        }
-        _ => {
-            let sql = format!(
-                "SELECT {SUMMARY_COLUMNS} FROM conversations
-                 WHERE project_id = ?1
-                 AND rojos_fold(coalesce(custom_title, title)) LIKE ?2 ESCAPE '\\'
-                 ORDER BY activity DESC LIMIT ?3"
-            );
-            summaries(conn, &sql, project_id, params![project_id, like, limit])
-        }
-    }
-}
-
 /// A limit as SQLite takes it.
-fn sql_limit(limit: usize) -> i64 {
+pub(super) fn sql_limit(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX)
 }
 
@@ -550,26 +504,30 @@ fn summaries(
     })()
     .map_err(|e| StoreError::backend(action(), e))?;
     rows.into_iter()
-        .map(
-            |(id, rojo, title, updated_ms, message_count, stored_bytes)| {
-                let id = ConversationId::parse(&id).map_err(|e| {
-                    StoreError::corrupt(
-                        format!("a conversation of project '{project_id}' has an invalid id"),
-                        e,
-                    )
-                })?;
-                let updated_at = from_millis(updated_ms, &id, "updated_at")?;
-                Ok(ConversationSummary {
-                    id,
-                    rojo,
-                    title,
-                    updated_at,
-                    message_count,
-                    stored_bytes,
-                })
-            },
-        )
+        .map(|row| summary_of(row, project_id))
         .collect()
+}
+
+/// The summary of a raw row of a conversation of `project_id`.
+pub(super) fn summary_of(
+    (id, rojo, title, updated_ms, message_count, stored_bytes): SummaryRow,
+    project_id: &str,
+) -> Result<ConversationSummary, StoreError> {
+    let id = ConversationId::parse(&id).map_err(|e| {
+        StoreError::corrupt(
+            format!("a conversation of project '{project_id}' has an invalid id"),
+            e,
+        )
+    })?;
+    let updated_at = from_millis(updated_ms, &id, "updated_at")?;
+    Ok(ConversationSummary {
+        id,
+        rojo,
+        title,
+        updated_at,
+        message_count,
+        stored_bytes,
+    })
 }
 
 /// One more than the highest `activity` in the project, so the conversation

@@ -21,6 +21,7 @@ mod persistence;
 mod roundtrip;
 mod silence;
 mod size;
+mod snippets;
 mod support;
 mod tls;
 mod unnamed;

@@ -17,6 +17,10 @@ fn ids(list: &[rojos_conversations::ConversationSummary]) -> Vec<ConversationId>
     list.iter().map(|s| s.id.clone()).collect()
 }
 
+fn hit_ids(list: &[rojos_conversations::SearchHit]) -> Vec<ConversationId> {
+    list.iter().map(|s| s.conversation.id.clone()).collect()
+}
+
 async fn a_given_title_overrides_the_derived_one_until_cleared(backend: Backend) {
     let (_fx, store) = backend.open().await;
     let older = store.create("demo", "default").await.unwrap();
@@ -124,12 +128,12 @@ async fn search_finds_titles_and_message_text_ignoring_case_newest_first(backend
 
     // Tool results and other projects are not searched; activity orders the rest.
     assert_eq!(
-        ids(&found),
+        hit_ids(&found),
         [by_title.clone(), by_answer.clone(), by_question.clone()]
     );
-    assert_eq!(found[0].title.as_deref(), Some("ReadMe plans"));
+    assert_eq!(found[0].conversation.title.as_deref(), Some("ReadMe plans"));
     assert_eq!(
-        ids(&store.search("demo", "readme", 2).await.unwrap()).len(),
+        hit_ids(&store.search("demo", "readme", 2).await.unwrap()).len(),
         2
     );
     assert!(store
@@ -159,7 +163,7 @@ async fn search_takes_wildcards_and_quotes_literally(backend: Backend) {
 
     for text in ["100%", "a_b", "\"quoted\"", "\\ back"] {
         let found = store.search("demo", text, 10).await.unwrap();
-        assert_eq!(ids(&found), std::slice::from_ref(&percent), "{text}");
+        assert_eq!(hit_ids(&found), std::slice::from_ref(&percent), "{text}");
     }
     assert_eq!(store.search("demo", "%", 10).await.unwrap().len(), 1);
     assert_eq!(store.search("demo", "_", 10).await.unwrap().len(), 1);
@@ -285,8 +289,11 @@ async fn sqlite_search_ignores_case_beyond_ascii() {
     // In a message's text, not only in the title.
     store.append(&id, vec![assistant("Ünïcode")]).await.unwrap();
     assert_eq!(
-        ids(&store.search("demo", "école", 10).await.unwrap()),
+        hit_ids(&store.search("demo", "école", 10).await.unwrap()),
         std::slice::from_ref(&id)
     );
-    assert_eq!(ids(&store.search("demo", "ünÏ", 10).await.unwrap()), [id]);
+    assert_eq!(
+        hit_ids(&store.search("demo", "ünÏ", 10).await.unwrap()),
+        [id]
+    );
 }

@@ -362,7 +362,7 @@ async fn a_version_6_database_has_its_stored_messages_made_searchable() {
 
     let found = store.search("demo", "the kettle", 10).await.unwrap();
     assert_eq!(found.len(), 1);
-    assert_eq!(found[0].id, id);
+    assert_eq!(found[0].conversation.id, id);
     assert_eq!(
         cluster()
             .psql(&database, "SELECT count(search_text) FROM messages")

@@ -105,7 +105,7 @@ async fn a_version_5_file_has_its_stored_messages_indexed_for_search() {
     assert_eq!(user_version(&db_path(&dir)), SCHEMA_VERSION);
     let found = store.search("demo", "the kettle", 10).await.unwrap();
     assert_eq!(found.len(), 1);
-    assert_eq!(found[0].id, id);
+    assert_eq!(found[0].conversation.id, id);
 }
 
 #[tokio::test]

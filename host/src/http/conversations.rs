@@ -6,7 +6,9 @@
 //! recently updated first (the chat panel's history); one search at a time per token (`429`),
 //! stopped past `[store] search_timeout_secs` (`503`). `PATCH /conversations/{id}`
 //! `{"title": …}` renames one, `DELETE /conversations/{id}` deletes one with its undo
-//! checkpoints (`409` while a run writes in it). See `docs/api.md`, "Managing conversations".
+//! checkpoints (`409` while a run writes in it). A search's hits carry a snippet of their
+//! first matching message. `GET /conversations/{id}/compactions`: the summaries standing for
+//! its older messages. See `docs/api.md`, "Managing conversations" and "Long conversations".
 
 use axum::{
     extract::{
@@ -17,7 +19,7 @@ use axum::{
     response::{IntoResponse, Response},
     Json,
 };
-use rojos_conversations::{ConversationHead, ConversationId, ConversationSummary, StoreError};
+use rojos_conversations::{Compaction, ConversationHead, ConversationId, StoreError};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -97,7 +99,7 @@ pub(super) async fn list(
     caller: Caller,
     State(state): State<AppState>,
     query: Result<Query<ListQuery>, QueryRejection>,
-) -> Result<Json<Vec<ConversationSummary>>, ApiError> {
+) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let project = query
         .project_id
@@ -108,7 +110,10 @@ pub(super) async fn list(
     let store = &state.agent.store;
     let text = query.q.as_deref().map(str::trim).unwrap_or_default();
     let list = if text.is_empty() {
-        store.list(project.as_str(), limit).await
+        store
+            .list(project.as_str(), limit)
+            .await
+            .map(|list| Json(list).into_response())
     } else {
         let chars = text.chars().count();
         if chars > MAX_QUERY_CHARS {
@@ -127,13 +132,31 @@ pub(super) async fn list(
                     message: SEARCH_BUSY.to_owned(),
                     retry_after: 1,
                 })?;
-        store.search(project.as_str(), text, limit).await
+        // Each hit with its snippet (`docs/api.md`, "Managing conversations").
+        store
+            .search(project.as_str(), text, limit)
+            .await
+            .map(|hits| Json(hits).into_response())
     };
     match list {
-        Ok(list) => Ok(Json(list)),
+        Ok(list) => Ok(list),
         Err(e @ StoreError::SearchTimedOut { .. }) => Err(ApiError::Unavailable(e.to_string())),
         Err(e) => Err(internal(e)),
     }
+}
+
+/// `GET /conversations/{id}/compactions`: the summaries that stand for the conversation's
+/// older messages in what its model is sent, the one covering the fewest first
+/// (`docs/api.md`, "Long conversations").
+pub(super) async fn compactions(
+    caller: Caller,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<Compaction>>, ApiError> {
+    let id = ConversationId::parse(&id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    owned_head(&caller, &state, &id).await?;
+    let compactions = state.agent.store.compactions(&id).await.map_err(internal)?;
+    Ok(Json(compactions))
 }
 
 /// The `429` body's text while the token's previous search still runs.

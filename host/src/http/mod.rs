@@ -59,6 +59,10 @@ pub fn router(state: AppState) -> Router {
             post(approvals::decide),
         )
         .route("/conversations/{id}/events", get(runs::events))
+        .route(
+            "/conversations/{id}/compactions",
+            get(conversations::compactions),
+        )
         .route("/conversations/{id}/stop", post(runs::stop))
         .route(
             "/conversations/{id}/always-allowed",

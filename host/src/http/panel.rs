@@ -33,6 +33,17 @@ const ASSETS: &[(&str, &str, &str)] = &[
         CSS,
         include_str!("../../assets/panel-undo.css"),
     ),
+    // "Earlier messages summarised": where a summary stands for the older messages.
+    (
+        "panel-compaction.js",
+        JS,
+        include_str!("../../assets/panel-compaction.js"),
+    ),
+    (
+        "panel-compaction.css",
+        CSS,
+        include_str!("../../assets/panel-compaction.css"),
+    ),
     // Markdown rendering: our token-stream-to-DOM code and the bundled libraries.
     (
         "panel-render.js",

@@ -22,11 +22,12 @@ export function seedTurns() {
 
 /**
  * Starts an upstream with `turns`, a host on it (or on `provider`, the body of its provider's
- * table) and a browser context; all are stopped when the test ends. Page errors and console
+ * table) and a browser context; all are stopped when the test ends. With `responder`, the
+ * upstream answers each request with `responder(body)` instead of `turns`. Page errors and console
  * errors (CSP violations among them) are collected.
  */
-export async function session(t, browser, turns, { viewport = DESKTOP, provider, extra } = {}) {
-  const upstream = await ScriptedUpstream.start(turns);
+export async function session(t, browser, turns, { viewport = DESKTOP, provider, extra, responder } = {}) {
+  const upstream = responder ? await ScriptedUpstream.responding(responder) : await ScriptedUpstream.start(turns);
   const host = await startHost(upstream, t.name, { provider, extra });
   const context = await browser.newContext({ viewport });
   const page = await context.newPage();

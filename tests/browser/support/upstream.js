@@ -2,7 +2,8 @@
 // `host/tests/e2e/support/upstream.rs`. `POST /v1/chat/completions` serves one queued turn
 // per request (a 500 when the queue is empty), in the providers' exact SSE wire format:
 // `data: {chat.completion.chunk}\n\n` events, then `data: [DONE]\n\n`. It records every
-// request body, and counts responses the client abandoned before their end.
+// request body, and counts responses the client abandoned before their end. Instead of a
+// queue, a `responder` may choose each turn from the request (`ScriptedUpstream.responding`).
 
 import http from 'node:http';
 
@@ -99,6 +100,16 @@ export class ScriptedUpstream {
     return upstream;
   }
 
+  /**
+   * Starts an upstream that answers each request with `responder(body)`, a Turn (for a
+   * conversation of any length, e.g. one the host compacts).
+   */
+  static async responding(responder) {
+    const upstream = await ScriptedUpstream.start([]);
+    upstream.responder = responder;
+    return upstream;
+  }
+
   /** Queues more turns. */
   push(...turns) {
     this.turns.push(...turns);
@@ -119,7 +130,7 @@ export class ScriptedUpstream {
     let body = null;
     try { body = JSON.parse(Buffer.concat(parts).toString('utf8')); } catch { /* recorded as null */ }
     this.received.push({ body, headers: req.headers });
-    const turn = this.turns.shift();
+    const turn = this.responder ? this.responder(body) : this.turns.shift();
     if (!turn) {
       res.writeHead(500, { 'content-type': 'text/plain' }).end('scripted upstream: no turn left for this request');
       return;
