@@ -24,6 +24,8 @@
 //!   older messages once it outgrew its model's context window.
 //! - `lease`: [`RunLeases`], one run at a time per conversation, and its in-process
 //!   [`LocalRunLeases`].
+//! - `shared_feed`: [`SharedFeeds`], a run's events published for the other hosts sharing a
+//!   database.
 //! - `sqlite`: [`SqliteStore`]: connections (`pool`), schema and migrations
 //!   (`schema`) and the blocking queries (`queries`).
 //! - `postgres`: [`PostgresStore`]: options and pool (`connect`), TLS (`tls`), schema and
@@ -56,6 +58,7 @@ mod lease;
 mod parse_id;
 mod postgres;
 mod search;
+mod shared_feed;
 mod snippet;
 mod sqlite;
 mod step;
@@ -72,10 +75,11 @@ pub use error::StoreError;
 pub use id::ConversationId;
 pub use lease::{LeaseHolder, LocalRunLeases, RunLeases};
 pub use postgres::{
-    Migration, PostgresApprovals, PostgresOptions, PostgresRunLeases, PostgresStore, PostgresTls,
-    StatementMode, UrlError, POSTGRES_SCHEMA_VERSION,
+    Migration, PostgresApprovals, PostgresOptions, PostgresRunLeases, PostgresSharedFeeds,
+    PostgresStore, PostgresTls, StatementMode, UrlError, POSTGRES_SCHEMA_VERSION,
 };
 pub use search::MIN_INDEXED_CHARS;
+pub use shared_feed::{FeedRead, Published, SharedFeeds};
 pub use snippet::{Snippet, SNIPPET_AFTER_CHARS, SNIPPET_BEFORE_CHARS};
 pub use sqlite::{SqliteApprovals, SqliteOptions, SqliteStore, SCHEMA_VERSION};
 pub use step::Step;

@@ -243,5 +243,6 @@ fn agent(
             },
         )),
         feeds: Arc::new(crate::agent::Feeds::new(config.unattended_run)),
+        shared_feeds: opened.shared_feeds,
     })
 }

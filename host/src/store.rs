@@ -9,8 +9,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use rojos_conversations::{
-    Approvals, ConversationStore, LocalRunLeases, PostgresStore, RunLeases, SqliteOptions,
-    SqliteStore, StoreError,
+    Approvals, ConversationStore, LocalRunLeases, PostgresStore, RunLeases, SharedFeeds,
+    SqliteOptions, SqliteStore, StoreError,
 };
 
 use crate::config::StoreConfig;
@@ -23,6 +23,8 @@ pub struct OpenedStore {
     pub leases: Arc<dyn RunLeases>,
     /// Tool calls waiting for the user's decision, in the same database.
     pub approvals: Arc<dyn Approvals>,
+    /// The runs' events, for the other hosts sharing the database (none for SQLite).
+    pub shared_feeds: Option<Arc<dyn SharedFeeds>>,
 }
 
 impl std::fmt::Debug for OpenedStore {
@@ -52,6 +54,7 @@ pub fn open(config: &StoreConfig) -> Result<OpenedStore, StoreError> {
                 approvals: Arc::new(store.approvals()),
                 store: Arc::new(store),
                 leases: Arc::new(LocalRunLeases::new()),
+                shared_feeds: None,
             })
         }
         StoreConfig::Postgres(options) => {
@@ -60,6 +63,7 @@ pub fn open(config: &StoreConfig) -> Result<OpenedStore, StoreError> {
             Ok(OpenedStore {
                 leases: Arc::new(store.run_leases()),
                 approvals: Arc::new(store.approvals()),
+                shared_feeds: Some(Arc::new(store.shared_feeds())),
                 store: Arc::new(store),
             })
         }

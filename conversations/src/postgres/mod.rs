@@ -2,7 +2,8 @@
 //! can share. Calls borrow a connection from an async pool (`connect`: deadpool-postgres
 //! over tokio-postgres, TLS in `tls`) and run one statement each (`queries`); the schema is
 //! versioned and migrated under an advisory lock (`schema`); `failure` tells an unreachable
-//! database from other errors; `lease` keeps the hosts' run leases in the same database;
+//! database from other errors; `lease` keeps the hosts' run leases in the same database, `shared_feed` their runs'
+//! events;
 //! `statements` sends each statement prepared or unnamed (behind a transaction pooler);
 //! `search` bounds searches (a share of the pool, a server-side time limit, a cancel when
 //! the caller goes away).
@@ -15,6 +16,7 @@ mod lease;
 mod queries;
 mod schema;
 mod search;
+mod shared_feed;
 mod statements;
 mod tls;
 
@@ -30,6 +32,7 @@ pub use approvals::PostgresApprovals;
 pub use connect::{PostgresOptions, UrlError};
 pub use lease::PostgresRunLeases;
 pub use schema::{Migration, POSTGRES_SCHEMA_VERSION};
+pub use shared_feed::PostgresSharedFeeds;
 pub use statements::StatementMode;
 pub use tls::PostgresTls;
 
@@ -153,6 +156,12 @@ impl PostgresStore {
     /// (`crate::approvals`): every host sharing the database sees every decision.
     pub fn approvals(&self) -> PostgresApprovals {
         PostgresApprovals::new(self.pool.clone(), self.query_timeout, self.mode)
+    }
+
+    /// The run feeds kept in this store's database, over the same connection pool
+    /// (`crate::shared_feed`): any host sharing the database follows and stops any run.
+    pub fn shared_feeds(&self) -> PostgresSharedFeeds {
+        PostgresSharedFeeds::new(self.pool.clone(), self.query_timeout, self.mode)
     }
 
     /// The database, as messages name it: `postgres://user@host:port/database`.

@@ -250,7 +250,9 @@ pub(crate) async fn delete_conversation(
                   messages_gone AS (DELETE FROM messages WHERE conversation_id = $1),
                   approvals_gone AS (DELETE FROM approvals WHERE conversation_id = $1),
                   tools_gone AS (DELETE FROM approved_tools WHERE conversation_id = $1),
-                  compactions_gone AS (DELETE FROM compactions WHERE conversation_id = $1)
+                  compactions_gone AS (DELETE FROM compactions WHERE conversation_id = $1),
+                  feed_gone AS (DELETE FROM run_feeds WHERE conversation_id = $1 RETURNING run),
+                  lines_gone AS (DELETE FROM run_events WHERE run IN (SELECT run FROM feed_gone))
              SELECT count(*) FROM gone",
         types: &[Type::TEXT],
     };

@@ -134,6 +134,26 @@ const MIGRATIONS: &[&str] = &[
         created_at      bigint NOT NULL,
         PRIMARY KEY (conversation_id, covers)
     );",
+    // 9: shared run feeds (`crate::shared_feed`, `super::shared_feed`): the numbered event
+    // lines of each conversation's current or last run, published by the host running it, so
+    // any host can follow it or ask it to stop. `alive_until` (the database's clock) is
+    // refreshed by the running host; a feed whose time passed before its run ended is a dead
+    // host's. No foreign key (see version 3); deleting a conversation deletes its feed.
+    "CREATE TABLE run_feeds (
+        conversation_id text PRIMARY KEY,
+        run             text NOT NULL,
+        last_seq        bigint NOT NULL DEFAULT 0,
+        done            boolean NOT NULL DEFAULT false,
+        stop_asked      boolean NOT NULL DEFAULT false,
+        alive_until     timestamptz NOT NULL,
+        followed_at     timestamptz
+    );
+    CREATE TABLE run_events (
+        run  text NOT NULL,
+        seq  bigint NOT NULL,
+        line text NOT NULL,
+        PRIMARY KEY (run, seq)
+    );",
 ];
 
 /// The schema version this build creates and understands.

@@ -19,6 +19,7 @@ mod migration;
 mod paging;
 mod persistence;
 mod roundtrip;
+mod shared_feeds;
 mod silence;
 mod size;
 mod snippets;

@@ -48,7 +48,7 @@ async fn migrating_twice_migrates_once_and_keeps_the_data() {
             to: POSTGRES_SCHEMA_VERSION
         }
     );
-    assert_eq!(versions(&database), "1,2,3,4,5,6,7,8");
+    assert_eq!(versions(&database), "1,2,3,4,5,6,7,8,9");
     let messages = store.get(&id).await.unwrap().unwrap().messages;
     assert_eq!(messages, vec![user("kept")]);
 }
@@ -71,7 +71,7 @@ async fn hosts_migrating_at_once_all_succeed_and_one_of_them_migrates() {
     assert_eq!(stores.len(), 4);
     assert_eq!(
         versions(&database),
-        "1,2,3,4,5,6,7,8",
+        "1,2,3,4,5,6,7,8,9",
         "each version recorded once"
     );
     let id = stores[0].create("demo", "default").await.unwrap();
@@ -121,7 +121,7 @@ async fn a_version_2_database_loses_its_foreign_keys_and_keeps_its_messages_and_
              ALTER TABLE conversations DROP COLUMN custom_title;
              DROP TABLE approvals; DROP TABLE approved_tools;
              ALTER TABLE messages DROP COLUMN search_text;
-             DROP TABLE compactions;
+             DROP TABLE compactions; DROP TABLE run_feeds; DROP TABLE run_events;
              DELETE FROM rojos_schema_versions WHERE version >= 3;",
         )
         .unwrap();
@@ -132,9 +132,9 @@ async fn a_version_2_database_loses_its_foreign_keys_and_keeps_its_messages_and_
 
     let migrated = PostgresStore::migrate(&options).await.unwrap();
 
-    assert_eq!(migrated, Migration { from: 2, to: 8 });
+    assert_eq!(migrated, Migration { from: 2, to: 9 });
     assert_eq!(foreign_keys(&database), "");
-    assert_eq!(versions(&database), "1,2,3,4,5,6,7,8");
+    assert_eq!(versions(&database), "1,2,3,4,5,6,7,8,9");
     store.append(&id, vec![user("after")]).await.unwrap();
     assert_eq!(
         store.get(&id).await.unwrap().unwrap().messages,
@@ -164,22 +164,22 @@ async fn a_version_3_database_gains_given_titles_and_keeps_its_derived_ones() {
         .await
         .unwrap();
     // Back to version 3 as it shipped: no `custom_title`, no approvals, no search text, no
-    // version 4, 5, 6, 7 or 8.
+    // version 4, 5, 6, 7, 8 or 9.
     cluster()
         .psql(
             &database,
             "ALTER TABLE conversations DROP COLUMN custom_title;
              DROP TABLE approvals; DROP TABLE approved_tools;
              ALTER TABLE messages DROP COLUMN search_text;
-             DROP TABLE compactions;
+             DROP TABLE compactions; DROP TABLE run_feeds; DROP TABLE run_events;
              DELETE FROM rojos_schema_versions WHERE version >= 4;",
         )
         .unwrap();
 
     let migrated = PostgresStore::migrate(&options).await.unwrap();
 
-    assert_eq!(migrated, Migration { from: 3, to: 8 });
-    assert_eq!(versions(&database), "1,2,3,4,5,6,7,8");
+    assert_eq!(migrated, Migration { from: 3, to: 9 });
+    assert_eq!(versions(&database), "1,2,3,4,5,6,7,8,9");
     let store = PostgresStore::open(&options).unwrap();
     let title = |list: Vec<rojos_conversations::ConversationSummary>| list[0].title.clone();
     assert_eq!(
@@ -220,7 +220,7 @@ async fn a_database_from_a_newer_build_is_refused_and_left_alone() {
             POSTGRES_SCHEMA_VERSION
         )
     );
-    assert_eq!(versions(&database), format!("1,2,3,4,5,6,7,8,{newer}"));
+    assert_eq!(versions(&database), format!("1,2,3,4,5,6,7,8,9,{newer}"));
 }
 
 #[tokio::test]
@@ -288,7 +288,7 @@ async fn a_version_5_database_keys_its_approvals_by_approval_id_and_keeps_their_
                      VALUES ('{id}', 'waiting', 'delete_path', 'pending', NULL),
                             ('{id}', 'denied', 'delete_path', 'deny', 'no');
                  ALTER TABLE messages DROP COLUMN search_text;
-                 DROP TABLE compactions;
+                 DROP TABLE compactions; DROP TABLE run_feeds; DROP TABLE run_events;
              DELETE FROM rojos_schema_versions WHERE version >= 6;"
             ),
         )
@@ -296,7 +296,7 @@ async fn a_version_5_database_keys_its_approvals_by_approval_id_and_keeps_their_
 
     let migrated = PostgresStore::migrate(&options).await.unwrap();
 
-    assert_eq!(migrated, Migration { from: 5, to: 8 });
+    assert_eq!(migrated, Migration { from: 5, to: 9 });
     let approvals = store.approvals();
     assert_eq!(
         approvals.state(&id, "denied").await.unwrap(),
@@ -351,7 +351,7 @@ async fn a_version_6_database_has_its_stored_messages_made_searchable() {
         .psql(
             &database,
             "ALTER TABLE messages DROP COLUMN search_text;
-             DROP TABLE compactions;
+             DROP TABLE compactions; DROP TABLE run_feeds; DROP TABLE run_events;
              DELETE FROM rojos_schema_versions WHERE version >= 7;",
         )
         .unwrap();

@@ -10,6 +10,11 @@
 //! [`KEPT_AFTER_DONE`], so that a client that lost its connection near the end still reads
 //! the end; the history holds everything after that. The lines a feed keeps are bounded by the
 //! run's budgets (each event is a piece of what the run stores, or a few bytes of status).
+//!
+//! With a store several hosts share, `relay` publishes each feed for the other hosts and
+//! `remote` follows another host's (`docs/deploy.md`, "Several hosts"); a feed only wakes its
+//! relay ([`Feed::push`] stays a memory write), and a follower on another host counts as
+//! following ([`Feed::followed_elsewhere`]).
 
 use std::{
     collections::HashMap,
@@ -20,7 +25,10 @@ use std::{
 use axum::body::Bytes;
 use rojos_conversations::ConversationId;
 use serde::Serialize;
-use tokio::{sync::watch, time::Instant};
+use tokio::{
+    sync::{watch, Notify},
+    time::Instant,
+};
 use tokio_util::sync::CancellationToken;
 
 use super::Event;
@@ -75,7 +83,12 @@ impl Feeds {
     ) -> (Arc<Feed>, Follower) {
         let (changed, _) = watch::channel(Progress::default());
         let feed = Arc::new(Feed {
+            run: format!(
+                "{:032x}",
+                rojos_conversations::LeaseHolder::generate().as_u128()
+            ),
             log: Mutex::new(Vec::new()),
+            pushed: Notify::new(),
             changed,
             stop,
             cause: Mutex::new(None),
@@ -118,8 +131,12 @@ struct Progress {
 /// One run's numbered events and who follows them.
 #[derive(Debug)]
 pub struct Feed {
+    /// The run's random id, naming its feed in a shared store.
+    run: String,
     /// Line `seq` is at index `seq - 1`.
     log: Mutex<Vec<Arc<str>>>,
+    /// Wakes the relay publishing the feed to a shared store, if any.
+    pushed: Notify,
     /// Wakes followers; its receivers are the followers, so it counts them.
     changed: watch::Sender<Progress>,
     /// The run's stop token.
@@ -127,6 +144,14 @@ pub struct Feed {
     cause: Mutex<Option<StopCause>>,
     /// When the last follower left (or the feed was opened).
     last_left: Mutex<Instant>,
+}
+
+/// `event` numbered `seq`, as a line of a stream (newline included).
+pub(super) fn numbered(event: &Event, seq: u64) -> String {
+    let mut line =
+        serde_json::to_string(&Numbered { event, seq }).expect("events always serialise");
+    line.push('\n');
+    line
 }
 
 /// An event with its number, as a line of the stream.
@@ -142,13 +167,47 @@ impl Feed {
     pub(super) fn push(&self, event: &Event) {
         let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
         let seq = log.len() as u64 + 1;
-        let mut line =
-            serde_json::to_string(&Numbered { event, seq }).expect("events always serialise");
-        line.push('\n');
-        log.push(line.into());
+        log.push(numbered(event, seq).into());
         let done = matches!(event, Event::Done { .. });
         drop(log);
         self.changed.send_replace(Progress { lines: seq, done });
+        self.pushed.notify_one();
+    }
+
+    /// The run's random id (its feed's name in a shared store).
+    pub fn run(&self) -> &str {
+        &self.run
+    }
+
+    /// The lines after number `after` (to the last), and whether the run ended: then its
+    /// `DONE` is the last of the lines given so far.
+    pub(super) fn lines_after(&self, after: u64) -> (Vec<Arc<str>>, bool) {
+        let log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        let lines = log.iter().skip(after as usize).cloned().collect();
+        // `done` is set just after `DONE` is added: read while the log is locked, it is true
+        // only once `DONE` is in the log (and then `DONE` is its last line).
+        let done = self.changed.borrow().done;
+        (lines, done)
+    }
+
+    /// Resolves after the next [`Feed::push`] (at once if one happened since the last call).
+    pub(super) async fn pushed(&self) {
+        self.pushed.notified().await;
+    }
+
+    /// Notes that a client on another host read the feed `ago`: the run is followed, so
+    /// nobody-follows time counts from then (see [`Feed::stop_when_unattended`]).
+    pub(super) fn followed_elsewhere(&self, ago: Duration) {
+        let Some(at) = Instant::now().checked_sub(ago) else {
+            return;
+        };
+        let mut left = self
+            .last_left
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if at > *left {
+            *left = at;
+        }
     }
 
     /// A new follower reading the lines after number `after`.
@@ -334,5 +393,43 @@ mod tests {
         watch.await;
         assert_eq!(feed.cause(), Some(StopCause::Unattended));
         assert!(!feed.stop(StopCause::Asked), "already stopped");
+    }
+
+    #[tokio::test]
+    async fn a_relay_reads_the_lines_after_its_last_and_learns_when_done_is_among_them() {
+        let (feed, _follower) = feed();
+        feed.push(&chat("a"));
+        feed.push(&chat("b"));
+        let (lines, done) = feed.lines_after(1);
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].contains("\"seq\":2"), "{}", lines[0]);
+        assert!(!done);
+        feed.push(&Event::Done {
+            conversation_id: "c1".into(),
+            stop_reason: super::super::StopReason::Completed,
+        });
+        let (lines, done) = feed.lines_after(2);
+        assert!(done && lines.len() == 1 && lines[0].contains("\"DONE\""));
+        assert_eq!(feed.lines_after(3), (Vec::new(), true));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_on_another_host_keeps_the_run_attended() {
+        let (feed, follower) = feed();
+        drop(follower);
+        let watch = feed.stop_when_unattended(Unattended::After(Duration::from_secs(10)));
+        tokio::pin!(watch);
+        tokio::select! {
+            () = &mut watch => panic!("stopped before its time"),
+            () = tokio::time::sleep(Duration::from_secs(8)) => {}
+        }
+        // Read on another host a second ago: nobody-follows time starts again from then.
+        feed.followed_elsewhere(Duration::from_secs(1));
+        tokio::select! {
+            () = &mut watch => panic!("stopped while followed on another host"),
+            () = tokio::time::sleep(Duration::from_secs(8)) => {}
+        }
+        watch.await;
+        assert_eq!(feed.cause(), Some(StopCause::Unattended));
     }
 }

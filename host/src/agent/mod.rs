@@ -11,7 +11,8 @@
 //! call the rojo's `approve` names runs, and takes their decision (`replaces` tells whether
 //! a call would replace what exists, for `approve = "destructive"`); `first_turn` sends a new
 //! conversation's first model request while the conversation is created; `feed` numbers and
-//! keeps a run's events for every client that follows it. The agent knows
+//! keeps a run's events for every client that follows it; `relay` publishes them to a store
+//! several hosts share and `remote` follows a run of another host. The agent knows
 //! the registry, the provider clients and the store, but not HTTP.
 
 mod approval;
@@ -25,13 +26,15 @@ mod first_turn;
 mod history;
 mod lease;
 mod progress;
+mod relay;
+pub mod remote;
 mod replaces;
 mod run;
 mod single;
 
 use std::{sync::Arc, time::Duration};
 
-use rojos_conversations::{ConversationId, ConversationStore, RunLeases, StoreError};
+use rojos_conversations::{ConversationId, ConversationStore, RunLeases, SharedFeeds, StoreError};
 use rojos_plugin_api::Limits;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
@@ -40,6 +43,7 @@ pub use events::{Event, StopReason};
 pub use feed::{Feeds, Follower, StopCause, Unattended};
 pub use first_turn::FirstTurn;
 pub use lease::RunLease;
+pub use remote::RemoteFollower;
 pub use single::{SingleCallError, SingleCallResult};
 
 use crate::{
@@ -82,6 +86,9 @@ pub struct Agent {
     pub checkpoints: Arc<crate::checkpoints::Checkpoints>,
     /// The events of this host's runs, for the clients that follow them.
     pub feeds: Arc<Feeds>,
+    /// With a store several hosts share: the runs' events published there, so any host
+    /// follows and stops any run (`relay`, `remote`).
+    pub shared_feeds: Option<Arc<dyn SharedFeeds>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -175,13 +182,29 @@ impl Agent {
         let (feed, follower) = self
             .feeds
             .open(&request.conversation, request.lease.stop().child_token());
-        feed.push(&Event::RunStarted {
+        let started = Event::RunStarted {
             conversation_id: request.conversation.to_string(),
             rojo: request.rojo_name.clone(),
-        });
+        };
         let agent = Arc::clone(self);
         self.tasks.spawn(async move {
             let conversation = request.conversation.clone();
+            if let Some(shared) = &agent.shared_feeds {
+                // The feed is in the shared store before any client learns of the run, so
+                // a client that got `RUN_STARTED` can follow it on any host.
+                let opened =
+                    relay::open(shared.as_ref(), &conversation, &feed, agent.run_lease).await;
+                feed.push(&started);
+                tokio::spawn(relay::publish(
+                    Arc::clone(shared),
+                    conversation.clone(),
+                    Arc::clone(&feed),
+                    agent.run_lease,
+                    opened,
+                ));
+            } else {
+                feed.push(&started);
+            }
             run::run(Arc::clone(&agent), request, first_turn, Arc::clone(&feed)).await;
             drop(held);
             // Kept a while for a client that lost its connection near the end.
@@ -192,6 +215,11 @@ impl Agent {
                     () = shutdown.cancelled() => {}
                 }
                 agent.feeds.forget(&conversation, &feed);
+                if let Some(shared) = &agent.shared_feeds {
+                    if let Err(e) = shared.close(&conversation, feed.run()).await {
+                        tracing::warn!(error = %e, "cannot delete a finished run's shared feed");
+                    }
+                }
             });
         });
         follower

@@ -12,7 +12,10 @@ use axum::{
 };
 use futures_util::stream;
 
-use crate::{agent::Follower, metrics::Open};
+use crate::{
+    agent::{Follower, RemoteFollower},
+    metrics::Open,
+};
 
 /// The streaming response following a run's events; `held` is released when the body ends.
 pub(super) fn response(events: Follower, held: Open) -> Response {
@@ -22,13 +25,27 @@ pub(super) fn response(events: Follower, held: Open) -> Response {
         let chunk = events.next_chunk().await?;
         Some((Ok::<_, std::convert::Infallible>(chunk), (events, held)))
     });
+    streaming(Body::from_stream(lines))
+}
+
+/// [`response`] following a run of another host, through the shared store.
+pub(super) fn remote_response(events: RemoteFollower, held: Open) -> Response {
+    let lines = stream::unfold((events, held), |(mut events, held)| async move {
+        let chunk = events.next_chunk().await?;
+        Some((Ok::<_, std::convert::Infallible>(chunk), (events, held)))
+    });
+    streaming(Body::from_stream(lines))
+}
+
+/// `body` with the headers of an event stream.
+fn streaming(body: Body) -> Response {
     (
         [
             (header::CONTENT_TYPE, "application/x-ndjson"),
             (header::CACHE_CONTROL, "no-cache"),
             (header::HeaderName::from_static("x-accel-buffering"), "no"),
         ],
-        Body::from_stream(lines),
+        body,
     )
         .into_response()
 }

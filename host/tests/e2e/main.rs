@@ -27,6 +27,7 @@ mod dropin;
 mod error_bodies;
 mod file_names;
 mod files;
+mod fleet_runs;
 mod hosts;
 mod init;
 mod isolation;

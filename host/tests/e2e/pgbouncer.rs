@@ -2,7 +2,7 @@
 //! `pgbouncer`, in front of a throwaway cluster), with `[store] prepared_statements = false`:
 //! two real hosts share the database through the pooler, with fewer server connections than
 //! the hosts' pools hold, and every chat, follow-up, conversation read, list and search
-//! answers as it does without the pooler. Named prepared statements (the default) do not
+//! answers as it does without the pooler, and each host follows the other's runs. Named prepared statements (the default) do not
 //! survive transaction pooling: the pooler hands each transaction to any server connection.
 
 use serde_json::Value;
@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::postgres::{chat, cluster, PASSWORD_VAR};
 use crate::support::{
     binary::RunningBinary,
-    host::{client, stored_messages_at, HostConfig, TOKEN},
+    host::{client, get_at, stored_messages_at, HostConfig, TOKEN},
     ndjson::Stream,
     pgbouncer::PgBouncer,
     upstream::{ScriptedUpstream, Turn},
@@ -118,6 +118,16 @@ async fn two_hosts_behind_pgbouncer_in_transaction_mode_chat_read_list_and_searc
         let (status, messages) = get_json(url, &format!("/conversations/{two}")).await;
         assert_eq!(status, 200, "{messages}");
         assert_eq!(messages.as_array().unwrap().len(), 4);
+    }
+    // Each host follows the other's last run through the pooler (the shared run feeds).
+    for (url, conversation) in [(&b, &one), (&a, &two)] {
+        let path = format!("/conversations/{conversation}/events?after=0");
+        let followed = Stream::read(get_at(url, &path).await).await;
+        assert_eq!(followed.text(), "pooled answer");
+        assert_eq!(
+            followed.done(),
+            (conversation.clone(), "completed".to_owned())
+        );
     }
     for host in &hosts {
         let log = host.stderr.lock().unwrap().clone();

@@ -24,7 +24,7 @@ use crate::support::{
 const PASSWORD_VAR: &str = "ROJOS_E2E_PG_PASSWORD";
 
 /// The PostgreSQL server of this module's tests (each uses its own database in it).
-fn cluster() -> &'static PgCluster {
+pub(crate) fn cluster() -> &'static PgCluster {
     static CLUSTER: OnceLock<PgCluster> = OnceLock::new();
     CLUSTER.get_or_init(|| {
         PgCluster::start()
@@ -34,21 +34,26 @@ fn cluster() -> &'static PgCluster {
 
 /// Two hosts on one config folder (one `rojos.toml`, one `storage/`), one database, and
 /// nginx in front of them.
-struct Deployment {
+pub(crate) struct Deployment {
     /// The config folder; its `storage/` is the shared storage folder.
-    dir: tempfile::TempDir,
-    hosts: [RunningBinary; 2],
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) hosts: [RunningBinary; 2],
     /// Each host's own address, for what must bypass nginx.
-    urls: [String; 2],
-    nginx: Nginx,
+    pub(crate) urls: [String; 2],
+    pub(crate) nginx: Nginx,
 }
 
 impl Deployment {
-    fn start(config: HostConfig) -> Deployment {
+    pub(crate) fn start(config: HostConfig) -> Deployment {
+        Deployment::start_with_store(config, "")
+    }
+
+    /// [`Deployment::start`] with `store` (lines of keys) added to the `[store]` table.
+    pub(crate) fn start_with_store(config: HostConfig, store: &str) -> Deployment {
         let cluster = cluster();
         let database = cluster.create_database().expect("a new database");
         let config = config.with(&format!(
-            "[store]\nbackend = \"postgres\"\nurl = \"{}\"\npassword_env = \"{PASSWORD_VAR}\"\n",
+            "[store]\nbackend = \"postgres\"\nurl = \"{}\"\npassword_env = \"{PASSWORD_VAR}\"\n{store}",
             cluster.url(&database)
         ));
         let dir = config.in_temp_folder();
@@ -65,8 +70,22 @@ impl Deployment {
         }
     }
 
+    /// Kills host `n` (SIGKILL: nothing flushed, nothing handed over).
+    pub(crate) fn kill(&mut self, n: usize) {
+        self.hosts[n].kill();
+    }
+
+    /// Kills host `n` and starts it again on the same config folder (a new address, which
+    /// `urls[n]` then holds; nginx keeps the old one).
+    pub(crate) fn restart(&mut self, n: usize) {
+        self.hosts[n].kill();
+        let password = cluster().password();
+        self.hosts[n] = RunningBinary::start(self.dir.path(), "info", &[(PASSWORD_VAR, &password)]);
+        self.urls[n] = self.hosts[n].url();
+    }
+
     /// A file of project `demo` on the shared storage folder.
-    fn project_file(&self, path: &str) -> std::path::PathBuf {
+    pub(crate) fn project_file(&self, path: &str) -> std::path::PathBuf {
         self.dir.path().join("storage/demo/root").join(path)
     }
 
