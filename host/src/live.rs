@@ -5,6 +5,7 @@
 
 use std::{
     collections::BTreeMap,
+    hash::{Hash, Hasher},
     path::{Path, PathBuf},
     sync::Arc,
     time::Duration,
@@ -72,7 +73,7 @@ pub struct LiveProvider {
     /// `client` as built: neither changes afterwards (an edit of `rojos.toml` builds new
     /// settings).
     fingerprint: u64,
-    /// Its endpoint's `host[:port]`, as messages name it ([`crate::providers::ProviderRef`]):
+    /// Its endpoint's `host[:port]`, as messages name it (`providers::ProviderRef`):
     /// found once here, where every chat parsed the URL again.
     host: String,
 }
@@ -81,8 +82,8 @@ impl LiveProvider {
     /// The provider `config` with `client` (`None` while its model is to be taken from the
     /// server's list).
     pub fn new(config: ProviderConfig, client: Option<rojos_llm::Client>) -> Self {
-        let fingerprint = crate::providers::status::fingerprint(&config, client.is_some());
-        let host = crate::providers::endpoint_host(&config.provider.base_url);
+        let fingerprint = fingerprint(&config, client.is_some());
+        let host = endpoint_host(&config.provider.base_url);
         Self {
             config,
             client,
@@ -107,6 +108,42 @@ impl LiveProvider {
     pub fn usable_client(&self) -> Option<&rojos_llm::Client> {
         self.client.as_ref().filter(|_| !self.config.missing_key)
     }
+}
+
+/// What identifies a provider's configuration: any change (URL, model, key, headers,
+/// time-outs) makes it a new one, checked afresh. Never shown. Computed once per
+/// configuration ([`LiveProvider::new`]): it formats the whole configuration, and every chat
+/// asks the board about its rojo's providers.
+fn fingerprint(config: &ProviderConfig, has_client: bool) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    // `Debug` shows every setting but the secrets, which are added one by one.
+    format!("{:?}", config.provider).hash(&mut hasher);
+    config
+        .provider
+        .api_key
+        .as_ref()
+        .map(|key| key.expose())
+        .hash(&mut hasher);
+    config.provider.headers.hash(&mut hasher);
+    config.provider.base_url.hash(&mut hasher);
+    (
+        config.kind,
+        &config.key_env,
+        config.missing_key,
+        config.model_from_list,
+    )
+        .hash(&mut hasher);
+    has_client.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The `host[:port]` of `base_url` as errors name it, or the redacted URL when it does not
+/// parse.
+pub(crate) fn endpoint_host(base_url: &str) -> String {
+    rojos_llm::chat_completions_url(base_url).map_or_else(
+        |_| rojos_llm::display_url(base_url),
+        |url| rojos_llm::endpoint_host(&url),
+    )
 }
 
 impl Settings {

@@ -8,6 +8,7 @@
 mod labels;
 mod process;
 mod runtime;
+mod scrape;
 
 pub(crate) use labels::NO_RESULT;
 
@@ -23,8 +24,6 @@ use prometheus_client::{
     },
     registry::{Registry, Unit},
 };
-
-use crate::agent::StopReason;
 
 /// The `Content-Type` of [`Metrics::render`]'s output.
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
@@ -226,9 +225,9 @@ impl Metrics {
         self.chats_started.inc();
     }
 
-    /// A chat run ended with `stop`.
-    pub fn chat_finished(&self, stop: StopReason) {
-        let stop_reason = stop_label(stop);
+    /// A chat run ended with `stop_reason`, as `DONE.stopReason` spells it
+    /// (`StopReason::as_str` of the agent).
+    pub fn chat_finished(&self, stop_reason: &'static str) {
         debug_assert!(labels::STOP_REASONS.contains(&stop_reason), "{stop_reason}");
         self.chats_finished
             .get_or_create(&StopLabels { stop_reason })
@@ -350,18 +349,6 @@ impl Metrics {
     }
 }
 
-/// Writes `metric`, a value a collector read at scrape time (a `ConstCounter` or `ConstGauge`),
-/// as `name` (with the unit's suffix, and `_total` for a counter).
-fn encode_const<'a>(
-    encoder: &'a mut prometheus_client::encoding::DescriptorEncoder<'_>,
-    name: &'a str,
-    help: &str,
-    unit: Option<&'a Unit>,
-    metric: &impl prometheus_client::encoding::EncodeMetric,
-) -> std::fmt::Result {
-    metric.encode(encoder.encode_descriptor(name, help, unit, metric.metric_type())?)
-}
-
 /// Something open (a chat stream, a connection), counted in its gauge while it lives.
 #[derive(Debug)]
 pub struct Open {
@@ -383,21 +370,10 @@ impl Drop for Open {
     }
 }
 
-/// A stop reason as `DONE.stopReason` spells it.
-fn stop_label(stop: StopReason) -> &'static str {
-    match stop {
-        StopReason::Completed => "completed",
-        StopReason::MaxSteps => "max_steps",
-        StopReason::ProviderError => "provider_error",
-        StopReason::Cancelled => "cancelled",
-        StopReason::InternalError => "internal_error",
-        StopReason::LimitReached => "limit_reached",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::StopReason;
 
     #[test]
     fn stop_labels_are_the_wire_spelling() {
@@ -411,9 +387,9 @@ mod tests {
         ];
         for stop in stops {
             let wire = serde_json::to_value(stop).unwrap();
-            assert_eq!(wire, stop_label(stop));
+            assert_eq!(wire, stop.as_str());
         }
-        let labels: Vec<&str> = stops.into_iter().map(stop_label).collect();
+        let labels: Vec<&str> = stops.into_iter().map(StopReason::as_str).collect();
         assert_eq!(labels, labels::STOP_REASONS);
     }
 
@@ -421,7 +397,7 @@ mod tests {
     fn counts_render_in_the_prometheus_text_format() {
         let metrics = Metrics::new();
         metrics.chat_started();
-        metrics.chat_finished(StopReason::Completed);
+        metrics.chat_finished(StopReason::Completed.as_str());
         metrics.tool_call("list_files", true, Duration::from_micros(30));
         metrics.tool_call_cancelled("list_files", Duration::from_micros(30));
         metrics.provider_error("status");

@@ -61,6 +61,13 @@ pub struct AppState {
     _watchers: Arc<Vec<WatchGuard>>,
 }
 
+/// The token table, as the [`crate::http::auth::Caller`] extractor reads it.
+impl axum::extract::FromRef<AppState> for Arc<Auth> {
+    fn from_ref(state: &AppState) -> Arc<Auth> {
+        Arc::clone(&state.auth)
+    }
+}
+
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {

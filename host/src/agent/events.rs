@@ -149,6 +149,21 @@ pub enum StopReason {
     LimitReached,
 }
 
+impl StopReason {
+    /// The reason as `DONE.stopReason` spells it (also the `stop_reason` label of
+    /// `rojos_chats_finished_total`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Completed => "completed",
+            StopReason::MaxSteps => "max_steps",
+            StopReason::ProviderError => "provider_error",
+            StopReason::Cancelled => "cancelled",
+            StopReason::InternalError => "internal_error",
+            StopReason::LimitReached => "limit_reached",
+        }
+    }
+}
+
 impl Event {
     /// The event as one NDJSON line, newline included.
     pub fn to_line(&self) -> String {

@@ -112,7 +112,7 @@ pub(super) async fn run(
             }
         };
         tracing::info!(stop_reason = ?stop, "chat finished");
-        agent.metrics.chat_finished(stop);
+        agent.metrics.chat_finished(stop.as_str());
         // The history is closed: the next message may start a run before `DONE` arrives.
         request.lease.release().await;
         out.send(Event::Done {

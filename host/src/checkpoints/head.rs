@@ -10,8 +10,6 @@ use std::io::{self, Read};
 use cap_std::fs::Dir;
 use serde::{Deserialize, Serialize};
 
-use super::stored::{self, Manifest};
-
 /// The ending of a head's file name.
 const HEAD: &str = ".head";
 /// The longest head read (a head holds the paths a run's calls named).
@@ -53,26 +51,8 @@ pub(super) struct Head {
 }
 
 impl Head {
-    /// The head of the log `manifest` describes.
-    pub(super) fn of(manifest: &Manifest) -> Head {
-        Head {
-            log_len: manifest.len(),
-            run: manifest.run.clone(),
-            message: manifest.message,
-            created_at: manifest.created_at,
-            paths: manifest.paths.clone(),
-            undone: manifest.undone,
-            evicted: manifest.evicted,
-            changed: manifest.changed_anything(),
-            longest: manifest.longest,
-            conversation: manifest.conversation.clone(),
-            unreadable: None,
-            disk: 0,
-        }
-    }
-
     /// The head of a log that cannot be read: what its name tells (`<created ms>-<message>`).
-    fn unreadable(conversation: &str, run: &str, why: String) -> Head {
+    pub(super) fn unreadable(conversation: &str, run: &str, why: String) -> Head {
         let (created, message) = run.split_once('-').unwrap_or((run, ""));
         Head {
             run: run.to_owned(),
@@ -91,10 +71,10 @@ pub(super) fn name(conversation: &str, run: &str) -> String {
     format!("{conversation}.{run}{HEAD}")
 }
 
-/// Writes the head of the log `manifest` describes; returns its length.
-pub(super) fn write(folder: &Dir, manifest: &Manifest) -> io::Result<u64> {
-    let bytes = serde_json::to_vec(&Head::of(manifest)).map_err(io::Error::other)?;
-    folder.write(name(&manifest.conversation, &manifest.run), &bytes)?;
+/// Writes `head` beside its log; returns its length.
+pub(super) fn write(folder: &Dir, head: &Head) -> io::Result<u64> {
+    let bytes = serde_json::to_vec(head).map_err(io::Error::other)?;
+    folder.write(name(&head.conversation, &head.run), &bytes)?;
     Ok(bytes.len() as u64)
 }
 
@@ -106,72 +86,17 @@ pub(super) fn len(folder: &Dir, conversation: &str, run: &str) -> u64 {
 }
 
 /// The head of `run` when it describes a log of `log_len` bytes.
-fn read(folder: &Dir, conversation: &str, run: &str, log_len: u64) -> Option<(Head, u64)> {
+pub(super) fn read(
+    folder: &Dir,
+    conversation: &str,
+    run: &str,
+    log_len: u64,
+) -> Option<(Head, u64)> {
     let file = folder.open(name(conversation, run)).ok()?;
     let mut bytes = Vec::new();
     file.take(MAX_HEAD).read_to_end(&mut bytes).ok()?;
     let head: Head = serde_json::from_slice(&bytes).ok()?;
     (head.log_len == log_len && head.run == run).then_some((head, bytes.len() as u64))
-}
-
-/// The checkpoints in a project's `checkpoints` folder (of one `conversation`, or all),
-/// oldest first, from their heads (a log is read only when its head is missing or stale;
-/// one that cannot be read is listed as unreadable). Record lines are at most `max_line`.
-pub(super) fn scan(
-    checkpoints: &Dir,
-    conversation: Option<&str>,
-    max_line: u64,
-) -> io::Result<Vec<Head>> {
-    let mut runs = Vec::new();
-    for entry in checkpoints.entries()? {
-        let entry = entry?;
-        let Some(file) = entry.file_name().to_str().map(str::to_owned) else {
-            continue;
-        };
-        let Some((of, run)) = stored::log_parts(&file) else {
-            continue;
-        };
-        if conversation.is_some_and(|c| c != of) {
-            continue;
-        }
-        let size = match entry.metadata() {
-            Ok(meta) => meta.len(),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
-        };
-        let mut head = match read(checkpoints, of, run, size) {
-            Some((head, head_len)) => Head {
-                conversation: of.to_owned(),
-                disk: size + head_len,
-                ..head
-            },
-            None => match Manifest::read(checkpoints, &file, max_line) {
-                Ok(Some(manifest)) => Head {
-                    disk: size + len(checkpoints, of, run),
-                    ..Head::of(&manifest)
-                },
-                Ok(None) => continue,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => {
-                    tracing::warn!(error = %e, checkpoint = %file, "unreadable checkpoint");
-                    Head::unreadable(of, run, e.to_string())
-                }
-            },
-        };
-        if head.disk == 0 {
-            head.disk = size;
-        }
-        if head.unreadable.is_none() && head.longest > max_line {
-            head.unreadable = Some(format!(
-                "a record of {} bytes is longer than {max_line} bytes ([limits] \
-                 checkpoint_record_bytes): raise it to read this checkpoint",
-                head.longest
-            ));
-        }
-        runs.push(head);
-    }
-    runs.sort_by(|a, b| (a.created_at, &a.run).cmp(&(b.created_at, &b.run)));
-    Ok(runs)
 }
 
 /// The bytes a project's checkpoints take on disk: every file in its `checkpoints` folder

@@ -14,6 +14,7 @@
 //!
 //! - `stored`: a run's append-only log on disk.
 //! - `head`: the small summary beside each log that listing and the budget read.
+//! - `listing`: a project's checkpoints, from their heads (or logs where a head is stale).
 //! - `fingerprint`: what "unchanged since the run" compares.
 //! - `before`: a file's text before a run, for the panel's line diff.
 //! - `lock`: the project lock undo holds from its check to its restore.
@@ -25,6 +26,7 @@
 mod before;
 mod fingerprint;
 mod head;
+mod listing;
 mod lock;
 mod memory;
 mod record;
@@ -343,7 +345,7 @@ impl Checkpoints {
         let Some(checkpoints) = self.project_dir(project, false)? else {
             return Ok(None);
         };
-        let mut runs = head::scan(&checkpoints, Some(conversation.as_str()), self.record_bytes)?;
+        let mut runs = listing::scan(&checkpoints, Some(conversation.as_str()), self.record_bytes)?;
         runs.retain(|h| h.changed || h.unreadable.is_some());
         Ok(Some((checkpoints, runs)))
     }

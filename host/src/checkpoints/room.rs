@@ -7,7 +7,7 @@ use std::io;
 
 use cap_std::fs::Dir;
 
-use super::{head, stored, Checkpoints};
+use super::{head, listing, stored, Checkpoints};
 
 impl Checkpoints {
     /// Drops the oldest checkpoints of the project (never the run `keep` of `conversation`)
@@ -28,7 +28,7 @@ impl Checkpoints {
         if fits(total) {
             return Ok(total);
         }
-        let mut all = head::scan(checkpoints, None, self.record_bytes)?;
+        let mut all = listing::scan(checkpoints, None, self.record_bytes)?;
         all.retain(|h| !(h.conversation == conversation && h.run == keep));
         for head in all
             .iter_mut()

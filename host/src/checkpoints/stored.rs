@@ -180,6 +180,24 @@ impl Manifest {
                 .any(|e| e.after.as_deref() != Some(e.before_print.as_str()))
     }
 
+    /// The head of the log this manifest describes.
+    pub(super) fn head(&self) -> Head {
+        Head {
+            log_len: self.len(),
+            run: self.run.clone(),
+            message: self.message,
+            created_at: self.created_at,
+            paths: self.paths.clone(),
+            undone: self.undone,
+            evicted: self.evicted,
+            changed: self.changed_anything(),
+            longest: self.longest,
+            conversation: self.conversation.clone(),
+            unreadable: None,
+            disk: 0,
+        }
+    }
+
     /// The length of the log's whole records.
     pub(super) fn len(&self) -> u64 {
         self.len
@@ -598,7 +616,7 @@ impl Log {
     /// Writes the log's head beside it (what listing reads instead of the log); a head not
     /// written is only slower listing (the log is read instead), so a failure is logged.
     fn write_head(&mut self) {
-        match super::head::write(&self.folder, &self.manifest) {
+        match super::head::write(&self.folder, &self.manifest.head()) {
             Ok(len) => self.head_len = len,
             Err(e) => {
                 tracing::warn!(error = %e, run = %self.manifest.run, "checkpoint head not written")
@@ -785,7 +803,7 @@ pub(super) fn evict(checkpoints: &Dir, head: &Head) -> io::Result<u64> {
     file.sync_all()?;
     checkpoints.rename(&temp, checkpoints, &name)?;
     sync_dir(checkpoints)?;
-    let head = super::head::write(checkpoints, &manifest).unwrap_or(0);
+    let head = super::head::write(checkpoints, &manifest.head()).unwrap_or(0);
     Ok(manifest.len + head)
 }
 
@@ -1217,7 +1235,7 @@ mod tests {
         )
         .expect("record");
         log.record_after(vec![Some("q".into())]).expect("after");
-        let head = super::super::head::Head::of(&log.manifest);
+        let head = log.manifest.head();
         drop(log);
         evict(&dir, &head).expect("evict");
         let read = read_back(&dir);

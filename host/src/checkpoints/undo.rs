@@ -9,7 +9,7 @@ use rojos_conversations::ConversationId;
 use rojos_fs_guard::{PathError, ProjectDir};
 use rojos_plugin_api::Limits;
 
-use super::{fingerprint::Hasher, head::Head, summary, Checkpoints, Log, Summary};
+use super::{fingerprint::Hasher, summary, Checkpoints, Log, Summary};
 use crate::storage::ProjectId;
 
 /// Why an undo did not happen.
@@ -148,6 +148,6 @@ impl Checkpoints {
             *kept += log.disk().saturating_sub(before);
         }
         tracing::info!(run = %log.manifest.run, %conversation, "file changes undone");
-        Ok(summary(&Head::of(&log.manifest)))
+        Ok(summary(&log.manifest.head()))
     }
 }

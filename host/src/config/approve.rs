@@ -3,7 +3,11 @@
 
 use std::{collections::BTreeSet, time::Duration};
 
-use super::{invalid, raw::RawNames, ConfigError, ToolSelection};
+use super::{
+    keys::{invalid, ConfigError},
+    raw::RawNames,
+    tools::ToolSelection,
+};
 
 /// How long a call waits for a decision unless `[limits] approval_timeout_secs` says
 /// otherwise; then it is denied.

@@ -5,7 +5,10 @@
 
 use std::{collections::BTreeMap, path::Path, time::Duration};
 
-use super::{invalid, raw::RawMcpServer, seconds_key, ConfigError, EnvLookup};
+use super::{
+    keys::{invalid, seconds_key, ConfigError, EnvLookup},
+    raw::RawMcpServer,
+};
 use crate::secret::Secret;
 
 /// The placeholder that makes a server per-project: replaced by the project's root folder

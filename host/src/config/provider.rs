@@ -8,7 +8,11 @@ use std::time::Duration;
 
 use rojos_llm::ProviderKind;
 
-use super::{invalid, raw::RawEmptyContent, raw::RawProvider, seconds_key, ConfigError, EnvLookup};
+use super::{
+    keys::{invalid, seconds_key, ConfigError, EnvLookup},
+    raw::RawEmptyContent,
+    raw::RawProvider,
+};
 
 /// `[providers.NAME]`: everything the provider client needs, and what the server must know to
 /// tell whether it is available.

@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use rojos_conversations::{PostgresOptions, PostgresTls, StatementMode, UrlError};
 
-use super::{invalid, raw::RawStore, seconds_key, ConfigError, EnvLookup};
+use super::{
+    keys::{invalid, seconds_key, ConfigError, EnvLookup},
+    raw::RawStore,
+};
 
 /// The conversation store a host opens.
 #[derive(Debug, Clone)]

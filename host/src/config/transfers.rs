@@ -5,7 +5,10 @@
 
 use std::time::Duration;
 
-use super::{at_least, raw::RawLimits, seconds_key, ConfigError};
+use super::{
+    keys::{at_least, seconds_key, ConfigError},
+    raw::RawLimits,
+};
 
 /// The bytes one upload or download holds at a time beyond the HTTP layer's own buffers:
 /// an upload writes to its temporary file whenever this much has come in, a download reads

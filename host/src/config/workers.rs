@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use rojos_plugin_worker::{QuarantineRule, SandboxSettings};
 
-use super::{invalid, raw::RawPlugins, ConfigError};
+use super::{
+    keys::{invalid, ConfigError},
+    raw::RawPlugins,
+};
 use crate::plugins::{Isolation, WorkerStart};
 
 /// The parsed keys.

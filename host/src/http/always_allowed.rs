@@ -11,7 +11,7 @@ use axum::{
 use rojos_conversations::ConversationId;
 use serde_json::{json, Value};
 
-use super::{auth::Caller, chat::internal, error::ApiError};
+use super::{auth::Caller, error::ApiError, stored::internal};
 use crate::{state::AppState, storage::ProjectId};
 
 /// The conversation `id` names, once the caller may see its project.

@@ -13,7 +13,7 @@ use rojos_conversations::{ConversationId, Decision, DENY_REASON_MAX_CHARS};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{auth::Caller, chat::internal, error::ApiError};
+use super::{auth::Caller, error::ApiError, stored::internal};
 use crate::{agent::DecideError, state::AppState, storage::ProjectId};
 
 #[derive(Debug, Deserialize)]

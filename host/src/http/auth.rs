@@ -6,7 +6,12 @@
 //! how long a check takes says nothing about how much of a token matched, nor how long the
 //! configured tokens are, nor which of them matched.
 
-use axum::{extract::FromRequestParts, http::request::Parts};
+use std::sync::Arc;
+
+use axum::{
+    extract::{FromRef, FromRequestParts},
+    http::request::Parts,
+};
 use sha2::{Digest, Sha256};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
@@ -15,7 +20,6 @@ use crate::{
     config::{ProjectScope, TokenConfig},
     hex::hex,
     secret::Secret,
-    state::AppState,
     storage::ProjectId,
 };
 
@@ -136,18 +140,20 @@ impl Caller {
     }
 }
 
-impl FromRequestParts<AppState> for Caller {
+/// The caller of a request to a server whose state holds the token table.
+impl<S> FromRequestParts<S> for Caller
+where
+    S: Send + Sync,
+    Arc<Auth>: FromRef<S>,
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let header = parts
             .headers
             .get(axum::http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
-        state.auth.caller(header)
+        Arc::<Auth>::from_ref(state).caller(header)
     }
 }
 

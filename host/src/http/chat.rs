@@ -11,14 +11,21 @@ use axum::{
     response::Response,
     Json,
 };
-use rojos_conversations::{ConversationHead, ConversationId, Step, StoreError};
+use rojos_conversations::{ConversationHead, ConversationId, Step};
 use rojos_llm::user_message;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{auth::Caller, error::ApiError, ndjson, replace};
+use super::{
+    auth::Caller,
+    error::ApiError,
+    ndjson,
+    opened::{Opened, SizeCheck},
+    replace,
+    stored::{internal, lease_for_run},
+};
 use crate::{
-    agent::{context::Window, FirstTurn, Placement, RunLease, RunRequest},
+    agent::{context::Window, Placement, RunRequest},
     config::RojoConfig,
     providers::{choice, ProviderRef},
     state::AppState,
@@ -311,24 +318,6 @@ pub(super) async fn open_conversation(
     })
 }
 
-/// A conversation ready for a run: the stored messages the run continues, the conversation's
-/// stored size as the store counts it, the run's lease on it, the user message, and where
-/// that message goes in the stored history.
-pub(super) struct Opened {
-    pub(super) id: ConversationId,
-    pub(super) history: Vec<Value>,
-    pub(super) history_bytes: usize,
-    pub(super) lease: RunLease,
-    pub(super) message: String,
-    pub(super) placement: Placement,
-    /// A new conversation's first model turn, sent while it was created.
-    pub(super) first_turn: Option<FirstTurn>,
-}
-
-/// The `409` message for a conversation with a run in progress.
-const RUN_IN_PROGRESS: &str =
-    "a reply is still being written in this conversation; wait for it to finish or stop it";
-
 /// The head of conversation `id`, which a chat in `project` continues: `404` when there is
 /// none, `403` when it belongs to another project.
 pub(super) async fn head_in_project(
@@ -351,65 +340,6 @@ pub(super) async fn head_in_project(
     Ok(head)
 }
 
-/// The run lease of conversation `id`: a new run takes it before it reads the history, and a
-/// change that must not run beside a reply (a delete, an undo) while it works. `404` for a
-/// conversation gone meanwhile; `409` while a reply is written, saying to wait (and, with
-/// `then`, what to do afterwards).
-pub(super) async fn lease_for_run(
-    state: &AppState,
-    id: &ConversationId,
-    then: Option<&str>,
-) -> Result<RunLease, ApiError> {
-    let lease = state.agent.lease(id).await.map_err(|e| match e {
-        StoreError::NotFound { .. } => super::conversations::not_found(id),
-        e => internal(e),
-    })?;
-    lease.ok_or_else(|| {
-        ApiError::Conflict(match then {
-            Some(then) => format!("{RUN_IN_PROGRESS}, then {then}"),
-            None => RUN_IN_PROGRESS.to_owned(),
-        })
-    })
-}
-
-/// Whether the new message fits in a conversation under `[limits] max_conversation_bytes`,
-/// counted as the run will store it (`{"role":"user","content":…}`). Refusing it here, before
-/// anything is stored, means a run never starts on a conversation already over its limit.
-pub(super) struct SizeCheck {
-    message_bytes: u64,
-    limit: u64,
-}
-
-impl SizeCheck {
-    pub(super) fn new(state: &AppState, message: &str) -> SizeCheck {
-        let content = serde_json::to_string(message).map_or(0, |text| text.len());
-        let envelope = r#"{"role":"user","content":}"#.len();
-        SizeCheck {
-            message_bytes: u64::try_from(content + envelope).unwrap_or(u64::MAX),
-            limit: u64::try_from(state.config.budgets.max_conversation_bytes).unwrap_or(u64::MAX),
-        }
-    }
-
-    /// `422` when a conversation of `stored_bytes` is full or cannot take the message.
-    pub(super) fn check(&self, stored_bytes: u64) -> Result<(), ApiError> {
-        let (message, limit) = (self.message_bytes, self.limit);
-        if stored_bytes >= limit {
-            return Err(ApiError::Unprocessable(format!(
-                "this conversation has reached its size limit ({stored_bytes} bytes stored, limit \
-                 {limit}); start a new conversation to continue"
-            )));
-        }
-        if stored_bytes.saturating_add(message) > limit {
-            return Err(ApiError::Unprocessable(format!(
-                "this message ({message} bytes) does not fit in this conversation \
-                 ({stored_bytes} of its {limit} bytes used); send a shorter message or start a \
-                 new conversation"
-            )));
-        }
-        Ok(())
-    }
-}
-
 fn json_error(rejection: JsonRejection, limit: usize) -> ApiError {
     if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::PayloadTooLarge(limit)
@@ -417,20 +347,6 @@ fn json_error(rejection: JsonRejection, limit: usize) -> ApiError {
         ApiError::BadRequest(rejection.body_text())
     }
 }
-
-/// A store failure as the answer: `503` while the database cannot be reached (logged with
-/// its cause), `500` for anything else.
-pub(super) fn internal(e: StoreError) -> ApiError {
-    if matches!(e, StoreError::Unavailable { .. }) {
-        tracing::warn!(error = %crate::agent::error_chain(&e), "conversation store unavailable");
-        return ApiError::Unavailable(STORE_UNAVAILABLE.to_owned());
-    }
-    ApiError::internal("the conversation store failed", e)
-}
-
-/// The `503` body's text while the conversation database cannot be reached.
-pub(super) const STORE_UNAVAILABLE: &str =
-    "the conversation database cannot be reached right now; try again in a moment";
 
 #[cfg(test)]
 mod tests {

@@ -25,8 +25,8 @@ use serde_json::Value;
 
 use super::{
     auth::Caller,
-    chat::{internal, lease_for_run},
     error::ApiError,
+    stored::{internal, lease_for_run, not_found},
 };
 use crate::{state::AppState, storage::ProjectId};
 
@@ -246,8 +246,4 @@ pub(super) async fn owned_head(
         .map_err(|e| ApiError::internal("the stored project id is invalid", e))?;
     caller.authorize(&project)?;
     Ok(head)
-}
-
-pub(super) fn not_found(id: &ConversationId) -> ApiError {
-    ApiError::NotFound(format!("no conversation {id}"))
 }

@@ -14,6 +14,7 @@ pub mod limits;
 mod mcp;
 mod metrics;
 mod ndjson;
+mod opened;
 mod panel;
 mod projects;
 mod replace;
@@ -21,6 +22,7 @@ mod rojos;
 mod runs;
 pub mod search_slots;
 pub(crate) mod server;
+mod stored;
 mod tools;
 pub mod transfers;
 mod undo;
@@ -133,10 +135,10 @@ const READY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 async fn readyz(
     axum::extract::State(state): axum::extract::State<AppState>,
 ) -> Result<&'static str, error::ApiError> {
-    let unavailable = || error::ApiError::Unavailable(chat::STORE_UNAVAILABLE.to_owned());
+    let unavailable = || error::ApiError::Unavailable(stored::STORE_UNAVAILABLE.to_owned());
     match tokio::time::timeout(READY_WAIT, state.agent.store.ping()).await {
         Ok(Ok(())) => Ok("ready\n"),
-        Ok(Err(e)) => Err(chat::internal(e)),
+        Ok(Err(e)) => Err(stored::internal(e)),
         Err(_elapsed) => Err(unavailable()),
     }
 }

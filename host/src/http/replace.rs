@@ -8,8 +8,9 @@ use rojos_conversations::ConversationHead;
 use serde_json::Value;
 
 use super::{
-    chat::{internal, lease_for_run, Opened, SizeCheck},
     error::ApiError,
+    opened::{Opened, SizeCheck},
+    stored::{internal, lease_for_run},
 };
 use crate::{agent::Placement, state::AppState};
 

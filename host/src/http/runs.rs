@@ -18,7 +18,7 @@ use rojos_conversations::ConversationId;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{auth::Caller, chat, conversations::owned_head, error::ApiError, ndjson};
+use super::{auth::Caller, conversations::owned_head, error::ApiError, ndjson, stored};
 use crate::{
     agent::{feed::Feed, RemoteFollower, StopCause},
     state::AppState,
@@ -50,7 +50,7 @@ pub(super) async fn events(
         let read = shared
             .read(&id, query.after.unwrap_or(0), 0)
             .await
-            .map_err(chat::internal)?;
+            .map_err(stored::internal)?;
         if let Some(read) = read.filter(|read| local.as_ref().is_none_or(|f| f.run() != read.run)) {
             if query.after.is_none() && read.done {
                 return Ok(StatusCode::NO_CONTENT.into_response());
@@ -117,7 +117,7 @@ pub(super) async fn stop(
         // Another host sharing the store may be running it: it reads the request within
         // a fraction of a second.
         if let Some(shared) = &state.agent.shared_feeds {
-            stopped = shared.ask_stop(&id).await.map_err(chat::internal)?;
+            stopped = shared.ask_stop(&id).await.map_err(stored::internal)?;
         }
     }
     if !stopped {

@@ -15,7 +15,7 @@ use rojos_conversations::ConversationId;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{auth::Caller, chat::lease_for_run, conversations::owned_head, error::ApiError};
+use super::{auth::Caller, conversations::owned_head, error::ApiError, stored::lease_for_run};
 use crate::{
     checkpoints::{Before, BeforeError, UndoError},
     state::AppState,

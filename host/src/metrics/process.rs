@@ -12,7 +12,7 @@ use prometheus_client::{
     registry::Unit,
 };
 
-use super::encode_const;
+use super::scrape::encode_const;
 
 /// Reads the process's figures on each scrape; a figure the system does not give is left out.
 #[derive(Debug)]

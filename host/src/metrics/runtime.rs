@@ -12,7 +12,7 @@ use prometheus_client::{
     registry::Unit,
 };
 
-use super::encode_const;
+use super::scrape::encode_const;
 
 /// Reads the current runtime's figures on each scrape; rendered off a runtime, only
 /// `runtime_workers 0`.

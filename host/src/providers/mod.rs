@@ -14,7 +14,10 @@ pub mod window;
 
 use rojos_llm::ProviderKind;
 
-use crate::{config::ProviderConfig, live::LiveProvider};
+use crate::{
+    config::ProviderConfig,
+    live::{endpoint_host, LiveProvider},
+};
 
 /// One configured provider, as messages to the user name it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,15 +62,6 @@ impl ProviderRef {
             None => &self.name,
         }
     }
-}
-
-/// The `host[:port]` of `base_url` as errors name it, or the redacted URL when it does not
-/// parse.
-pub(crate) fn endpoint_host(base_url: &str) -> String {
-    rojos_llm::chat_completions_url(base_url).map_or_else(
-        |_| rojos_llm::display_url(base_url),
-        |url| rojos_llm::endpoint_host(&url),
-    )
 }
 
 #[cfg(test)]

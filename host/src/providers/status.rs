@@ -6,7 +6,6 @@
 
 use std::{
     collections::BTreeMap,
-    hash::{Hash, Hasher},
     sync::Mutex,
     time::{Duration, Instant},
 };
@@ -16,7 +15,6 @@ use serde::Serialize;
 use tokio::sync::watch;
 
 use super::{advice, check::Checked, choice};
-use crate::config::ProviderConfig;
 use crate::live::{LiveProvider, Settings};
 
 /// A provider's status.
@@ -254,31 +252,4 @@ fn log_provider(name: &str, checked: &Checked) {
         }
         (Status::Checking, _) => {}
     }
-}
-
-/// What identifies a provider's configuration: any change (URL, model, key, headers,
-/// time-outs) makes it a new one, checked afresh. Never shown. Computed once per
-/// configuration ([`LiveProvider::new`]): it formats the whole configuration, and every chat
-/// asks the board about its rojo's providers.
-pub(crate) fn fingerprint(config: &ProviderConfig, has_client: bool) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    // `Debug` shows every setting but the secrets, which are added one by one.
-    format!("{:?}", config.provider).hash(&mut hasher);
-    config
-        .provider
-        .api_key
-        .as_ref()
-        .map(|key| key.expose())
-        .hash(&mut hasher);
-    config.provider.headers.hash(&mut hasher);
-    config.provider.base_url.hash(&mut hasher);
-    (
-        config.kind,
-        &config.key_env,
-        config.missing_key,
-        config.model_from_list,
-    )
-        .hash(&mut hasher);
-    has_client.hash(&mut hasher);
-    hasher.finish()
 }

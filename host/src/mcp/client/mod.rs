@@ -3,8 +3,9 @@
 //! `SERVER__TOOL` beside the plugins', and a chat's call to one runs through the same
 //! dispatch as a plugin call (`agent::dispatch`).
 //!
-//! `process` starts one server (child process, stderr to the log, handshake, tool list) and
-//! `http` connects to one over Streamable HTTP, both giving the same session;
+//! `start` starts one server within its time-out: `process` runs a stdio one (child process,
+//! stderr to the log, handshake) and `http` connects to one over Streamable HTTP, both giving
+//! the same session, whose tool list `start` reads;
 //! `lists` carries a server's later tool lists (`list_changed`, restarts, late starts);
 //! `server` keeps one server's session and restarts it after a crash; `tools` is the naming
 //! rule and one call; `projects` is a per-project server's instances (`{project_root}`);
@@ -17,6 +18,7 @@ mod process;
 mod projects;
 mod runtime;
 mod server;
+mod start;
 mod tools;
 
 use std::sync::{Arc, Mutex};

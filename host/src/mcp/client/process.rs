@@ -1,4 +1,4 @@
-//! Starting one MCP server's session, whatever its transport, and ending it. A stdio server
+//! One MCP server's session, started (`super::start`) and ended. A stdio server
 //! is a child process (the leader of a process group of its own, so ending it kills whatever
 //! it started too; killed when dropped; with only a few inherited environment variables),
 //! its stderr forwarded to the log under the server's name; a Streamable HTTP server is
@@ -18,7 +18,7 @@ use rmcp::{
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::lists::ListFeed;
-use crate::config::{McpServerConfig, McpTransport, StdioServer};
+use crate::config::StdioServer;
 
 /// A running server's client session, and its process group.
 pub(super) struct Session {
@@ -99,30 +99,12 @@ pub(super) enum StartFailure {
     Timeout(f64),
 }
 
-/// Starts the server of `config` and lists its tools; its later lists go to `feed`. Must
-/// run on the MCP client runtime (`super::runtime`), which drives the child's pipes.
-pub(super) async fn start(
-    config: &McpServerConfig,
-    feed: ListFeed,
-) -> Result<(Session, Vec<Tool>), StartFailure> {
-    let limit = config.start_timeout;
-    tokio::time::timeout(limit, connect(config, feed))
-        .await
-        .unwrap_or(Err(StartFailure::Timeout(limit.as_secs_f64())))
-}
-
-async fn connect(
-    config: &McpServerConfig,
-    feed: ListFeed,
-) -> Result<(Session, Vec<Tool>), StartFailure> {
-    match &config.transport {
-        McpTransport::Stdio(stdio) => spawn(&config.name, stdio, feed).await?.listed().await,
-        McpTransport::Http(http) => super::http::connect(http, feed).await?.listed().await,
-    }
-}
-
 /// Starts a stdio server's process and does the handshake.
-async fn spawn(name: &str, config: &StdioServer, feed: ListFeed) -> Result<Session, StartFailure> {
+pub(super) async fn spawn(
+    name: &str,
+    config: &StdioServer,
+    feed: ListFeed,
+) -> Result<Session, StartFailure> {
     let mut command = tokio::process::Command::new(&config.command);
     command.args(&config.args).env_clear();
     for name in INHERITED {

@@ -9,8 +9,8 @@ use tokio::{runtime::Handle, sync::oneshot};
 
 use super::{
     lists::ListFeed,
-    process::{self, Session, StartFailure},
-    McpServer,
+    process::{Session, StartFailure},
+    start, McpServer,
 };
 use crate::config::McpServerConfig;
 
@@ -69,7 +69,7 @@ impl ClientRuntime {
                 let config = config.clone();
                 let feed = feed.clone();
                 self.handle.spawn(async move {
-                    let _ = sender.send(process::start(&config, feed).await);
+                    let _ = sender.send(start::start(&config, feed).await);
                 });
                 receiver
             })

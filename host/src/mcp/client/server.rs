@@ -15,6 +15,7 @@ use super::{
     lists::ListFeed,
     process::{self, Session, StartFailure},
     projects::ProjectInstances,
+    start,
 };
 use crate::{
     config::{McpServerConfig, PerProject},
@@ -197,7 +198,7 @@ impl McpServer {
         let feed = self.feed.clone();
         let started = self
             .runtime
-            .spawn(async move { process::start(&config, feed).await })
+            .spawn(async move { start::start(&config, feed).await })
             .await
             .unwrap_or_else(|join| Err(StartFailure::Handshake(join.to_string())));
         match started {
