@@ -41,6 +41,7 @@ pub mod agent;
 pub mod checkpoints;
 pub mod cli;
 pub mod config;
+mod error_chain;
 mod hex;
 pub mod http;
 pub mod live;

@@ -32,6 +32,7 @@ mod replaces;
 mod run;
 mod single;
 
+pub(crate) use crate::error_chain::error_chain;
 use std::{sync::Arc, time::Duration};
 
 use rojos_conversations::{ConversationId, ConversationStore, RunLeases, SharedFeeds, StoreError};
@@ -226,19 +227,4 @@ impl Agent {
         });
         follower
     }
-}
-
-/// An error and its sources, joined by `: `.
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let part = e.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = e.source();
-    }
-    text
 }

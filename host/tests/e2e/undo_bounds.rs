@@ -8,7 +8,7 @@
 //! the records; `[limits] checkpoint_memory_bytes` bounds the names and entries held, while
 //! content streams past it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
@@ -16,8 +16,8 @@ use crate::{
     approval_binding::HELD_NAME,
     support::{
         held_fs::HeldFs,
-        host::{client, TOKEN},
-        upstream::Turn,
+        host::{client, TestHost, TOKEN},
+        upstream::{ScriptedUpstream, Turn},
     },
     undo::{calls, checkpoints, config_with, host_with, run, tree, undo, write},
 };
@@ -159,13 +159,7 @@ async fn an_upload_into_a_folder_while_its_deletion_is_undone_waits_and_is_not_r
         "",
     )
     .await;
-    let root = host.project_root("demo");
-    let mut fs = HeldFs::mount(&root, HELD_NAME);
-    std::fs::create_dir_all(root.join("docs")).unwrap();
-    std::fs::write(root.join("docs/keep.txt"), "kept").unwrap();
-    empty_files(&root, "big", 1000);
-    let (conversation, results) = run(&host, None, "delete both").await;
-    assert!(results.iter().all(|(_, ok, _)| *ok), "{results:?}");
+    let (root, mut fs, conversation) = deleted_on_a_held_folder(&host).await;
     assert!(!root.join("docs").exists() && !root.join("big").exists());
 
     let undoing = start_undo(&host, &conversation, &mut fs).await;
@@ -196,10 +190,32 @@ async fn an_upload_into_a_folder_while_its_deletion_is_undone_waits_and_is_not_r
     assert_eq!(std::fs::read_dir(root.join("big")).unwrap().count(), 1000);
 }
 
+/// `docs/keep.txt` and 1,000 empty files in `big` on a held folder (`held_fs.rs`) of
+/// `host`'s project, then a run that deletes both: the project's root, the folder and the
+/// conversation.
+async fn deleted_on_a_held_folder(host: &TestHost) -> (PathBuf, HeldFs, String) {
+    let root = host.project_root("demo");
+    let fs = HeldFs::mount(&root, HELD_NAME);
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    std::fs::write(root.join("docs/keep.txt"), "kept").unwrap();
+    empty_files(&root, "big", 1000);
+    let (conversation, results) = run(host, None, "delete both").await;
+    assert!(results.iter().all(|(_, ok, _)| *ok), "{results:?}");
+    (root, fs, conversation)
+}
+
+/// `host` started again with a call allowed to wait two minutes: a call waits for an undo
+/// within its own time limit, so give it room on a busy machine.
+async fn patient(host: TestHost, upstream: &ScriptedUpstream) -> TestHost {
+    let mut config = config_with(upstream, "");
+    config.call_timeout_secs = 120.0;
+    host.restart(config).await
+}
+
 /// Arms `fs`, starts the undo of `conversation`'s last run and waits until its restore is
 /// held; the task answers its status and body.
 async fn start_undo(
-    host: &crate::support::host::TestHost,
+    host: &TestHost,
     conversation: &str,
     fs: &mut HeldFs,
 ) -> tokio::task::JoinHandle<(u16, Value)> {
@@ -248,17 +264,8 @@ async fn another_runs_tool_call_during_an_undo_waits_for_it_and_lands_on_the_res
         "",
     )
     .await;
-    // The call waits for the undo within its own time limit: give it room on a busy machine.
-    let mut config = config_with(&upstream, "");
-    config.call_timeout_secs = 120.0;
-    let host = host.restart(config).await;
-    let root = host.project_root("demo");
-    let mut fs = HeldFs::mount(&root, HELD_NAME);
-    std::fs::create_dir_all(root.join("docs")).unwrap();
-    std::fs::write(root.join("docs/keep.txt"), "kept").unwrap();
-    empty_files(&root, "big", 1000);
-    let (conversation, results) = run(&host, None, "delete both").await;
-    assert!(results.iter().all(|(_, ok, _)| *ok), "{results:?}");
+    let host = patient(host, &upstream).await;
+    let (root, mut fs, conversation) = deleted_on_a_held_folder(&host).await;
 
     let undoing = start_undo(&host, &conversation, &mut fs).await;
     // Another conversation's run writes into `docs` now: its call waits for the undo.
@@ -302,17 +309,8 @@ async fn a_tool_call_through_mcp_during_an_undo_waits_for_it_and_is_not_removed(
         "",
     )
     .await;
-    // The call waits for the undo within its own time limit: give it room on a busy machine.
-    let mut config = config_with(&upstream, "");
-    config.call_timeout_secs = 120.0;
-    let host = host.restart(config).await;
-    let root = host.project_root("demo");
-    let mut fs = HeldFs::mount(&root, HELD_NAME);
-    std::fs::create_dir_all(root.join("docs")).unwrap();
-    std::fs::write(root.join("docs/keep.txt"), "kept").unwrap();
-    empty_files(&root, "big", 1000);
-    let (conversation, results) = run(&host, None, "delete both").await;
-    assert!(results.iter().all(|(_, ok, _)| *ok), "{results:?}");
+    let host = patient(host, &upstream).await;
+    let (root, mut fs, conversation) = deleted_on_a_held_folder(&host).await;
 
     let undoing = start_undo(&host, &conversation, &mut fs).await;
     // A call outside any chat (no run, no checkpoint of its own) writes into `docs` now: it

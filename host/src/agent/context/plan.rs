@@ -311,8 +311,10 @@ fn stub(
 }
 
 /// Cuts the largest messages' text until `messages` take at most `room` bytes, each with a
-/// marker; `false` when they cannot.
+/// marker; `false` when they cannot. A message that cannot be cut (no text, or nothing
+/// left to take) leaves the next largest to be cut.
 fn cut_to_fit(messages: &mut [MessageText], room: usize) -> bool {
+    let mut uncuttable = vec![false; messages.len()];
     loop {
         let total = size(messages);
         if total <= room {
@@ -323,18 +325,17 @@ fn cut_to_fit(messages: &mut [MessageText], room: usize) -> bool {
             .iter()
             .map(|m| m.as_str().len())
             .enumerate()
-            .filter(|&(i, len)| len > MIN_KEPT * 2 && messages[i].role() != "assistant")
+            .filter(|&(i, len)| {
+                !uncuttable[i] && len > MIN_KEPT * 2 && messages[i].role() != "assistant"
+            })
             .max_by_key(|&(_, len)| len)
         else {
             return false;
         };
-        let Some(cut) = cut(&messages[i], len.saturating_sub(excess + 200).max(MIN_KEPT)) else {
-            return false;
-        };
-        if cut.as_str().len() >= len {
-            return false;
+        match cut(&messages[i], len.saturating_sub(excess + 200).max(MIN_KEPT)) {
+            Some(cut) if cut.as_str().len() < len => messages[i] = cut,
+            _ => uncuttable[i] = true,
         }
-        messages[i] = cut;
     }
 }
 
@@ -343,7 +344,9 @@ fn cut(message: &MessageText, keep: usize) -> Option<MessageText> {
     let mut value: Value = serde_json::from_str(message.as_str()).ok()?;
     let content = value["content"].as_str()?;
     let total = content.len();
-    // The JSON text escapes some characters: keep a share of the text, not of its JSON.
+    // `keep` counts request bytes, in which the JSON text escapes some characters: keep
+    // the same share of the text.
+    let keep = keep.saturating_mul(total) / message.as_str().len().max(1);
     let keep = keep.min(total.saturating_sub(1));
     let at = content.floor_char_boundary(keep);
     let text = format!(

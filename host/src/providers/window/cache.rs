@@ -12,7 +12,10 @@ use std::{
 use rojos_llm::Client;
 use tokio::sync::watch;
 
-use super::{ask, Reported, ASK_LIMIT};
+use super::{
+    ask,
+    reported::{Reported, ASK_LIMIT},
+};
 use crate::providers::ProviderRef;
 
 /// How long a failed question is not asked again.
@@ -118,7 +121,7 @@ impl Windows {
                     if !slot.failed {
                         tracing::warn!(
                             provider = %provider.name,
-                            error = %crate::agent::error_chain(&e),
+                            error = %crate::error_chain::error_chain(&e),
                             "the provider did not say its model's context window; the table of \
                              well-known models or the default applies (set `context_tokens` to \
                              give it)"

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::{entry, tokens, Reported};
+use super::reported::{entry, tokens, Reported};
 
 /// What LM Studio loads a model with unless told otherwise.
 const LOAD_DEFAULT: u64 = 4_096;

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{entry, from_list, tokens, Reported};
+use super::reported::{entry, from_list, tokens, Reported};
 
 /// The window of `model` in Mistral's list.
 pub(super) fn window(body: &Value, model: &str) -> Option<Reported> {

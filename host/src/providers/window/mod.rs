@@ -11,30 +11,16 @@ mod lmstudio;
 mod mistral;
 mod ollama;
 mod openrouter;
+mod reported;
 mod together;
 mod vllm;
-
-use std::time::Duration;
 
 use rojos_llm::{Client, LlmError, ProviderKind, ServerPath};
 use serde_json::Value;
 
 pub use cache::Windows;
-
-/// The longest one question to a provider may take; a chat waits no longer for it.
-pub const ASK_LIMIT: Duration = Duration::from_secs(2);
-
-/// A window the provider's server told.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reported {
-    /// Its size in tokens.
-    pub tokens: u64,
-    /// Whether it is what the server has loaded (or will load) the model with, rather than
-    /// what a model list or the model's details say it can take.
-    pub loaded: bool,
-    /// Where it was read, for the log and `rojos probe` ("Ollama /api/ps").
-    pub how: String,
-}
+use reported::get;
+pub use reported::{Reported, ASK_LIMIT};
 
 /// Asks the provider of `client` (of `kind`) for its model's window: `Ok(None)` when it has
 /// no way to tell, or does not list the model.
@@ -78,11 +64,6 @@ pub async fn ask(
     }
 }
 
-/// `GET` `path` on the provider's server.
-async fn get(client: &Client, path: ServerPath<'_>) -> Result<Value, LlmError> {
-    client.server_json(path, None, ASK_LIMIT).await
-}
-
 /// The window `parse` reads for `model` in the provider's `GET {base_url}/models`.
 async fn listed(
     client: &Client,
@@ -91,24 +72,4 @@ async fn listed(
 ) -> Result<Option<Reported>, LlmError> {
     let body = get(client, ServerPath::Api("models")).await?;
     Ok(parse(&body, model))
-}
-
-/// The entry of `model` in a model list: `{"data": [{"id": …}, …]}`, or a bare array.
-fn entry<'a>(body: &'a Value, model: &str) -> Option<&'a Value> {
-    let list = body.get("data").unwrap_or(body).as_array()?;
-    list.iter().find(|m| m["id"].as_str() == Some(model))
-}
-
-/// A positive token count in `value`.
-fn tokens(value: &Value) -> Option<u64> {
-    value.as_u64().filter(|&n| n > 0)
-}
-
-/// A window read from a model list (the model's maximum, not what is loaded).
-fn from_list(tokens: u64, how: &str) -> Reported {
-    Reported {
-        tokens,
-        loaded: false,
-        how: how.to_owned(),
-    }
 }

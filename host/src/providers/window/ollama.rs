@@ -8,7 +8,7 @@
 use rojos_llm::{Client, LlmError, ServerPath};
 use serde_json::{json, Value};
 
-use super::{get, tokens, Reported, ASK_LIMIT};
+use super::reported::{get, tokens, Reported, ASK_LIMIT};
 
 /// What `/api/show` says of a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{entry, from_list, tokens, Reported};
+use super::reported::{entry, from_list, tokens, Reported};
 
 /// The window of `model` in OpenRouter's list: the smaller of the two lengths.
 pub(super) fn window(body: &Value, model: &str) -> Option<Reported> {

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{entry, tokens, Reported};
+use super::reported::{entry, tokens, Reported};
 
 /// The window of `model` in vLLM's list: what the server runs it with.
 pub(super) fn window(body: &Value, model: &str) -> Option<Reported> {

@@ -136,3 +136,37 @@ fn an_openai_model_is_measured_by_its_tokenizer_not_the_estimate() {
     };
     assert!(!p.shortened);
 }
+
+#[test]
+fn a_result_whose_text_is_mostly_escapes_is_still_cut_to_fit() {
+    // Every `"` takes two bytes in the request: a cut measured on the text alone would
+    // leave it over the window.
+    let mut whole = history(1, 0).to_vec();
+    whole.pop();
+    whole[2] = text(json!({"role": "tool", "tool_call_id": "c0", "content": "\"".repeat(9_000)}));
+    let h = Arc::new(whole);
+    let mut i = input(&h, None);
+    i.window.tokens = 4_096;
+    let Plan::Send(p) = plan(&i) else {
+        panic!("cut to fit")
+    };
+    assert!(p.messages[2].as_str().contains("Rojos cut this"));
+}
+
+#[test]
+fn a_message_that_cannot_be_cut_leaves_the_others_to_be_cut() {
+    // The largest message has no text to cut (its content is a list of parts): the next
+    // largest is cut instead.
+    let mut whole = history(1, 4_800).to_vec();
+    whole.pop();
+    let parts = json!([{"type": "text", "text": "p".repeat(5_000)}]);
+    whole[0] = text(json!({"role": "user", "content": parts}));
+    let h = Arc::new(whole);
+    let mut i = input(&h, None);
+    i.window.tokens = 4_096;
+    let Plan::Send(p) = plan(&i) else {
+        panic!("cut to fit")
+    };
+    assert_eq!(p.messages[0], h[0], "the user's message is kept");
+    assert!(p.messages[2].as_str().contains("Rojos cut this"));
+}
