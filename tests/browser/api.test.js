@@ -58,6 +58,8 @@ describe('the endpoints of the panel', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const provider = { name: 'scripted', label: 'scripted', model: 'scripted-model' };
+    // No window is configured and the scripted provider lists none: the default applies.
+    const context = { tokens: 8192, source: 'default' };
     assert.deepEqual(rojos, [
       {
         name: 'default',
@@ -66,6 +68,7 @@ describe('the endpoints of the panel', () => {
         provider,
         status: 'ready',
         fix: null,
+        context,
       },
       {
         name: 'reader',
@@ -74,6 +77,7 @@ describe('the endpoints of the panel', () => {
         provider,
         status: 'ready',
         fix: null,
+        context,
       },
     ]);
   });

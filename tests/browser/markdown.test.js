@@ -131,11 +131,17 @@ describe('replies rendered as markdown', () => {
     }
     await page.emulateMedia({ colorScheme: 'light' });
 
-    // Reopened (the address keeps #c=ID), the reply is drawn by the same function, alike.
-    const live = await page.$eval(`${bubble}`, (e) => e.outerHTML);
+    // Reopened (the address keeps #c=ID), the reply is drawn by the same function, alike;
+    // only a reopened message knows its place in the stored history (`data-message`).
+    const drawn = (e) => {
+      const copy = e.cloneNode(true);
+      copy.removeAttribute('data-message');
+      return copy.outerHTML;
+    };
+    const live = await page.$eval(`${bubble}`, drawn);
     await page.reload();
     await page.waitForSelector(`${bubble} .msg-actions`);
-    assert.equal(await page.$eval(`${bubble}`, (e) => e.outerHTML), live);
+    assert.equal(await page.$eval(`${bubble}`, drawn), live);
     assert.deepEqual(problems, []);
   });
 
