@@ -390,6 +390,50 @@ impl Run {
 }
 
 impl Inner {
+    /// Sends `request` and reads its successful answer whole, at most `max_bytes`, by
+    /// `deadline` (`timeout` makes the error when it passes): a model list and
+    /// [`Client::server_json`] read their small answers this way.
+    async fn small_answer(
+        &self,
+        request: reqwest::RequestBuilder,
+        max_bytes: usize,
+        deadline: Instant,
+        timeout: impl Fn() -> LlmError,
+    ) -> Result<Vec<u8>, LlmError> {
+        let response = match timeout_at(deadline, request.send()).await {
+            Err(_) => return Err(timeout()),
+            Ok(Err(e)) => {
+                return Err(LlmError::Connect {
+                    provider: self.label.clone(),
+                    source: Box::new(e.without_url()),
+                })
+            }
+            Ok(Ok(response)) => response,
+        };
+        if !response.status().is_success() {
+            let (error, _, _) = self.status_error(response, deadline).await;
+            return Err(error);
+        }
+        let capped = read_capped(response, max_bytes, deadline)
+            .await
+            .map_err(|e| match e {
+                ReadError::Timeout => timeout(),
+                ReadError::Transport(source) => LlmError::StreamCut {
+                    provider: self.label.clone(),
+                    source: Some(Box::new(source)),
+                },
+            })?;
+        if capped.cut {
+            return Err(LlmError::TooLarge {
+                provider: self.label.clone(),
+                limit: SizeLimit::Response { max_bytes },
+            });
+        }
+        Ok(capped.body)
+    }
+}
+
+impl Inner {
     /// Reads an error answer: the error, whether to retry, and the provider's requested wait.
     async fn status_error(
         &self,

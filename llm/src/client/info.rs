@@ -6,10 +6,10 @@
 use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::Url;
 use serde_json::Value;
-use tokio::time::{timeout_at, Duration, Instant};
+use tokio::time::{Duration, Instant};
 
-use super::{read_capped, Client, ReadError};
-use crate::error::{LlmError, SizeLimit};
+use super::Client;
+use crate::error::LlmError;
 use crate::redact::display_url;
 
 /// The largest answer read (OpenRouter's model list, with every description, is about 1 MiB).
@@ -87,38 +87,10 @@ impl Client {
             provider: inner.label.clone(),
             after: limit,
         };
-        let response = match timeout_at(deadline, request.send()).await {
-            Err(_) => return Err(timeout()),
-            Ok(Err(e)) => {
-                return Err(LlmError::Connect {
-                    provider: inner.label.clone(),
-                    source: Box::new(e.without_url()),
-                })
-            }
-            Ok(Ok(response)) => response,
-        };
-        if !response.status().is_success() {
-            let (error, _, _) = inner.status_error(response, deadline).await;
-            return Err(error);
-        }
-        let capped = read_capped(response, MAX_INFO_BYTES, deadline)
-            .await
-            .map_err(|e| match e {
-                ReadError::Timeout => timeout(),
-                ReadError::Transport(source) => LlmError::StreamCut {
-                    provider: inner.label.clone(),
-                    source: Some(Box::new(source)),
-                },
-            })?;
-        if capped.cut {
-            return Err(LlmError::TooLarge {
-                provider: inner.label.clone(),
-                limit: SizeLimit::Response {
-                    max_bytes: MAX_INFO_BYTES,
-                },
-            });
-        }
-        serde_json::from_slice(&capped.body).map_err(|e| LlmError::Malformed {
+        let body = inner
+            .small_answer(request, MAX_INFO_BYTES, deadline, timeout)
+            .await?;
+        serde_json::from_slice(&body).map_err(|e| LlmError::Malformed {
             provider: inner.label.clone(),
             detail: format!("the answer is not JSON: {e}"),
         })

@@ -7,10 +7,10 @@
 use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::Url;
 use serde::Deserialize;
-use tokio::time::{timeout_at, Duration, Instant};
+use tokio::time::{Duration, Instant};
 
-use super::{read_capped, Client, ReadError};
-use crate::error::{LlmError, SizeLimit};
+use super::Client;
+use crate::error::LlmError;
 use crate::redact::display_url;
 
 /// The longest a model list may take, connection included (the provider's connect time-out
@@ -173,43 +173,14 @@ impl Client {
             url.query_pairs_mut().append_pair("limit", "1000");
         }
         tracing::debug!(provider = %inner.label, url = %display_url(url.as_str()), "listing models");
-        let send = inner.http.get(url).headers(headers).send();
-        let response = match timeout_at(deadline, send).await {
-            Err(_) => return Err(self.list_timeout()),
-            Ok(Err(e)) => {
-                return Err(LlmError::Connect {
-                    provider: inner.label.clone(),
-                    source: Box::new(e.without_url()),
-                })
-            }
-            Ok(Ok(response)) => response,
-        };
-        if !response.status().is_success() {
-            let (error, _, _) = inner.status_error(response, deadline).await;
-            return Err(error);
-        }
-        let capped = read_capped(response, MAX_LIST_BYTES, deadline)
-            .await
-            .map_err(|e| match e {
-                ReadError::Timeout => self.list_timeout(),
-                ReadError::Transport(source) => LlmError::StreamCut {
-                    provider: inner.label.clone(),
-                    source: Some(Box::new(source)),
-                },
-            })?;
-        if capped.cut {
-            return Err(LlmError::TooLarge {
-                provider: inner.label.clone(),
-                limit: SizeLimit::Response {
-                    max_bytes: MAX_LIST_BYTES,
-                },
-            });
-        }
-        let body: ListBody =
-            serde_json::from_slice(&capped.body).map_err(|e| LlmError::Malformed {
-                provider: inner.label.clone(),
-                detail: format!("the model list is unreadable: {e}"),
-            })?;
+        let send = inner.http.get(url).headers(headers);
+        let answer = inner
+            .small_answer(send, MAX_LIST_BYTES, deadline, || self.list_timeout())
+            .await?;
+        let body: ListBody = serde_json::from_slice(&answer).map_err(|e| LlmError::Malformed {
+            provider: inner.label.clone(),
+            detail: format!("the model list is unreadable: {e}"),
+        })?;
         let ids = body.data.into_iter().map(|entry| entry.id).collect();
         Ok(ModelList::new(ids, provider.model_list))
     }
