@@ -107,7 +107,11 @@ pub(crate) fn of_outcome(o: &Outcome) -> Vec<Figure> {
             micros(o.host_cpu.total() + o.children_cpu) / n,
             "µs",
         ),
-        figure(name("child processes alive at the end"), o.children_alive as f64, ""),
+        figure(
+            name("child processes alive at the end"),
+            o.children_alive as f64,
+            "",
+        ),
         figure(name("peak RSS"), mebibytes(o.peak_rss), "MiB"),
         figure(name("errors"), o.errors as f64, ""),
     ]);

@@ -153,7 +153,9 @@ pub(crate) async fn run(
     // Before the CPU is first read, so the scrape's own work is not counted in the scenario.
     let scraped = runtime::scrape(&reqwest::Client::new(), &host.url).await;
     let host_cpu0 = host.cpu_times().unwrap_or_default();
-    let children_cpu0 = crate::procfs::descendants_cpu(host.pid()).unwrap_or_default().0;
+    let children_cpu0 = crate::procfs::descendants_cpu(host.pid())
+        .unwrap_or_default()
+        .0;
     let store_cpu0 = store.server_cpu();
     let bench_cpu0 = crate::procfs::cpu_of("/proc/self/stat").unwrap_or_default();
     let watch = Watch::start(
