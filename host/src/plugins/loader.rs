@@ -314,6 +314,7 @@ impl Loader {
         let settings = lock(&self.workers).clone();
         let probed = probe::manifest(
             &settings.program,
+            settings.zygote.as_deref(),
             &copy,
             settings.sandbox,
             settings.start_timeout,

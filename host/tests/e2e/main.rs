@@ -32,6 +32,7 @@ mod fleet_runs;
 mod hosts;
 mod init;
 mod isolation;
+mod isolation_life;
 mod isolation_lifecycle;
 mod isolation_quarantine;
 mod isolation_zygote;
