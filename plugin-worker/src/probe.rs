@@ -19,7 +19,7 @@ use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions};
 use crate::{
     process::exit_status,
     protocol::{BlockingChannel, FromWorker, Refusal, Start, ToWorker},
-    sandbox::SandboxSettings,
+    sandbox::{identity, SandboxSettings},
     spawn, status,
     zygote_handle::Zygote,
 };
@@ -94,6 +94,9 @@ pub fn manifest(
     timeout: Duration,
 ) -> Result<Probed, ProbeError> {
     let start_failed = |e: std::io::Error| ProbeError::Start(e.to_string());
+    // No project: a worker of a root server runs as `[plugins].worker_user`, if set.
+    let mut sandbox = sandbox;
+    sandbox.user = identity::choose(identity::is_root(), None, sandbox.user);
     let (ours, theirs) = UnixStream::pair().map_err(start_failed)?;
     let mut child = match zygote {
         Some(zygote) => {

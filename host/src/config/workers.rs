@@ -67,6 +67,12 @@ pub(super) fn parse(raw: &RawPlugins) -> Result<Workers, ConfigError> {
             .worker_processes
             .map(|n| positive("worker_processes", Some(n), n))
             .transpose()?,
+        user: raw
+            .worker_user
+            .as_deref()
+            .map(rojos_plugin_worker::sandbox::identity::parse)
+            .transpose()
+            .map_err(|e| invalid("plugins.worker_user", e))?,
     };
     let idle = match raw.worker_idle_secs {
         None => Duration::from_secs(60),

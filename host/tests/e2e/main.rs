@@ -35,6 +35,7 @@ mod isolation;
 mod isolation_life;
 mod isolation_lifecycle;
 mod isolation_quarantine;
+mod isolation_user;
 mod isolation_zygote;
 mod limits;
 mod live_status;
