@@ -200,16 +200,20 @@ async fn a_call_its_client_stops_ends_the_worker_running_it() {
         .await
         .unwrap();
     assert_eq!(stopped.status(), 202);
+    until("the worker running the stopped call has ended", || {
+        has_ended(pid)
+    })
+    .await;
     // The rest of the stream (its start was read above).
     let rest = response.text().await.unwrap();
     assert!(
         rest.contains("\"stopReason\":\"cancelled\""),
         "the run ended as cancelled: {rest}"
     );
-    until("the worker running the stopped call has ended", || {
-        has_ended(pid)
-    })
-    .await;
+    assert!(
+        rest.contains("was stopped while running this call: the run was stopped"),
+        "the call's result says why: {rest}"
+    );
 }
 
 #[tokio::test]
