@@ -142,6 +142,26 @@ mod tests {
     }
 
     #[test]
+    fn worker_user_is_read_and_an_unknown_user_named() {
+        assert_eq!(parsed("").unwrap().sandbox.user, None);
+        assert_eq!(
+            parsed("worker_user = \"1000:100\"").unwrap().sandbox.user,
+            Some(rojos_plugin_worker::sandbox::WorkerUser {
+                uid: 1000,
+                gid: 100
+            })
+        );
+        let e = parsed("worker_user = \"no-such-user-here\"")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("plugins.worker_user") && e.contains("UID:GID"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn worker_start_is_read_and_a_bad_value_named() {
         assert_eq!(
             parsed("worker_start = \"exec\"").unwrap().start,
