@@ -15,7 +15,7 @@ use crate::{
     load::Outcome,
     long_conversation::LongRun,
     stats::{self, percentile},
-    StoreRun,
+    store_run::StoreRun,
 };
 
 /// One figure of one run.

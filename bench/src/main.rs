@@ -46,6 +46,7 @@ mod runtime;
 mod scratch;
 mod stats;
 mod store;
+mod store_run;
 mod threads;
 mod upstream;
 mod watch;
@@ -58,9 +59,9 @@ use clap::Parser;
 use crate::{
     figures::Figure,
     host::{Flavour, HostProcess, Launch},
-    load::{Outcome, Scenario},
-    long_conversation::LongRun,
+    load::Scenario,
     store::{Backend, Store, StoreChoice},
+    store_run::StoreRun,
     upstream::{Pace, Upstream},
 };
 
@@ -140,17 +141,6 @@ struct Options {
     /// With `--baseline`: rounds of (before, after).
     #[arg(long, default_value_t = 3)]
     rounds: usize,
-}
-
-/// S1–S3 on one conversation store (each outcome names it).
-#[derive(Debug)]
-pub(crate) struct StoreRun {
-    /// The host's RSS after start, before the warm-up.
-    pub(crate) idle: u64,
-    /// The scenarios run.
-    pub(crate) outcomes: Vec<Outcome>,
-    /// S4, when it ran.
-    pub(crate) long: Option<LongRun>,
 }
 
 fn main() -> std::process::ExitCode {

@@ -7,16 +7,20 @@
 //! submodules.
 
 mod compare;
+mod format;
 mod idle;
 mod long;
 mod threads;
 
 pub(crate) use compare::comparison;
+pub(crate) use format::mib;
 pub(crate) use idle::idle;
 pub(crate) use long::long;
 pub(crate) use threads::thread_states;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use format::{host_verdict, ms, verdict};
 
 use crate::{
     abuse::{self, Attack, Finding, Phase},
@@ -27,9 +31,9 @@ use crate::{
     mcp_paths::McpPaths,
     stats::percentile,
     store::Backend,
+    store_run::StoreRun,
     upstream::{FLOOD_CALLS, FLOOD_FILE, HUGE_LINE_BYTES},
     watch::PROBE_TIMEOUT,
-    StoreRun,
 };
 
 /// The abuse goal: the host's peak stays under its idle RSS plus this, in bytes.
@@ -46,22 +50,6 @@ const S3_P50_OVER_UPSTREAM: f64 = 0.10;
 const S3_FIRST_EVENT_OVER_FIRST_TOKEN: Duration = Duration::from_millis(50);
 /// The performance goal: S3's peak RSS no higher than the day the issue was filed.
 const S3_PEAK_RSS: u64 = 108 << 20;
-
-/// Bytes as MiB.
-pub(crate) fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
-}
-
-fn ms(d: Duration) -> String {
-    let ms = d.as_secs_f64() * 1000.0;
-    if ms >= 1000.0 {
-        format!("{:.2} s", ms / 1000.0)
-    } else if ms >= 10.0 {
-        format!("{ms:.1} ms")
-    } else {
-        format!("{ms:.2} ms")
-    }
-}
 
 struct Percentiles {
     p50: Duration,
@@ -583,25 +571,6 @@ pub(crate) fn summary(runs: &[StoreRun], boundary: Option<&Boundary>, dropin: Op
             ms(percentiles(times.to_vec()).p50)
         ),
         None => println!("drop-in: n/a (not measured)"),
-    }
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok {
-        "met"
-    } else {
-        "NOT met"
-    }
-}
-
-/// [`verdict`] on a figure measured on the host's process (its CPU, its memory). Under
-/// `$ROJOS_BENCH_WRAP` that process is the wrapper's: the host's only when the wrapper `exec`s
-/// it, not when it runs it as a child (a profiler), so the figure is not judged.
-fn host_verdict(ok: bool) -> &'static str {
-    if crate::host::wrapped_by().is_some() {
-        "not judged: measured on $ROJOS_BENCH_WRAP's process"
-    } else {
-        verdict(ok)
     }
 }
 

@@ -13,6 +13,7 @@
 //! (`long`), under `/first-use/v1` one call of every offered tool (`first_use`, for the idle
 //! memory).
 
+mod chunks;
 mod first_use;
 mod long;
 
@@ -36,10 +37,10 @@ use axum::{
 use futures_util::stream;
 use serde_json::{json, Value};
 
+pub(crate) use chunks::MODEL;
+use chunks::{chunk, text, text_in_pieces, tool_call, TEXT_PIECE};
 pub(crate) use long::{long_file, LONG_FILE, LONG_WINDOW_TOKENS};
 
-/// The model name the host is configured with.
-pub(crate) const MODEL: &str = "bench-model";
 /// The model name of S4's run with a tokenizer: one of OpenAI's, so the host counts
 /// requests with `o200k_base`.
 pub(crate) const TOKENIZED_MODEL: &str = "gpt-4o";
@@ -111,10 +112,6 @@ pub(crate) fn chosen_answer() -> Option<&'static Answer> {
 pub(crate) fn answer() -> &'static Answer {
     chosen_answer().unwrap_or(&SEED_ANSWER)
 }
-
-/// Argument text per tool-call delta, and answer text per content delta.
-const ARGS_PIECE: usize = 20;
-const TEXT_PIECE: usize = 12;
 
 /// `get_text_content` calls in the tool-flood turn.
 pub(crate) const FLOOD_CALLS: usize = 1500;
@@ -201,42 +198,6 @@ impl Script {
     }
 }
 
-fn chunk(delta: Value, finish: Option<&str>) -> Bytes {
-    let body = json!({
-        "id": "chatcmpl-bench",
-        "object": "chat.completion.chunk",
-        "created": 1_756_212_345,
-        "model": MODEL,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
-    });
-    Bytes::from(format!("data: {body}\n\n"))
-}
-
-fn pieces(text: &str, size: usize) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    chars.chunks(size).map(|c| c.iter().collect()).collect()
-}
-
-/// One call in OpenAI's canonical shape: id and name first, arguments split across deltas.
-fn tool_call(id: &str, name: &str, args: &str) -> Vec<Bytes> {
-    let mut events = vec![
-        chunk(json!({"role": "assistant", "content": null}), None),
-        chunk(
-            json!({"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}),
-            None,
-        ),
-    ];
-    for piece in pieces(args, ARGS_PIECE) {
-        events.push(chunk(
-            json!({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}),
-            None,
-        ));
-    }
-    events.push(chunk(json!({}), Some("tool_calls")));
-    events.push(Bytes::from_static(b"data: [DONE]\n\n"));
-    events
-}
-
 /// The `i`-th spelling of [`FLOOD_FILE`]: 11 parts `./` or `.//` (the bits of `i`), so every
 /// call's arguments differ while naming the same file.
 pub(crate) fn flood_path(i: usize) -> String {
@@ -277,21 +238,6 @@ fn huge_line() -> Vec<Bytes> {
             .step_by(HUGE_LINE_WRITE)
             .map(|at| line.slice(at..(at + HUGE_LINE_WRITE).min(line.len()))),
     );
-    events.push(chunk(json!({}), Some("stop")));
-    events.push(Bytes::from_static(b"data: [DONE]\n\n"));
-    events
-}
-
-fn text(answer: &str) -> Vec<Bytes> {
-    text_in_pieces(answer, TEXT_PIECE)
-}
-
-/// A text answer, `piece` characters per content delta.
-fn text_in_pieces(answer: &str, piece: usize) -> Vec<Bytes> {
-    let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
-    for piece in pieces(answer, piece) {
-        events.push(chunk(json!({"content": piece}), None));
-    }
     events.push(chunk(json!({}), Some("stop")));
     events.push(Bytes::from_static(b"data: [DONE]\n\n"));
     events

@@ -18,10 +18,11 @@ use serde_json::Value;
 use tokio::time::{sleep, timeout_at, Instant};
 
 use crate::assemble::{Assembler, Ending, PushError};
+use crate::endpoint::display_url;
 use crate::error::{LlmError, SizeLimit};
 use crate::history::assistant_message;
 use crate::provider::Provider;
-use crate::redact::{display_url, Secrets};
+use crate::redact::Secrets;
 use crate::request::{body_text, chat_completions_url, ChatRequest, SharedChatRequest};
 use crate::retry;
 use crate::sse;
@@ -90,7 +91,7 @@ impl Client {
 
     fn build(provider: Provider, http: reqwest::Client) -> Result<Self, LlmError> {
         let url = chat_completions_url(&provider.base_url)?;
-        let label = crate::redact::endpoint_host(&url);
+        let label = crate::endpoint::endpoint_host(&url);
         let headers = build_headers(&provider)?;
         let secrets = Secrets::of(&provider);
         Ok(Client {

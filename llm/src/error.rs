@@ -4,8 +4,6 @@
 
 use std::time::Duration;
 
-use crate::fault::Fault;
-
 /// The source of a transport failure, kept for the `{:#}` chain and logs.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -148,11 +146,6 @@ impl LlmError {
             LlmError::Status { message, .. } | LlmError::Provider { message, .. } => Some(message),
             _ => None,
         }
-    }
-
-    /// What kind of failure this is, as far as the user can act on it (see [`Fault`]).
-    pub fn fault(&self) -> Fault {
-        crate::fault::classify(self)
     }
 
     /// Every value [`LlmError::kind`] gives, in the order of the variants: the `kind` labels

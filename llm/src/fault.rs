@@ -72,6 +72,13 @@ pub enum Reach {
     Other,
 }
 
+impl LlmError {
+    /// What kind of failure this is, as far as the user can act on it (see [`Fault`]).
+    pub fn fault(&self) -> Fault {
+        classify(self)
+    }
+}
+
 /// The fault of `error` (see [`LlmError::fault`]).
 pub(crate) fn classify(error: &LlmError) -> Fault {
     match error {

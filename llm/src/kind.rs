@@ -3,7 +3,7 @@
 //! and the request quirks the service needs, so a `[providers.NAME]` table can be as short as
 //! `kind = "openai"`.
 
-use crate::{client::models::ModelListDialect, history::EmptyContent, provider::Provider};
+use crate::{dialect::ModelListDialect, history::EmptyContent, provider::Provider};
 
 /// A service Rojos knows by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

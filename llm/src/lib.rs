@@ -62,11 +62,14 @@
 
 mod assemble;
 mod client;
+mod dialect;
+mod endpoint;
 mod error;
 mod fault;
 mod history;
 mod json_type;
 mod kind;
+mod limits;
 mod provider;
 mod redact;
 mod request;
@@ -74,12 +77,15 @@ mod retry;
 mod secret;
 mod sse;
 mod stream;
+mod text;
 mod turn;
 mod wire;
 
 pub use client::info::{server_url, ServerPath};
-pub use client::models::{ModelList, ModelListDialect, LIST_MODELS_TIMEOUT};
+pub use client::models::{ModelList, LIST_MODELS_TIMEOUT};
 pub use client::Client;
+pub use dialect::ModelListDialect;
+pub use endpoint::{display_url, endpoint_host};
 pub use error::{BoxError, LlmError, SizeLimit};
 pub use fault::{Fault, Reach};
 pub use history::{
@@ -88,12 +94,13 @@ pub use history::{
 };
 pub use json_type::json_type_name;
 pub use kind::ProviderKind;
-pub use provider::{Limits, Provider, RetryPolicy, Timeouts};
-pub use redact::{display_url, endpoint_host};
+pub use limits::Limits;
+pub use provider::{Provider, Timeouts};
 pub use request::{
     chat_completions_url, sanitize_schema, sanitize_tool, validate_tool_name, ChatRequest,
     SharedChatRequest, ToolChoice, ToolDefinition,
 };
+pub use retry::RetryPolicy;
 pub use secret::Secret;
 pub use stream::{decode_stream, DecodeOptions, TurnStream};
 pub use turn::{FinishReason, ToolCall, Turn, TurnEvent, Usage};

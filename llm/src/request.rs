@@ -12,7 +12,7 @@ use std::sync::Arc;
 use reqwest::Url;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
-use crate::redact::display_url;
+use crate::endpoint::display_url;
 use serde_json::{json, value::RawValue, Map, Value};
 
 use crate::error::LlmError;

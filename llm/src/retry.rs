@@ -7,8 +7,32 @@ use std::time::Duration;
 use reqwest::header::HeaderMap;
 
 use crate::error::LlmError;
-use crate::provider::RetryPolicy;
 use crate::wire::ErrorInfo;
+
+/// When and how often a failed request is tried again. Retries happen only before anything
+/// was yielded to the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Total attempts, the first included (1 = never retry).
+    pub max_attempts: u32,
+    /// Backoff before the second attempt; doubles each time, with jitter.
+    pub base_backoff: Duration,
+    /// Upper bound of the computed backoff.
+    pub max_backoff: Duration,
+    /// Upper bound of a provider's `Retry-After` / `retry-after-ms`.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 3,
+            base_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(30),
+            max_retry_after: Duration::from_secs(120),
+        }
+    }
+}
 
 /// 408, 409, 429 and every 5xx (529 is Anthropic's "overloaded") are worth another try.
 pub(crate) fn status_is_retryable(code: u16) -> bool {

@@ -13,7 +13,8 @@ use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use crate::error::{BoxError, SizeLimit};
-use crate::provider::Limits;
+use crate::limits::Limits;
+use crate::text::truncate;
 use crate::wire::{describe_error, Chunk, ErrorInfo};
 
 pub(crate) use framer::SseEvent;
@@ -174,18 +175,6 @@ pub(crate) fn classify(event: &SseEvent) -> Result<SseItem, String> {
 
 fn not_json(error: &serde_json::Error, data: &str) -> String {
     format!("data is not JSON ({error}): {}", truncate(data, 200))
-}
-
-/// The first `max` bytes of `text` (at a char boundary), marked when cut.
-pub(crate) fn truncate(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut cut = max;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}…", &text[..cut])
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use tokio::time::{sleep_until, Instant, Sleep};
 
 use crate::assemble::{Assembler, Ending, NoOutput, PushError};
 use crate::error::{BoxError, LlmError, SizeLimit};
-use crate::provider::Limits;
+use crate::limits::Limits;
 use crate::sse::{self, FrameError, Frames, SseEvent, SseItem};
 use crate::turn::{Turn, TurnEvent};
 use crate::wire::ErrorInfo;

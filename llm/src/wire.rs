@@ -400,7 +400,7 @@ pub(crate) fn describe_error_body(status: u16, body: &str) -> ErrorInfo {
             .unwrap_or("no message")
             .to_lowercase()
     } else {
-        crate::sse::truncate(body.trim(), 500)
+        crate::text::truncate(body.trim(), 500)
     };
     ErrorInfo {
         message,

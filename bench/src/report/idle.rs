@@ -3,7 +3,7 @@
 
 use crate::idle::IdleRss;
 
-use super::{host_verdict, mib};
+use super::format::{host_verdict, mib};
 
 /// The performance goal: idle RSS with the seven built-in plugins loaded.
 const IDLE_WITH_ALL_SEVEN: u64 = 20 << 20;

@@ -12,7 +12,7 @@ use crate::{
     stats::{self, Growth, Verdict},
 };
 
-use super::ms;
+use super::format::ms;
 
 /// Prints S4.
 pub(crate) fn long(run: &LongRun) {

@@ -8,7 +8,7 @@ use axum::body::Bytes;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{chunk, text};
+use super::chunks::{chunk, text};
 
 /// The part of a request that picks the turn.
 #[derive(Debug, Deserialize)]

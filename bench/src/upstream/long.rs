@@ -12,7 +12,7 @@ use axum::body::Bytes;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{text_in_pieces, tool_call};
+use super::chunks::{text_in_pieces, tool_call};
 
 /// The file every turn reads, in the project root.
 pub(crate) const LONG_FILE: &str = "notes.txt";

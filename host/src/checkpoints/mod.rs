@@ -12,6 +12,11 @@
 //!
 //! # Layout
 //!
+//! - this file: the API the handlers and the agent use ([`Checkpoints::run`], `list`, `undo`,
+//!   `forget`, `before`) and [`RunCheckpoint`], a run's recording around each call.
+//! - `shared`: [`Checkpoints`], what every recording, undo and listing shares.
+//! - `paths`: the paths a call changes ([`Change`]) and how recorded paths relate.
+//! - `summary`: [`Summary`], a checkpoint as the API lists it.
 //! - `stored`: a run's append-only log on disk.
 //! - `head`: the small summary beside each log that listing and the budget read.
 //! - `listing`: a project's checkpoints, from their heads (or logs where a head is stale).
@@ -29,132 +34,34 @@ mod head;
 mod listing;
 mod lock;
 mod memory;
+mod paths;
 mod record;
 mod room;
+mod shared;
 mod stored;
+mod summary;
 mod undo;
 
 use std::{
-    collections::HashMap,
     io,
     sync::{Arc, Mutex},
-    time::{SystemTime, UNIX_EPOCH},
 };
 
-use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 use rojos_conversations::ConversationId;
-use rojos_fs_guard::{PathError, ProjectDir};
-use serde::Serialize;
-use serde_json::{Map, Value};
 
 pub use before::{Before, BeforeError};
 pub use lock::Held;
+pub use paths::{changed_paths, Change};
+pub use shared::{CheckpointLimits, Checkpoints};
+pub use summary::Summary;
 pub use undo::UndoError;
 
-use crate::{
-    plugins::AroundCall,
-    storage::{Handle, ProjectId, Storage},
-};
-use head::Head;
-use memory::Memory;
-use stored::{open_or_create, Log, Manifest, RecordError};
-
-/// The folder beside `root/` that holds a project's checkpoints.
-const CHECKPOINTS: &str = "checkpoints";
-
-/// Every project's checkpoints, within the per-project byte budget.
-#[derive(Debug)]
-pub struct Checkpoints {
-    storage: Arc<Storage>,
-    /// `[limits] checkpoint_bytes`: most bytes one project's checkpoints take on disk.
-    budget: u64,
-    /// `[limits] checkpoint_record_bytes`: the longest record line.
-    record_bytes: u64,
-    /// `[limits] checkpoint_memory_bytes`: the names and entries all of them hold at once.
-    memory: Memory,
-    /// Each project's [`ProjectLock`] in this host.
-    projects: Mutex<HashMap<ProjectId, Arc<ProjectLock>>>,
-    /// Each project's lock between its changes and its undos.
-    locks: lock::ProjectLocks,
-}
-
-/// The limits of [`Checkpoints`] (docs/configuration.md).
-#[derive(Clone, Copy, Debug)]
-pub struct CheckpointLimits {
-    /// `[limits] checkpoint_bytes`: most bytes one project's checkpoints take on disk (`0`:
-    /// undo off).
-    pub budget: u64,
-    /// `[limits] checkpoint_record_bytes`: most bytes of names and entries one record holds.
-    pub record_bytes: u64,
-    /// `[limits] checkpoint_memory_bytes`: most bytes of names and entries all recordings and
-    /// undos of this host hold at once.
-    pub memory_bytes: u64,
-}
-
-/// One change of a project's checkpoint files at a time in this host (one project's
-/// recording waits for no other project's: a record holds this lock through its sync).
-type ProjectLock = Mutex<ProjectState>;
-
-/// What this host knows of a project's checkpoints.
-#[derive(Debug, Default)]
-struct ProjectState {
-    /// The bytes they take on disk: `None` until one look at their sizes, then kept up to
-    /// date as they are added, so recording does not look at every log of the project (it
-    /// did, per recorded path: quadratic over a project's life). Looked at again only when a
-    /// record would pass the budget.
-    kept: Option<u64>,
-    /// Whether the `checkpoints` folder's own name was synced into the project folder (a new
-    /// log's name then needs only the `checkpoints` folder synced).
-    folder_synced: bool,
-}
-
-/// A checkpoint as `GET /conversations/{id}/checkpoints` lists it.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Summary {
-    /// The run's id.
-    pub run: String,
-    /// The index of the run's user message in the conversation.
-    pub message: u64,
-    /// When its first change was recorded, in Unix milliseconds.
-    pub created_at: u64,
-    /// The paths its calls changed, as the model named them.
-    pub paths: Vec<String>,
-    /// Whether its changes were undone.
-    pub undone: bool,
-    /// Whether it can still be undone (false once the budget dropped it, or when its
-    /// checkpoint cannot be read).
-    pub available: bool,
-    /// Why its checkpoint cannot be read (absent when it can): an undo then stops at it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unreadable: Option<String>,
-}
+use crate::{plugins::AroundCall, storage::ProjectId};
+use stored::Log;
+use summary::summary;
 
 impl Checkpoints {
-    /// The checkpoints of projects in `storage`, within `limits`.
-    pub fn new(storage: Arc<Storage>, limits: CheckpointLimits) -> Checkpoints {
-        Checkpoints {
-            storage,
-            budget: limits.budget,
-            record_bytes: limits.record_bytes,
-            memory: Memory::new(limits.memory_bytes),
-            projects: Mutex::new(HashMap::new()),
-            locks: lock::ProjectLocks::default(),
-        }
-    }
-
-    /// A share of `project`'s lock for a change of its files made outside a run (an
-    /// upload): held until dropped, it waits while an undo in the project checks and
-    /// restores, so the undo cannot remove what the change writes (see `lock`).
-    ///
-    /// # Errors
-    ///
-    /// The lock cannot be taken (its file cannot be created).
-    pub fn hold_for_change(&self, project: &ProjectId) -> io::Result<Held> {
-        self.locks.share(&self.storage, project)
-    }
-
     /// The checkpoint of a new run answering the message at index `message`; `None` when
     /// undo is off (`[limits] checkpoint_bytes = 0`).
     pub fn run(
@@ -292,90 +199,6 @@ impl Checkpoints {
         })
         .await
     }
-
-    /// The lock of `project`'s checkpoints in this host.
-    fn project_lock(&self, project: &ProjectId) -> Arc<ProjectLock> {
-        let mut projects = self.projects.lock().unwrap_or_else(|p| p.into_inner());
-        Arc::clone(projects.entry(project.clone()).or_default())
-    }
-
-    /// The fingerprint of what stands at `path` now, its files' bytes streamed through the
-    /// hash (`None` when it cannot be read, or holds more than `[limits] checkpoint_bytes`
-    /// of content: it is then taken as changed).
-    fn current(&self, dir: &ProjectDir, path: &str) -> Option<String> {
-        let mut hasher = fingerprint::Hasher::default();
-        dir.shape(path, self.budget, Some(&mut hasher)).ok()?;
-        Some(hasher.finish())
-    }
-
-    /// `<storage>/<projectId>/checkpoints/`, created when `create`; `None` when missing.
-    fn project_dir(&self, project: &ProjectId, create: bool) -> io::Result<Option<Dir>> {
-        if let Some(folder) = self
-            .storage
-            .open_existing(project, CHECKPOINTS, Handle::Readable)
-        {
-            return Ok(Some(folder));
-        }
-        let storage = self.storage.dir();
-        let project_dir = if create {
-            open_or_create(storage, project.as_str())?
-        } else {
-            match storage.open_dir_nofollow(project.as_str()) {
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-                other => other?,
-            }
-        };
-        if create {
-            return open_or_create(&project_dir, CHECKPOINTS).map(Some);
-        }
-        match project_dir.open_dir_nofollow(CHECKPOINTS) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            other => other.map(Some),
-        }
-    }
-
-    /// The project's checkpoints folder and the conversation's checkpoints with changes
-    /// (or that cannot be read), oldest first, from their heads; `None` when the project
-    /// has no such folder.
-    fn conversation_runs(
-        &self,
-        project: &ProjectId,
-        conversation: &ConversationId,
-    ) -> io::Result<Option<(Dir, Vec<Head>)>> {
-        let Some(checkpoints) = self.project_dir(project, false)? else {
-            return Ok(None);
-        };
-        let mut runs = listing::scan(&checkpoints, Some(conversation.as_str()), self.record_bytes)?;
-        runs.retain(|h| h.changed || h.unreadable.is_some());
-        Ok(Some((checkpoints, runs)))
-    }
-}
-
-fn summary(head: &Head) -> Summary {
-    Summary {
-        run: head.run.clone(),
-        message: head.message,
-        created_at: head.created_at,
-        paths: head.paths.clone(),
-        undone: head.undone,
-        available: !head.evicted && head.unreadable.is_none(),
-        unreadable: head.unreadable.clone(),
-    }
-}
-
-/// Why a change was not recorded.
-#[derive(Debug)]
-enum Refused {
-    /// fs-guard's refusal (over the byte limit, not undoable, a bad path).
-    Path(PathError),
-    /// `[limits] checkpoint_memory_bytes` had no room for its names and entries in time.
-    Memory,
-}
-
-impl From<PathError> for Refused {
-    fn from(error: PathError) -> Refused {
-        Refused::Path(error)
-    }
 }
 
 /// Runs blocking file work off the runtime, as the tools' calls do.
@@ -400,42 +223,6 @@ pub struct RunCheckpoint {
     log: Arc<Mutex<Option<Log>>>,
 }
 
-/// A path a call changes, as its tool declares it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Change {
-    /// It may replace or remove what is there (`changes_paths`): all of it is recorded.
-    Whole(String),
-    /// It only creates what is missing there (`creates_paths`): only that is recorded.
-    Creation(String),
-}
-
-impl Change {
-    fn path(&self) -> &str {
-        match self {
-            Change::Whole(path) | Change::Creation(path) => path,
-        }
-    }
-}
-
-/// The paths a call changes: the string values of the tool's `changes_paths` and
-/// `creates_paths` arguments (a missing or non-string one names nothing; the schema check
-/// refuses such calls).
-pub fn changed_paths(
-    changes: &[String],
-    creates: &[String],
-    arguments: &Map<String, Value>,
-) -> Vec<Change> {
-    let named = |names: &[String], change: fn(String) -> Change| {
-        names
-            .iter()
-            .filter_map(|name| arguments.get(name)?.as_str().map(|p| change(p.to_owned())))
-            .collect::<Vec<_>>()
-    };
-    let mut all = named(changes, Change::Whole);
-    all.extend(named(creates, Change::Creation));
-    all
-}
-
 impl RunCheckpoint {
     /// The recording around one call that changes `paths`: before it, the earlier state of
     /// those not recorded by an earlier call of this run, complete on disk (its `Err` is the
@@ -457,60 +244,10 @@ impl RunCheckpoint {
     }
 }
 
-/// Whether one of two paths is the other or inside it.
-fn related(a: &str, b: &str) -> bool {
-    covered(std::iter::once(a), b) || covered(std::iter::once(b), a)
-}
-
-/// Whether any of `paths` (relative to `root`, as fs-guard resolved them) goes through a
-/// symbolic link, or cannot be told: a call through a link changes what the link leads to,
-/// which no recorded path names. One resolution per path, beneath the root, that refuses any
-/// link on the way (`ELOOP`) and opens the last name without following it; a missing name
-/// ends the path (nothing beyond it can be reached), any other failure counts as a link.
-fn through_link(root: &Dir, paths: &[String]) -> bool {
-    use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
-    let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
-    let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    paths.iter().any(|path| {
-        match rustix::fs::openat2(root, path.as_str(), flags, Mode::empty(), how) {
-            Ok(last) => rustix::fs::fstat(&last).map_or(true, |stat| {
-                FileType::from_raw_mode(stat.st_mode) == FileType::Symlink
-            }),
-            Err(rustix::io::Errno::NOENT) => false,
-            Err(_) => true,
-        }
-    })
-}
-
-/// Whether `path` is recorded already (among the `recorded` paths), itself or inside a
-/// recorded folder.
-fn covered<'a>(mut recorded: impl Iterator<Item = &'a str>, path: &str) -> bool {
-    recorded.any(|recorded| {
-        path == recorded
-            || path
-                .strip_prefix(recorded)
-                .is_some_and(|rest| rest.starts_with('/'))
-    })
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_path_inside_a_recorded_folder_is_covered_but_a_sibling_prefix_is_not() {
-        let recorded = || ["docs"].into_iter();
-        assert!(covered(recorded(), "docs"));
-        assert!(covered(recorded(), "docs/a.txt"));
-        assert!(!covered(recorded(), "docs2/a.txt"));
-        assert!(!covered(recorded(), "doc"));
-    }
+    use crate::storage::Storage;
 
     /// A run of `store` in a fresh project of its storage, the project's root, and the ids.
     fn a_run() -> (
@@ -594,23 +331,5 @@ mod tests {
             root.metadata("real").is_err(),
             "the run's folder is gone again"
         );
-    }
-
-    #[test]
-    fn only_string_values_of_declared_arguments_are_changed_paths() {
-        let args: Map<String, Value> =
-            serde_json::from_str(r#"{"from": "a.txt", "to": "b/", "recursive": true, "path": 3}"#)
-                .expect("json");
-        let declared = ["from".to_owned(), "to".to_owned(), "path".to_owned()];
-        let whole = |p: &str| Change::Whole(p.to_owned());
-        assert_eq!(
-            changed_paths(&declared, &[], &args),
-            [whole("a.txt"), whole("b/")]
-        );
-        assert_eq!(
-            changed_paths(&declared[..1], &declared[1..2], &args),
-            [whole("a.txt"), Change::Creation("b/".to_owned())]
-        );
-        assert!(changed_paths(&[], &[], &args).is_empty());
     }
 }

@@ -5,6 +5,7 @@
 use std::{
     io,
     sync::{Arc, Mutex},
+    time::{SystemTime, UNIX_EPOCH},
 };
 
 use cap_fs_ext::DirExt;
@@ -13,10 +14,12 @@ use rojos_conversations::ConversationId;
 use rojos_fs_guard::{PathError, ProjectDir, Shape, Shaped};
 use rojos_plugin_api::Limits;
 
-use super::stored::CopyError;
 use super::{
-    covered, head, now_ms, related, stored, through_link, Change, Checkpoints, Held, Log, Manifest,
-    RecordError, Refused,
+    head,
+    lock::Held,
+    paths::{covered, related, through_link, Change},
+    shared::Checkpoints,
+    stored::{self, CopyError, Log, Manifest, RecordError},
 };
 use crate::{plugins::AroundCall, storage::ProjectId};
 
@@ -350,4 +353,26 @@ impl Checkpoints {
         }
         Ok(())
     }
+}
+
+/// Why a change was not recorded.
+#[derive(Debug)]
+enum Refused {
+    /// fs-guard's refusal (over the byte limit, not undoable, a bad path).
+    Path(PathError),
+    /// `[limits] checkpoint_memory_bytes` had no room for its names and entries in time.
+    Memory,
+}
+
+impl From<PathError> for Refused {
+    fn from(error: PathError) -> Refused {
+        Refused::Path(error)
+    }
+}
+
+/// Now, in Unix milliseconds.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

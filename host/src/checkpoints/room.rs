@@ -7,7 +7,7 @@ use std::io;
 
 use cap_std::fs::Dir;
 
-use super::{head, listing, stored, Checkpoints};
+use super::{head, listing, shared::Checkpoints, stored};
 
 impl Checkpoints {
     /// Drops the oldest checkpoints of the project (never the run `keep` of `conversation`)

@@ -9,7 +9,12 @@ use rojos_conversations::ConversationId;
 use rojos_fs_guard::{PathError, ProjectDir};
 use rojos_plugin_api::Limits;
 
-use super::{fingerprint::Hasher, summary, Checkpoints, Log, Summary};
+use super::{
+    fingerprint::Hasher,
+    shared::Checkpoints,
+    stored::Log,
+    summary::{summary, Summary},
+};
 use crate::storage::ProjectId;
 
 /// Why an undo did not happen.

@@ -3,7 +3,9 @@
 //! `rojos check` does and probes the provider as `rojos probe` does. A hosted kind whose key
 //! variable is unset is not probed: init says how to set it. A failed probe keeps the file.
 
+mod answers;
 mod ask;
+mod error;
 mod plugins;
 mod template;
 
@@ -16,11 +18,13 @@ use std::{
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use rojos_llm::ProviderKind;
 
+use answers::Answers;
+pub use error::InitError;
+
 use super::{commands, CliError};
 use crate::{
-    config::{ConfigError, ConfigFile, LiveConfig},
-    names,
-    state::{AppState, StartError},
+    config::{ConfigFile, LiveConfig},
+    state::AppState,
 };
 
 /// `rojos init`'s flags.
@@ -58,69 +62,6 @@ fn kind_parser() -> impl TypedValueParser<Value = ProviderKind> {
     PossibleValuesParser::new(ProviderKind::ALL.map(ProviderKind::name)).map(|name| {
         ProviderKind::from_name(&name).expect("the parser accepts only the kinds' names")
     })
-}
-
-/// What the file is written for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Answers {
-    /// The provider's kind.
-    kind: ProviderKind,
-    /// The model, when not the kind's.
-    model: Option<String>,
-    /// The base URL, when not the kind's.
-    base_url: Option<String>,
-    /// The key's variable, when not the kind's.
-    api_key_env: Option<String>,
-}
-
-/// Why `rojos init` wrote nothing, or wrote a file that does not load.
-#[derive(Debug, thiserror::Error)]
-pub enum InitError {
-    /// The file exists and `--force` was not given.
-    #[error("{} already exists: pass --force to overwrite it, or -o PATH to write another file", .0.display())]
-    Exists(PathBuf),
-    /// No `--kind`, and no terminal to ask on.
-    #[error("no --kind given and no terminal to ask on: pass --kind KIND ({})", names::listed(ProviderKind::ALL.map(ProviderKind::name)))]
-    NoKind,
-    /// The running binary's path is unknown.
-    #[error("cannot find the folder of the rojos binary ({0}): pass --plugins DIR")]
-    NoBinaryFolder(std::io::Error),
-    /// The built-in tool plugins are not in the folder looked at.
-    #[error("no built tool plugins in {} (missing {missing}): build them with `cargo build --release --workspace`, or pass --plugins DIR", dir.display())]
-    NoPlugins {
-        /// The folder looked at.
-        dir: PathBuf,
-        /// The missing library files.
-        missing: String,
-    },
-    /// A path TOML cannot hold.
-    #[error("{}: not valid UTF-8, so a config file cannot name it", .0.display())]
-    NotUtf8(PathBuf),
-    /// The answers make a config that would not load.
-    #[error("{0} (nothing written)")]
-    Invalid(ConfigError),
-    /// The file or its folder cannot be written.
-    #[error("cannot write {}: {error}", path.display())]
-    Write {
-        /// The config file.
-        path: PathBuf,
-        /// Why.
-        error: std::io::Error,
-    },
-    /// The written file does not load (a plugin, the storage folder).
-    #[error("wrote {}, but it does not load: {error}", path.display())]
-    Check {
-        /// The config file.
-        path: PathBuf,
-        /// Why (boxed: a start error is large, and this one is rare).
-        error: Box<StartError>,
-    },
-    /// The input ended before every question was answered.
-    #[error("cancelled: the input ended before every question was answered (nothing written)")]
-    Cancelled,
-    /// The terminal cannot be read or written.
-    #[error("cannot ask on the terminal: {0}")]
-    Ask(std::io::Error),
 }
 
 /// Runs `rojos init`, writing to `-o`, else to the `--config` path `config`.

@@ -8,9 +8,28 @@
 //! then says what failed (see docs/configuration.md, "Provider checks").
 
 use rojos_llm::{Client, LlmError, ModelList};
+use serde::Serialize;
 
-use super::{advice, status::Status, ProviderRef};
+use super::{advice, ProviderRef};
 use crate::live::LiveProvider;
+
+/// A provider's status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum Status {
+    /// Not known yet: the first check is running.
+    Checking,
+    /// Reachable, its key accepted, its model offered.
+    Ready {
+        /// The model it is asked for.
+        model: String,
+    },
+    /// It cannot be used now.
+    Unavailable {
+        /// What is wrong and how to fix it, in one sentence.
+        fix: String,
+    },
+}
 
 /// What one check found.
 #[derive(Debug)]

@@ -2,7 +2,8 @@
 //! still being checked counts as ready when it is a hosted (or kind-less) provider with its
 //! key and model set; a local server counts only once it answered. A chat waits a moment for
 //! checks still running, and re-checks the candidates (at most every few seconds) before it
-//! is refused with the first candidate's fix.
+//! is refused with the first candidate's fix. Each check's result is recorded here too
+//! ([`StatusBoard::record`]), logging each rojo whose provider it changed.
 
 use std::{sync::Arc, time::Duration};
 
@@ -212,6 +213,50 @@ pub fn spawn_check(
         let checked = check::check(&name, provider).await;
         board.record(&settings, &name, provider, checked);
     })
+}
+
+impl StatusBoard {
+    /// Records a check of provider `name` claimed with [`begin`](Self::begin) (dropped when
+    /// its configuration changed meanwhile), logs what changed, and wakes the waiters.
+    pub fn record(
+        &self,
+        settings: &Settings,
+        name: &str,
+        provider: &LiveProvider,
+        checked: check::Checked,
+    ) {
+        if self.record_check(name, provider, checked) {
+            self.log_rojos(settings);
+        }
+    }
+
+    /// Logs each rojo whose provider changed, once the choice is settled.
+    fn log_rojos(&self, settings: &Settings) {
+        for (name, rojo) in &settings.rojos {
+            let selection = select(self, settings, rojo);
+            if !selection.settled {
+                continue;
+            }
+            let line = match &selection.chosen {
+                Some(chosen) => format!(
+                    "{} ({}, model {})",
+                    chosen.provider.name,
+                    chosen.provider.label(),
+                    chosen.provider.model
+                ),
+                None => selection.fix(name),
+            };
+            if !self.note_rojo_line(name, &line) {
+                continue;
+            }
+            match &selection.chosen {
+                Some(_) => tracing::info!(rojo = %name, "rojo {name} uses provider {line}"),
+                None => {
+                    tracing::warn!(rojo = %name, "rojo {name} has no provider available: {line}")
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

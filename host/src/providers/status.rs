@@ -1,8 +1,8 @@
 //! [`StatusBoard`]: what the checks found about each provider (checking, ready with its model,
 //! or unavailable with the fix), kept per provider configuration so an edit of `rojos.toml`
 //! starts that provider over. It logs a provider's status when it is first known and when it
-//! changes, and each rojo's provider when that changes. Choosing a provider is `choice.rs`'s
-//! job; running the checks `monitor.rs`'s.
+//! changes, and each rojo's provider when that changes. Choosing a provider, and logging each rojo's
+//! choice, is `choice.rs`'s job; running the checks `monitor.rs`'s.
 
 use std::{
     collections::BTreeMap,
@@ -11,29 +11,11 @@ use std::{
 };
 
 use rojos_llm::Client;
-use serde::Serialize;
 use tokio::sync::watch;
 
-use super::{advice, check::Checked, choice};
-use crate::live::{LiveProvider, Settings};
-
-/// A provider's status.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "status", rename_all = "lowercase")]
-pub enum Status {
-    /// Not known yet: the first check is running.
-    Checking,
-    /// Reachable, its key accepted, its model offered.
-    Ready {
-        /// The model it is asked for.
-        model: String,
-    },
-    /// It cannot be used now.
-    Unavailable {
-        /// What is wrong and how to fix it, in one sentence.
-        fix: String,
-    },
-}
+pub use super::check::Status;
+use super::{advice, check::Checked};
+use crate::live::LiveProvider;
 
 /// How often a provider is checked again: ready ones every two minutes, others every fifteen
 /// seconds, so a server started later is picked up soon (docs/configuration.md).
@@ -167,23 +149,24 @@ impl StatusBoard {
         true
     }
 
-    /// Records a check of provider `name` claimed with [`begin`](Self::begin) (dropped when
-    /// its configuration changed meanwhile), logs what changed, and wakes the waiters.
-    pub fn record(
+    /// Records a check of provider `name` claimed with [`begin`](Self::begin), logs the
+    /// provider's status when it changed, and wakes the waiters; `false` when the check was
+    /// dropped because the provider's configuration changed meanwhile. The whole step, with
+    /// each rojo's choice logged, is `StatusBoard::record` (`choice.rs`).
+    pub(super) fn record_check(
         &self,
-        settings: &Settings,
         name: &str,
         provider: &LiveProvider,
         checked: Checked,
-    ) {
+    ) -> bool {
         let fingerprint = provider.fingerprint();
         {
             let mut state = self.lock();
             let Some(entry) = state.entries.get_mut(name) else {
-                return;
+                return false;
             };
             if entry.fingerprint != fingerprint {
-                return;
+                return false;
             }
             entry.in_flight = false;
             entry.checked_at = Some(Instant::now());
@@ -194,7 +177,7 @@ impl StatusBoard {
             entry.client = checked.client;
         }
         self.changed.send_modify(|n| *n += 1);
-        self.log_rojos(settings);
+        true
     }
 
     /// A receiver told of every recorded check.
@@ -202,35 +185,14 @@ impl StatusBoard {
         self.changed.subscribe()
     }
 
-    /// Logs each rojo whose provider changed, once the choice is settled.
-    fn log_rojos(&self, settings: &Settings) {
-        for (name, rojo) in &settings.rojos {
-            let selection = choice::select(self, settings, rojo);
-            if !selection.settled {
-                continue;
-            }
-            let line = match &selection.chosen {
-                Some(chosen) => format!(
-                    "{} ({}, model {})",
-                    chosen.provider.name,
-                    chosen.provider.label(),
-                    chosen.provider.model
-                ),
-                None => selection.fix(name),
-            };
-            let mut state = self.lock();
-            if state.rojo_lines.get(name) == Some(&line) {
-                continue;
-            }
-            state.rojo_lines.insert(name.clone(), line.clone());
-            drop(state);
-            match &selection.chosen {
-                Some(_) => tracing::info!(rojo = %name, "rojo {name} uses provider {line}"),
-                None => {
-                    tracing::warn!(rojo = %name, "rojo {name} has no provider available: {line}")
-                }
-            }
+    /// Keeps `line` as the last logged choice of rojo `name`: `false` when it was that already.
+    pub(super) fn note_rojo_line(&self, name: &str, line: &str) -> bool {
+        let mut state = self.lock();
+        if state.rojo_lines.get(name).map(String::as_str) == Some(line) {
+            return false;
         }
+        state.rojo_lines.insert(name.to_owned(), line.to_owned());
+        true
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BoardState> {

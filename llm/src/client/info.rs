@@ -9,8 +9,8 @@ use serde_json::Value;
 use tokio::time::{Duration, Instant};
 
 use super::Client;
+use crate::endpoint::display_url;
 use crate::error::LlmError;
-use crate::redact::display_url;
 
 /// The largest answer read (OpenRouter's model list, with every description, is about 1 MiB).
 const MAX_INFO_BYTES: usize = 8 * 1024 * 1024;

@@ -10,8 +10,9 @@ use serde::Deserialize;
 use tokio::time::{Duration, Instant};
 
 use super::Client;
+use crate::dialect::ModelListDialect;
+use crate::endpoint::display_url;
 use crate::error::LlmError;
-use crate::redact::display_url;
 
 /// The longest a model list may take, connection included (the provider's connect time-out
 /// applies within it).
@@ -22,24 +23,6 @@ const MAX_LIST_BYTES: usize = 8 * 1024 * 1024;
 
 /// The version header Anthropic's native endpoints require (docs.anthropic.com, "Versions").
 const ANTHROPIC_VERSION: &str = "2023-06-01";
-
-/// How a service's model list differs from OpenAI's `{"data":[{"id":…}]}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum ModelListDialect {
-    /// OpenAI's list, ids as they are sent in requests.
-    #[default]
-    OpenAi,
-    /// Anthropic: `/v1/models` is its native endpoint (key in `x-api-key`, an
-    /// `anthropic-version` header, 20 models a page unless `limit` says more), and it lists
-    /// dated ids (`claude-sonnet-4-5-20250929`) for the aliases requests use.
-    Anthropic,
-    /// Gemini's OpenAI compatibility lists ids as `models/gemini-2.5-flash`; requests name
-    /// them without the prefix.
-    Gemini,
-    /// Ollama: a model named without a tag is its `:latest` (`qwen2.5` is `qwen2.5:latest`).
-    Ollama,
-}
 
 /// The model ids a provider listed, in its order.
 #[derive(Debug, Clone, PartialEq, Eq)]

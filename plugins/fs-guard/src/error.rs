@@ -10,7 +10,7 @@ use std::io;
 use rojos_plugin_api::{ErrorKind, ToolError};
 use rustix::io::Errno;
 
-use crate::path::{MAX_NAME_BYTES, MAX_PATH_BYTES};
+use crate::limits::{MAX_NAME_BYTES, MAX_PATH_BYTES};
 
 /// The model's path as shown in a message: quoted, with invisible characters escaped as
 /// [`crate::names::escaped`] does and anything past 200 bytes cut, so an error can never be

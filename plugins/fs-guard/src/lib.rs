@@ -10,6 +10,7 @@
 //! # Layout
 //!
 //! - [`args`]: [`parse_args`], the model's arguments as a JSON object only.
+//! - [`limits`]: the longest path and name accepted ([`MAX_PATH_BYTES`], [`MAX_NAME_BYTES`]).
 //! - [`path`]: syntactic checks on the model's path string ([`check_path`]).
 //! - [`names`]: which characters of a name are invisible ([`is_invisible`]: refused in new
 //!   names) and how every output shows them escaped ([`escaped`], [`json_escaped`]).
@@ -43,6 +44,7 @@
 
 pub mod args;
 pub mod error;
+pub mod limits;
 pub mod names;
 pub mod path;
 pub mod project;

@@ -3,11 +3,7 @@
 //! trimmed, percent-decoded, `~`-expanded or Unicode-normalised.
 
 use crate::error::{PathError, Shown};
-
-/// Longest path accepted, in bytes (Linux `PATH_MAX`).
-pub const MAX_PATH_BYTES: usize = 4096;
-/// Longest single name accepted, in bytes (Linux `NAME_MAX`).
-pub const MAX_NAME_BYTES: usize = 255;
+pub use crate::limits::{MAX_NAME_BYTES, MAX_PATH_BYTES};
 
 /// Whether the path names something that must exist, or something the model creates (which
 /// also refuses invisible characters: [`crate::names::is_invisible`]).

@@ -7,7 +7,7 @@ use std::io::{BufRead, Write};
 
 use rojos_llm::ProviderKind;
 
-use super::{Answers, InitError};
+use super::{answers::Answers, error::InitError};
 use crate::config::EnvLookup;
 
 /// Asks for the answers on `output`, reading them from `input`; `env` tells which API keys

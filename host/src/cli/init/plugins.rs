@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::InitError;
+use super::error::InitError;
 
 /// The built-in tools, in the repository's `rojos.toml` order (the first listed keeps a name).
 pub(super) const BUILTIN: [&str; 7] = [

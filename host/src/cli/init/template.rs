@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use rojos_llm::ProviderKind;
 
-use super::Answers;
+use super::answers::Answers;
 
 /// Comments start after this many columns, as in the repository's `rojos.toml`.
 const CODE_WIDTH: usize = 36;

@@ -7,12 +7,14 @@
 //! stderr to the log, handshake) and `http` connects to one over Streamable HTTP, both giving
 //! the same session, whose tool list `start` reads;
 //! `lists` carries a server's later tool lists (`list_changed`, restarts, late starts);
-//! `server` keeps one server's session and restarts it after a crash; `tools` is the naming
+//! `instance` keeps one session of a server and restarts it after a crash; `server` is a
+//! configured server: its own instance, or one per project; `tools` is the naming
 //! rule and one call; `projects` is a per-project server's instances (`{project_root}`);
 //! `runtime` is the thread whose runtime owns the child processes, so
 //! the servers live as long as the host whatever runtime (or none) started it.
 
 mod http;
+mod instance;
 mod lists;
 mod process;
 mod projects;

@@ -1,5 +1,5 @@
 //! The processes of a per-project server (`{project_root}` in its `args` or `env`;
-//! `docs/mcp.md`, "Per-project servers"): one [`McpServer`] per project, started lazily on
+//! `docs/mcp.md`, "Per-project servers"): one [`ServerInstance`] per project, started lazily on
 //! the project's first call and reused after, each with its own restart and back-off. At
 //! most `max_running` run at once: a new one stops the least recently used idle one, and
 //! with none idle the call fails with an error result. One idle longer than
@@ -14,7 +14,7 @@ use std::{
 
 use tokio::{runtime::Handle, sync::Mutex};
 
-use super::{lists::ListFeed, server::McpServer};
+use super::{instance::ServerInstance, lists::ListFeed};
 use crate::{
     config::{McpServerConfig, PerProject},
     plugins::{FailureKind, ToolFailure},
@@ -35,7 +35,7 @@ pub(super) struct ProjectInstances {
 /// One project's server and when it last had a call.
 #[derive(Debug)]
 struct Instance {
-    server: Arc<McpServer>,
+    server: Arc<ServerInstance>,
     last_used: Instant,
 }
 
@@ -77,7 +77,7 @@ impl ProjectInstances {
         &self,
         project: &str,
         root: &Path,
-    ) -> Result<Arc<McpServer>, ToolFailure> {
+    ) -> Result<Arc<ServerInstance>, ToolFailure> {
         let mut running = self.running.lock().await;
         if let Some(instance) = running.get_mut(project) {
             instance.last_used = Instant::now();
@@ -100,7 +100,7 @@ impl ProjectInstances {
         let mut config = self.config.for_root(root);
         // The instance's name, in its log lines and error messages, says whose it is.
         config.name = format!("{} (project {project})", self.config.name);
-        let server = Arc::new(McpServer::not_started(
+        let server = Arc::new(ServerInstance::not_started(
             config,
             self.runtime.clone(),
             self.feed.clone(),

@@ -8,7 +8,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use super::{EntryType, ListEntry};
+use super::entry::{EntryType, ListEntry};
 
 /// A listing entry in listing order: folders before files, then by name (names in one folder
 /// are unique).

@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use crate::error::{describe_type, PathError, Shown};
 
 mod change;
+mod entry;
 mod first_names;
 mod move_fallback;
 mod read;
@@ -26,6 +27,7 @@ mod tree;
 
 use first_names::FirstNames;
 
+pub use entry::{EntryType, ListEntry};
 pub use read::OpenedFile;
 pub use shape::{Shape, Shaped, Visit};
 pub use snapshot::{Node, Recorded};
@@ -58,16 +60,6 @@ pub struct Written {
     pub replaced: bool,
 }
 
-/// The two kinds of entry the tools report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EntryType {
-    /// A regular file.
-    File,
-    /// A folder.
-    Directory,
-}
-
 /// What `read_path_meta` returns.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PathMeta {
@@ -79,21 +71,6 @@ pub struct PathMeta {
     /// Last modification, RFC 3339 in UTC, whole seconds (`2026-04-20T10:11:12Z`).
     #[serde(rename = "modifiedAt")]
     pub modified_at: String,
-}
-
-/// One entry of a folder listing.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ListEntry {
-    /// The entry's name (never a path).
-    pub name: String,
-    /// Its type; for an in-root symlink, the type of its target.
-    #[serde(rename = "type")]
-    pub kind: EntryType,
-    /// Whether the entry itself is a symbolic link (to something in the project). Not part of
-    /// `list_files`' result; a tool that walks folders skips these to visit each file once
-    /// and never loop.
-    #[serde(skip)]
-    pub symlink: bool,
 }
 
 /// A folder listing in listing order (folders first, then files, each group by name), cut at
