@@ -43,6 +43,10 @@ pub struct CallRequest {
     /// Paths the call may only create at, never replace (`CallContext::create_only`): set
     /// by the approval gate for a call it let run because they were missing.
     pub create_only: Vec<String>,
+    /// Cancelled when the call's run is stopped (by a client, for want of one, at shutdown):
+    /// a call running in a worker is then ended with its worker; one in the server's process
+    /// finishes (docs/plugins.md, "Isolation").
+    pub stop: tokio_util::sync::CancellationToken,
 }
 
 /// Blocking work around one plugin call, on the call's own thread.

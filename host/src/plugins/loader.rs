@@ -177,6 +177,12 @@ impl Loader {
         quarantine: Option<rojos_plugin_worker::QuarantineRule>,
         records: Option<PathBuf>,
     ) {
+        if rojos_plugin_worker::sandbox::identity::is_root() {
+            match sandbox.user {
+                Some(user) => tracing::info!("plugin workers run as the owner of their project's root folder, or as uid {} gid {} ([plugins].worker_user) when root owns it", user.uid, user.gid),
+                None => tracing::info!("plugin workers run as the owner of their project's root folder; when root owns it they stay root with every capability dropped (set [plugins].worker_user to run them as another user)"),
+            }
+        }
         let mut workers = lock(&self.workers);
         workers.sandbox = sandbox;
         workers.idle = idle;
@@ -222,6 +228,12 @@ impl Loader {
     fn stage(&self, source: File, path: &Path) -> Result<Staged, LoadFailure> {
         let copy_failed = |e| LoadFailure::Copy(Arc::new(e));
         let mut copy = tempfile::NamedTempFile::new_in(self.cache.path()).map_err(copy_failed)?;
+        // Readable by a worker that runs as its project's owner: it opens the copy again
+        // through the descriptor it opened as root (docs/security.md); the copy folder stays
+        // 0700, so nobody else reaches it by its path.
+        copy.as_file()
+            .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+            .map_err(copy_failed)?;
         let mut hasher = Sha256::new();
         let mut buffer = vec![0u8; 64 << 10];
         // Still capped: the file may grow while it is read.
@@ -314,6 +326,7 @@ impl Loader {
         let settings = lock(&self.workers).clone();
         let probed = probe::manifest(
             &settings.program,
+            settings.zygote.as_deref(),
             &copy,
             settings.sandbox,
             settings.start_timeout,

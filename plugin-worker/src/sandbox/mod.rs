@@ -3,8 +3,9 @@
 //!
 //! - `PR_SET_NO_NEW_PRIVS` (nothing it runs gains privileges) and `PR_SET_DUMPABLE` off
 //!   (other processes of the same user cannot read its memory through `/proc` or `ptrace`);
-//! - no capabilities ([`capabilities`]): a worker of a server running as root keeps none of
-//!   root's powers;
+//! - when the server runs as root, another user where there is one ([`identity`]: the
+//!   project root's owner, or `[plugins].worker_user`), and no capabilities
+//!   ([`capabilities`]): a worker of a server running as root keeps none of root's powers;
 //! - resource limits ([`limits`]): memory, CPU time, open files, and processes when asked;
 //! - Landlock ([`files`]): read-only access to the library and the system's library folders,
 //!   read and write access beneath the one project root the worker serves, nothing else; no
@@ -17,12 +18,15 @@
 
 mod capabilities;
 mod files;
+pub mod identity;
 mod limits;
 mod syscalls;
 
 use std::{os::fd::BorrowedFd, path::Path};
 
 use serde::{Deserialize, Serialize};
+
+pub use identity::WorkerUser;
 
 /// How a worker is confined: sent by the server in the worker's start message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,6 +43,11 @@ pub struct SandboxSettings {
     /// `RLIMIT_NPROC`, when set: the most processes and threads of the worker's user (the
     /// kernel counts every process of that user, the server's included).
     pub processes: Option<u64>,
+    /// The user the worker becomes before anything else of its sandbox (only a worker of a
+    /// server running as root can): in the server's settings, `[plugins].worker_user`; in a
+    /// worker's start, the user chosen for its project ([`identity::choose`]).
+    #[serde(default)]
+    pub user: Option<WorkerUser>,
 }
 
 impl Default for SandboxSettings {
@@ -49,6 +58,7 @@ impl Default for SandboxSettings {
             cpu_secs: 600,
             open_files: 256,
             processes: None,
+            user: None,
         }
     }
 }
@@ -99,6 +109,9 @@ impl Rule {
 pub struct Reach<'a> {
     /// The plugin library (read-only).
     pub library: &'a Path,
+    /// The library, opened before the worker changed its user (whose new user may not reach
+    /// the server's private copy by its path): Landlock's rule for it is added from this.
+    pub library_fd: Option<BorrowedFd<'a>>,
     /// The project root (read and write beneath it), if the worker serves one.
     pub root: Option<BorrowedFd<'a>>,
 }
@@ -121,6 +134,12 @@ pub fn apply(
     if rules.contains(&Rule::NotDumpable) {
         rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
             .map_err(|e| format!("dumpable: {e}"))?;
+    }
+    if let Some(user) = settings.user {
+        // The bounding set first, while CAP_SETPCAP is held; then the user (which needs
+        // CAP_SETUID and CAP_SETGID, and clears the effective and permitted sets).
+        capabilities::drop_bounding()?;
+        identity::assume(user)?;
     }
     if rules.contains(&Rule::DropCapabilities) {
         capabilities::drop_all()?;
@@ -169,7 +188,15 @@ pub fn confine_zygote() -> Vec<String> {
     {
         missing.push(format!("not dumpable ({e})"));
     }
-    if let Err(e) = capabilities::drop_all() {
+    // A zygote of a root server keeps CAP_SETUID and CAP_SETGID (nothing else) so that its
+    // children can become their project's user; each child drops them before it opens a
+    // library.
+    let kept = if identity::is_root() {
+        capabilities::SET_IDS
+    } else {
+        0
+    };
+    if let Err(e) = capabilities::drop_all_but(kept) {
         missing.push(e);
     }
     match files::restrict_network() {
