@@ -12,7 +12,7 @@ use rojos_plugin_worker::{
 use serde::Deserialize;
 
 use super::{
-    invoke::{plugin_failure, AroundCall, CallRequest},
+    call::{plugin_failure, AroundCall, CallRequest},
     outcome::{FailureKind, ToolFailure, ToolOutcome},
 };
 
@@ -132,7 +132,7 @@ pub(super) async fn call_in_worker(
             if let Some(mut work) = around {
                 let _ = tokio::task::spawn_blocking(move || work.after()).await;
             }
-            return Err(super::invoke::not_started(name, request.timeout));
+            return Err(super::call::not_started(name, request.timeout));
         }
     }
     let identity = rustix::fs::statx(

@@ -31,18 +31,13 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
-pub use super::load_error::{LoadError, LoadFailure};
+pub use super::load_error::{LoadError, LoadFailure, MAX_PLUGIN_BYTES};
 use super::{
     copies, elf,
     isolation::{Isolation, WorkerSettings, WorkerStart},
     trust::{self, PathIoError, Refusal as Untrusted},
 };
 use crate::hex::hex;
-
-/// The largest plugin file read. Debug builds of the workspace's plugins are about 20 MB and
-/// big release builds with debug info stay under 100 MB; the cap only stops a huge or endless
-/// file from filling the disk with its copy.
-pub const MAX_PLUGIN_BYTES: u64 = 256 << 20;
 
 /// A loaded library: one per distinct file content, never unloaded.
 pub struct Library {

@@ -7,7 +7,7 @@ use landlock::{
     RulesetStatus, Scope, ABI,
 };
 
-use super::Reach;
+use super::settings::Reach;
 
 /// The newest Landlock ABI this code knows (Linux 6.12: scoped abstract sockets and signals).
 const ABI_USED: ABI = ABI::V6;
