@@ -85,6 +85,6 @@ pub use sqlite::{SqliteApprovals, SqliteOptions, SqliteStore, SCHEMA_VERSION};
 pub use step::Step;
 pub use store::{
     Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
-    SearchHit,
+    Resumed, SearchHit,
 };
 pub use title::TITLE_MAX_CHARS;

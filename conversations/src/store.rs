@@ -69,6 +69,26 @@ pub struct ConversationHead {
     pub stored_bytes: u64,
 }
 
+/// A conversation as a run continues it, read with [`ConversationStore::resume`]: its newest
+/// compaction, whose summary the model is sent in place of the messages it covers, and only
+/// the messages after those.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resumed {
+    /// The conversation's head (its whole size and message count).
+    pub head: ConversationHead,
+    /// The newest compaction kept (the one covering the most messages), if any.
+    pub compaction: Option<Compaction>,
+    /// The messages from index `compaction.covers` (0 without a compaction) on, in order.
+    pub messages: Vec<Value>,
+}
+
+impl Resumed {
+    /// The index of the first message of [`Resumed::messages`].
+    pub fn from(&self) -> u64 {
+        self.compaction.as_ref().map_or(0, |c| c.covers)
+    }
+}
+
 /// Part of a conversation's messages, read with [`ConversationStore::page`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConversationPage {
@@ -238,6 +258,12 @@ pub trait ConversationStore: Send + Sync {
     /// The conversation's compactions (`crate::compaction`), the one covering the fewest
     /// messages first; empty for an unknown id.
     async fn compactions(&self, id: &ConversationId) -> Result<Vec<Compaction>, StoreError>;
+
+    /// The conversation from its newest compaction on ([`Resumed`]), in one snapshot:
+    /// reads only the messages after what that compaction covers, so a run of a long
+    /// conversation reads what its model is sent, not the whole history. `Ok(None)` when no
+    /// conversation has this id.
+    async fn resume(&self, id: &ConversationId) -> Result<Option<Resumed>, StoreError>;
 
     /// Keeps `compaction` for the conversation. A summary already kept for the same
     /// messages is left as it was (the first one saved wins); saving for an unknown id, or

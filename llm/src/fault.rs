@@ -217,8 +217,10 @@ const CONTEXT_CODES: &[&str] = &[
 /// tokens"; Ollama: "exceeds the context length"; OpenAI: "context window"; vLLM's engine:
 /// "The decoder prompt (length N) is longer than the maximum model length of M"; LM Studio:
 /// "Trying to keep the first N tokens when context (the) overflows. However, the model is
-/// loaded with (a) context length of only M tokens", and "Reached context length of M tokens
-/// with model … that does not currently support mid-generation context overflow".
+/// loaded with (a) context length of only M tokens", "Reached context length of M tokens
+/// with model … that does not currently support mid-generation context overflow", and (0.4,
+/// as an `event: error` in a `200` stream) "Input does not fit in context length. The input
+/// has N tokens, but the context length only supports M tokens".
 const CONTEXT_PHRASES: &[&str] = &[
     "maximum context length",
     "context length exceeded",
@@ -233,6 +235,7 @@ const CONTEXT_PHRASES: &[&str] = &[
     "longer than the maximum model length",
     "context length of only",
     "reached context length of",
+    "does not fit in context length",
 ];
 
 /// Anthropic: "Your credit balance is too low" (a 400); DeepSeek (402): "Insufficient

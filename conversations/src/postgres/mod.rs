@@ -44,7 +44,7 @@ use crate::snippet::Snippet;
 use crate::step::Step;
 use crate::store::{
     Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
-    SearchHit,
+    Resumed, SearchHit,
 };
 use crate::title::{check_custom_title, contains_pattern};
 use failure::{query_failed, within};
@@ -211,6 +211,18 @@ impl ConversationStore for PostgresStore {
                 .await
                 .map_err(|e| query_failed(action(), e))?;
             row.map(|row| queries::conversation(&row, id)).transpose()
+        })
+        .await
+    }
+
+    async fn resume(&self, id: &ConversationId) -> Result<Option<Resumed>, StoreError> {
+        let action = || format!("read conversation '{id}'");
+        within(self.query_timeout, action, async {
+            let client = self.client(action()).await?;
+            let row = queries::select_resumed(&client, self.mode, id)
+                .await
+                .map_err(|e| query_failed(action(), e))?;
+            row.map(|row| queries::resumed(&row, id)).transpose()
         })
         .await
     }

@@ -16,10 +16,13 @@ use tokio_postgres::Row;
 
 use super::statements::{Run, Sql, StatementMode};
 
+use crate::compaction::Compaction;
 use crate::error::StoreError;
 use crate::id::ConversationId;
 use crate::step::Step;
-use crate::store::{Conversation, ConversationHead, ConversationPage, ConversationSummary};
+use crate::store::{
+    Conversation, ConversationHead, ConversationPage, ConversationSummary, Resumed,
+};
 
 /// Inserts a conversation holding the step `first` (none when it is empty), in one
 /// statement; `false` (and nothing stored) if `id` is already taken.
@@ -347,6 +350,29 @@ pub(crate) async fn select_conversation(
     client.opt(mode, &SELECT, &[&id.as_str()]).await
 }
 
+/// The conversation from its newest compaction on, in one snapshot: the head, the
+/// compaction's `covers` and summary (NULL without one), and only the messages after what
+/// it covers.
+pub(crate) async fn select_resumed(
+    client: &ClientWrapper,
+    mode: StatementMode,
+    id: &ConversationId,
+) -> Result<Option<Row>, tokio_postgres::Error> {
+    const SELECT: Sql = Sql {
+        text: "SELECT c.project_id, c.rojo, c.message_count, c.stored_bytes, k.covers, k.summary,
+                    ARRAY(SELECT json FROM messages
+                          WHERE conversation_id = c.id AND seq >= coalesce(k.covers, 0)
+                          ORDER BY seq)
+             FROM conversations c LEFT JOIN LATERAL (
+                 SELECT covers, summary FROM compactions
+                 WHERE conversation_id = c.id ORDER BY covers DESC LIMIT 1
+             ) k ON true
+             WHERE c.id = $1",
+        types: &[Type::TEXT],
+    };
+    client.opt(mode, &SELECT, &[&id.as_str()]).await
+}
+
 /// The messages from index `from` that fit in `max_bytes` (at least one), in one
 /// snapshot: a running total of their sizes (`[`, then each message and its `,` or `]`)
 /// picks the page, and only the page's JSON text is sent back.
@@ -414,6 +440,23 @@ pub(crate) fn conversation(row: &Row, id: &ConversationId) -> Result<Conversatio
         project_id: head.project_id,
         rojo: head.rojo,
         stored_bytes: head.stored_bytes,
+    })
+}
+
+/// A [`select_resumed`] row as a record.
+pub(crate) fn resumed(row: &Row, id: &ConversationId) -> Result<Resumed, StoreError> {
+    let compaction = row
+        .get::<_, Option<i64>>(4)
+        .zip(row.get::<_, Option<String>>(5))
+        .map(|(covers, summary)| Compaction {
+            covers: unsigned(covers),
+            summary,
+        });
+    let from = compaction.as_ref().map_or(0, |c| c.covers);
+    Ok(Resumed {
+        head: head(row, id),
+        messages: parse_messages(row.get(6), id, from)?,
+        compaction,
     })
 }
 

@@ -1,6 +1,6 @@
 //! The SQLite queries of compactions (`crate::compaction`, schema version 7).
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::compaction::Compaction;
 use crate::id::ConversationId;
@@ -17,6 +17,24 @@ pub(super) fn select(conn: &Connection, id: &ConversationId) -> rusqlite::Result
         })
     })?
     .collect()
+}
+
+/// The conversation's newest compaction: the one covering the most messages.
+pub(super) fn newest(
+    conn: &Connection,
+    id: &ConversationId,
+) -> rusqlite::Result<Option<Compaction>> {
+    conn.prepare_cached(
+        "SELECT covers, summary FROM compactions WHERE conversation_id = ?1
+         ORDER BY covers DESC LIMIT 1",
+    )?
+    .query_row([id.as_str()], |row| {
+        Ok(Compaction {
+            covers: row.get(0)?,
+            summary: row.get(1)?,
+        })
+    })
+    .optional()
 }
 
 /// Keeps `compaction` unless one for the same messages is kept already, and only while the

@@ -27,7 +27,7 @@ use crate::search::SearchPattern;
 use crate::step::Step;
 use crate::store::{
     Conversation, ConversationHead, ConversationPage, ConversationStore, ConversationSummary,
-    SearchHit,
+    Resumed, SearchHit,
 };
 use crate::title::check_custom_title;
 use pool::Pool;
@@ -221,6 +221,14 @@ impl ConversationStore for SqliteStore {
         let action = format!("read conversation '{id}'");
         self.pool
             .read(&action, move |conn| queries::select_conversation(conn, &id))
+            .await
+    }
+
+    async fn resume(&self, id: &ConversationId) -> Result<Option<Resumed>, StoreError> {
+        let id = id.clone();
+        let action = format!("read conversation '{id}'");
+        self.pool
+            .read(&action, move |conn| queries::select_resumed(conn, &id))
             .await
     }
 

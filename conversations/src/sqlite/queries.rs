@@ -15,7 +15,9 @@ use crate::error::StoreError;
 use crate::id::ConversationId;
 use crate::search::fold;
 use crate::step::Step;
-use crate::store::{Conversation, ConversationHead, ConversationPage, ConversationSummary};
+use crate::store::{
+    Conversation, ConversationHead, ConversationPage, ConversationSummary, Resumed,
+};
 
 /// Inserts a conversation holding the step `first` (none when it is empty); `false` (and
 /// nothing stored) if `id` is already taken.
@@ -355,6 +357,31 @@ pub(crate) fn select_conversation(
         stored_bytes: head.stored_bytes,
         project_id: head.project_id,
         rojo: head.rojo,
+    }))
+}
+
+/// The conversation from its newest compaction on, read in one snapshot: the head, the
+/// compaction, and only the messages after what it covers.
+pub(crate) fn select_resumed(
+    conn: &mut Connection,
+    id: &ConversationId,
+) -> Result<Option<Resumed>, StoreError> {
+    let action = || format!("read conversation '{id}'");
+    let tx = conn
+        .transaction()
+        .map_err(|e| StoreError::backend(action(), e))?;
+    let Some(head) = select_head_row(&tx, id).map_err(|e| StoreError::backend(action(), e))? else {
+        return Ok(None);
+    };
+    let compaction =
+        super::compaction::newest(&tx, id).map_err(|e| StoreError::backend(action(), e))?;
+    let from = compaction.as_ref().map_or(0, |c| c.covers);
+    let rows = select_message_rows(&tx, id, i64::try_from(from).unwrap_or(i64::MAX), None)
+        .map_err(|e| StoreError::backend(action(), e))?;
+    Ok(Some(Resumed {
+        head: head.into_head(id),
+        compaction,
+        messages: parse_messages(rows, id)?,
     }))
 }
 

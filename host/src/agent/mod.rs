@@ -45,6 +45,7 @@ pub use feed::{Feeds, Follower, StopCause, Unattended};
 pub use first_turn::FirstTurn;
 pub use lease::RunLease;
 pub use remote::RemoteFollower;
+pub(crate) use run::INTERRUPTED;
 pub use shared::{Agent, Placement, RunRequest};
 pub use single::{SingleCallError, SingleCallResult};
 
@@ -97,7 +98,9 @@ impl Agent {
                 let opened =
                     relay::open(shared.as_ref(), &conversation, &feed, agent.run_lease).await;
                 feed.push(&started);
-                tokio::spawn(relay::publish(
+                // Tracked with the runs: a graceful shutdown waits (within its grace) until
+                // the run's last events, its `DONE` among them, are published.
+                agent.tasks.spawn(relay::publish(
                     Arc::clone(shared),
                     conversation.clone(),
                     Arc::clone(&feed),
@@ -112,11 +115,16 @@ impl Agent {
             // Kept a while for a client that lost its connection near the end.
             let shutdown = agent.shutdown.clone();
             tokio::spawn(async move {
-                tokio::select! {
-                    () = tokio::time::sleep(feed::KEPT_AFTER_DONE) => {}
-                    () = shutdown.cancelled() => {}
-                }
+                let shutting_down = tokio::select! {
+                    () = tokio::time::sleep(feed::KEPT_AFTER_DONE) => false,
+                    () = shutdown.cancelled() => true,
+                };
                 agent.feeds.forget(&conversation, &feed);
+                // At shutdown the shared feed stays, ended, for followers on other hosts to
+                // read to its `DONE`; the conversation's next run replaces it.
+                if shutting_down {
+                    return;
+                }
                 if let Some(shared) = &agent.shared_feeds {
                     if let Err(e) = shared.close(&conversation, feed.run()).await {
                         tracing::warn!(error = %e, "cannot delete a finished run's shared feed");

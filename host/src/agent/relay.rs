@@ -42,7 +42,8 @@ pub(super) async fn open(
 /// alive for `alive_for` after each publish (a follower elsewhere reports the run lost once
 /// that passed). Gives up when a newer run replaced the feed. While the store cannot be
 /// reached it tries again every [`TICK`], until the run ended and its kept time
-/// ([`KEPT_AFTER_DONE`]) passed; a server shutting down does not wait for it.
+/// ([`KEPT_AFTER_DONE`]) passed. A server shutting down waits for it, within its grace
+/// (`rojos::serve`): the run's last events reach followers on other hosts.
 /// `opened` says whether [`open`] succeeded already.
 pub(super) async fn publish(
     shared: Arc<dyn SharedFeeds>,

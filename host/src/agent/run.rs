@@ -30,7 +30,7 @@ use crate::{
 
 /// The closing message stored before a new user message when the run before it ended
 /// without closing the history.
-pub(super) const INTERRUPTED: &str = "(no answer: the run was interrupted)";
+pub(crate) const INTERRUPTED: &str = "(no answer: the run was interrupted)";
 
 mod fitted;
 mod silent_cut;
@@ -71,11 +71,17 @@ pub(super) async fn run(
             compact_at_percent = request.rojo.compact_at_percent,
             "context window"
         );
+        // The stored messages before the history: the summary loaded with it stands for them.
+        let offset = request.compaction.as_ref().map_or(0, |c| c.covers as usize);
         let mut fit = context::Fit::new(
             window,
-            user_message_index(&request, &history) as usize,
+            user_message_index(&request, &history) as usize - offset,
             &request.provider.model,
         );
+        fit.offset = offset;
+        if let Some(kept) = request.compaction.take() {
+            fit.summary = Some(Some(kept));
+        }
         // The server said it loaded the model with as much as is planned for.
         fit.confirmed |= agent
             .windows
@@ -126,12 +132,14 @@ pub(super) async fn run(
 }
 
 /// Where the run's user message lands in the stored history (after the closing message an
-/// interrupted run needs, see [`Run::steps`]): the run's position for its undo checkpoint.
-/// `history` is the request's, as sent.
+/// interrupted run needs, see [`Run::steps`]): the run's position for its undo checkpoint,
+/// counted from the first stored message. `history` is the request's, as sent.
 fn user_message_index(request: &RunRequest, history: &[MessageText]) -> u64 {
     let kept = match request.placement {
         Placement::ReplaceFrom(from) => from,
-        Placement::Append | Placement::Created => history.len() as u64,
+        Placement::Append | Placement::Created => {
+            request.compaction.as_ref().map_or(0, |c| c.covers) + history.len() as u64
+        }
     };
     kept + u64::from(history::needs_closing(history))
 }
@@ -302,6 +310,9 @@ impl Run<'_> {
                         "the first turn's history"
                     );
                     self.history = Arc::clone(&turn.history);
+                    // Its usage is judged against what it sent, as any later turn's.
+                    self.fit.last_sent = turn.bytes;
+                    self.fit.last_tokens = turn.tokens;
                 }
                 None => self.extend_history(history::as_sent(first)),
             },

@@ -98,8 +98,11 @@ pub struct RunRequest {
     pub window: context::Window,
     /// The conversation to continue (already created or checked).
     pub conversation: ConversationId,
-    /// Its stored messages.
+    /// Its stored messages: with `compaction`, only those after what it covers.
     pub history: Vec<serde_json::Value>,
+    /// The newest summary kept, standing for the stored messages before `history`
+    /// (`ConversationStore::resume`): the run never reads those.
+    pub compaction: Option<rojos_conversations::Compaction>,
     /// The conversation's stored size, as the store counts it (the bytes of each message's
     /// JSON): `history`'s, and with [`Placement::Created`] the message's.
     pub history_bytes: usize,

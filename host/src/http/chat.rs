@@ -86,6 +86,8 @@ pub(super) async fn chat(
             let new = NewConversation {
                 rojo: &rojo,
                 client: &client,
+                window,
+                model: &provider.model,
             };
             open_conversation(&state, &project, &rojo_name, existing, &size, message, new).await?
         }
@@ -106,6 +108,7 @@ pub(super) async fn chat(
             window,
             conversation: opened.id,
             history: opened.history,
+            compaction: opened.compaction,
             history_bytes: opened.history_bytes,
             message: opened.message,
             placement: opened.placement,
@@ -235,6 +238,9 @@ pub(super) async fn window_of(
 pub(super) struct NewConversation<'a> {
     pub(super) rojo: &'a RojoConfig,
     pub(super) client: &'a rojos_llm::Client,
+    /// The model's window, and the model.
+    pub(super) window: Window,
+    pub(super) model: &'a str,
 }
 
 /// The conversation `message` continues (`existing`: its head, read by
@@ -278,9 +284,13 @@ pub(super) async fn open_conversation(
             Ok::<_, ApiError>((id, lease))
         };
         // Dropped with the request when the create fails: the answer is the store's status.
-        let mut first_turn = state
-            .agent
-            .first_turn(project, new.rojo, new.client, &message);
+        let mut first_turn = state.agent.first_turn(
+            project,
+            new.rojo,
+            new.client,
+            (new.window, new.model),
+            &message,
+        );
         let (id, lease) = match &mut first_turn {
             Some(turn) => turn.alongside(create).await?,
             None => create.await?,
@@ -288,6 +298,7 @@ pub(super) async fn open_conversation(
         return Ok(Opened {
             id,
             history: Vec::new(),
+            compaction: None,
             history_bytes,
             lease,
             message,
@@ -299,18 +310,21 @@ pub(super) async fn open_conversation(
     // Refused before its messages are read: a full conversation may be large.
     size.check(head.stored_bytes)?;
     let lease = lease_for_run(state, &id, None).await?;
-    // No run writes here while the lease is held: this history is complete.
-    let conversation = store
-        .get(&id)
+    // No run writes here while the lease is held: this history is complete. Only what
+    // the model can be sent is read: the messages after the newest summary, which stands
+    // for those before (`docs/api.md`, "Long conversations").
+    let resumed = store
+        .resume(&id)
         .await
         .map_err(internal)?
         .ok_or_else(|| ApiError::NotFound(format!("no conversation {id}")))?;
     // A run that ended since the first check may have filled it.
-    size.check(conversation.stored_bytes)?;
+    size.check(resumed.head.stored_bytes)?;
     Ok(Opened {
         id,
-        history: conversation.messages,
-        history_bytes: usize::try_from(conversation.stored_bytes).unwrap_or(usize::MAX),
+        history: resumed.messages,
+        compaction: resumed.compaction,
+        history_bytes: usize::try_from(resumed.head.stored_bytes).unwrap_or(usize::MAX),
         lease,
         message,
         placement: Placement::Append,

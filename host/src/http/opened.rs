@@ -16,6 +16,8 @@ use crate::{
 pub(super) struct Opened {
     pub(super) id: ConversationId,
     pub(super) history: Vec<Value>,
+    /// The newest summary, standing for the stored messages before `history`.
+    pub(super) compaction: Option<rojos_conversations::Compaction>,
     pub(super) history_bytes: usize,
     pub(super) lease: RunLease,
     pub(super) message: String,

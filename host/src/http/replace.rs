@@ -113,6 +113,8 @@ pub(super) async fn open(
     Ok(Opened {
         id,
         history,
+        // Read whole: the summaries of replaced messages are gone, the run reads the rest.
+        compaction: None,
         history_bytes,
         lease,
         message,

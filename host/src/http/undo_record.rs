@@ -2,13 +2,17 @@
 //! `user` message saying which run's file changes were taken back and which paths are as
 //! they were before it, with its note (`{"rojos": {"undo": …}}`) for the panel, and a short
 //! `assistant` message after it (`noAnswer`: not drawn) so the history keeps alternating and
-//! stays one every provider accepts. The model reads both on its next turn (`docs/api.md`,
-//! "Undo of file changes").
+//! stays one every provider accepts. A history left open by a run whose host died (a `tool`
+//! or `user` message last) is closed first, as the next run would close it, so the record's
+//! `user` message never follows a `tool` message. The model reads both on its next turn
+//! (`docs/api.md`, "Undo of file changes").
 
 use rojos_conversations::{ConversationId, Step, StoreError};
 use serde_json::{json, Value};
 
-use crate::{checkpoints::Summary, state::AppState};
+use rojos_llm::assistant_text_message;
+
+use crate::{agent::INTERRUPTED, checkpoints::Summary, state::AppState};
 
 /// Most characters of the undone run's message quoted in the record.
 const QUOTED_CHARS: usize = 120;
@@ -29,8 +33,29 @@ pub(super) async fn append(
         .await?
         .and_then(|page| page.messages.into_iter().next())
         .and_then(|message| message["content"].as_str().map(quote));
-    let step = Step::new(&messages(undone, asked.as_deref()))?;
-    store.append_step(id, step).await
+    let mut step = Vec::with_capacity(3);
+    if left_open(state, id).await? {
+        step.push(assistant_text_message(INTERRUPTED));
+    }
+    step.extend(messages(undone, asked.as_deref()));
+    store.append_step(id, Step::new(&step)?).await
+}
+
+/// Whether conversation `id` ends on a message other than the model's (a run whose host
+/// died left it so): a `user` message after it would not be accepted by every provider.
+async fn left_open(state: &AppState, id: &ConversationId) -> Result<bool, StoreError> {
+    let store = &state.agent.store;
+    let Some(head) = store.head(id).await? else {
+        return Ok(false);
+    };
+    let Some(last) = head.message_count.checked_sub(1) else {
+        return Ok(false);
+    };
+    // One message, however large: a page always holds at least one.
+    let page = store.page(id, last, 1).await?;
+    Ok(page
+        .and_then(|page| page.messages.into_iter().next())
+        .is_some_and(|message| message["role"] != "assistant"))
 }
 
 /// The two messages of the record.

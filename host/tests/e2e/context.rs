@@ -5,6 +5,9 @@
 //! turns and by a restarted host); no request is ever over the window, no tool call is sent
 //! without its result, and the stored history keeps every message. A provider's own
 //! overflow error (OpenAI's, llama.cpp's) makes the host fit the request again and retry.
+//! A new conversation's first message is fitted as every later one: a paste larger than the
+//! window is cut to fit before it is sent, and an Ollama that cuts the first request
+//! silently has it fitted and asked again.
 
 use std::collections::HashSet;
 
@@ -14,7 +17,8 @@ use crate::support::{
     host::{HostConfig, TestHost},
     ndjson::{Event, Stream},
     overflow::{self, Overflow},
-    upstream::{ScriptedUpstream, Turn},
+    server_info::ollama_show,
+    upstream::{ScriptedUpstream, Turn, CUT_ANSWER},
 };
 
 /// The window the upstream enforces, in tokens of four bytes.
@@ -213,4 +217,114 @@ overflow_tests! {
     an_lmstudio_overflow_error_makes_the_host_fit_the_request_and_retry => overflow::LMSTUDIO,
     an_lmstudio_mlx_overflow_error_makes_the_host_fit_the_request_and_retry =>
         overflow::LMSTUDIO_MLX,
+    an_lmstudio_streamed_overflow_error_makes_the_host_fit_the_request_and_retry =>
+        overflow::LMSTUDIO_STREAM,
+}
+
+/// `lines` lines of pasted text, about 60 bytes each.
+fn pasted(lines: usize) -> String {
+    (0..lines)
+        .map(|n| format!("Pasted line {n:04}: the kettle whistles when the water boils.\n"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_message_larger_than_the_window_is_cut_to_fit_before_it_is_sent() {
+    let upstream = windowed(overflow::OPENAI).await;
+    let host = TestHost::start(config(&upstream, WINDOW)).await;
+    seed_note(&host);
+    // About 60 KB: twice what the window holds.
+    let message = format!(
+        "What is note.txt about? Here is what I have:\n{}",
+        pasted(1_000)
+    );
+    let stream = Stream::read(
+        host.chat(json!({"projectId": "demo", "message": message}))
+            .await,
+    )
+    .await;
+    assert_eq!(stream.errors(), Vec::<String>::new());
+    assert_eq!(stream.done().1, "completed");
+    assert_eq!(
+        upstream.over_window(),
+        0,
+        "the first request was fitted to the window, not refused by the provider"
+    );
+    let first = &upstream.received()[0].body;
+    let sent = first["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap()
+        .to_owned();
+    assert!(
+        sent.contains("Rojos cut this to fit the model's context window"),
+        "the pasted message was cut with a marker: {:.200}",
+        &sent[sent.len().saturating_sub(300)..]
+    );
+    // The stored history keeps the message whole.
+    let stored = host.stored_messages(&stream.done().0).await;
+    assert_eq!(stored[0]["content"], json!(message));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ollama_that_cuts_the_first_request_silently_gets_it_fitted_and_asked_again() {
+    // It loads the model with a window of 1,200 tokens, which nothing says before the first
+    // request: the host plans for Ollama's default.
+    let upstream = ScriptedUpstream::start_ollama(
+        "qwen2.5:7b",
+        ollama_show(None),
+        1_200,
+        Turn::tool_calls(&[("call_read", "get_text_content", json!({"path": "note.txt"}))]),
+        Turn::text("It is a note about kettles."),
+    )
+    .await;
+    let config = HostConfig::builtins().upstream(&upstream).with(&format!(
+        "[rojos.default]\nprovider = \"ollama\"\ntools = [\"get_text_content\"]\n\
+         [providers.ollama]\nkind = \"ollama\"\nbase_url = \"{}\"\nmodel = \"qwen2.5:7b\"\n",
+        upstream.base_url
+    ));
+    let host = TestHost::start(config).await;
+    seed_note(&host);
+    // About 5.5 KB: within the window planned for, far over the one loaded.
+    let message = format!(
+        "What is note.txt about? Here is what I have:\n{}",
+        pasted(90)
+    );
+    let stream = Stream::read(
+        host.chat(json!({"projectId": "demo", "message": message}))
+            .await,
+    )
+    .await;
+    assert_eq!(stream.errors(), Vec::<String>::new());
+    assert_eq!(stream.done().1, "completed");
+    assert!(
+        upstream.over_window() >= 1,
+        "the first request was cut by the provider"
+    );
+    let text: String = stream
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Chat { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !text.contains(CUT_ANSWER),
+        "the cut request's answer was shown: {text}"
+    );
+    assert!(text.contains("kettles"), "{text}");
+    let warned = stream
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::Warning { message } if message.contains("without an error")));
+    assert!(warned, "the cut was told: {:?}", stream.events);
+    let stored = host.stored_messages(&stream.done().0).await;
+    assert!(
+        stored.iter().all(|m| !m.to_string().contains(CUT_ANSWER)),
+        "the cut request's answer was not stored"
+    );
 }

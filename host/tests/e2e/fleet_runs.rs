@@ -3,7 +3,8 @@
 //! started on the first is followed from the second from any event on (nothing lost, nothing
 //! twice), stopped from the second, read to its end from the second after its client left,
 //! a client following on the second keeps it attended, and a follower on the second learns
-//! it was lost when the first host dies mid-run. A conversation compacted on one host goes
+//! it was lost when the first host dies mid-run, and the run's own end when the first host
+//! is stopped gracefully. A conversation compacted on one host goes
 //! on on the other, and on a restarted one, with the summary kept (not asked of the model
 //! again).
 
@@ -351,4 +352,55 @@ async fn a_conversation_compacted_on_one_host_goes_on_on_the_other_with_the_kept
         );
     }
     assert_eq!(upstream.over_window(), 0, "no request was over the window");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_on_another_host_sees_the_end_of_a_run_its_host_stopped_gracefully() {
+    let never = Turn::text("never sent").first_delay(Duration::from_secs(600));
+    // A lease far longer than the wait below: the follower must not learn the end by the
+    // feed's liveness time running out.
+    let (mut deployment, _upstream) = deployment(vec![never], "run_lease_secs = 600\n").await;
+    let [host_a, host_b] = deployment.urls.clone();
+    let mut response = chat_at(&host_a, &json!({"projectId": "demo", "message": "hi"})).await;
+    let seen = read_until(&mut response, "\n").await;
+    let conversation = lines_read(&seen)[0]["conversationId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let following = events_at(&host_b, &conversation, Some(1)).await;
+    assert_eq!(following.status(), 200, "B follows A's run");
+
+    let exit = deployment.terminate(0);
+    assert!(exit.success(), "host A exits cleanly: {exit:?}");
+    drop(response);
+    let body = tokio::time::timeout(Duration::from_secs(60), following.text())
+        .await
+        .expect("the follower is not left waiting for the lease to pass")
+        .expect("the stream ends cleanly");
+    let events: Vec<Event> = body
+        .lines()
+        .map(|line| {
+            crate::support::ndjson::event_of_line(line)
+                .unwrap_or_else(|| panic!("a numbered event: {line}"))
+        })
+        .collect();
+    match &events[..] {
+        [Event::Error { message }, Event::Done { stop_reason, .. }] => {
+            assert!(message.contains("the server is shutting down"), "{message}");
+            assert_eq!(stop_reason, "cancelled", "the run's own DONE: {body}");
+        }
+        other => panic!("the run's ERROR and DONE: {other:?}"),
+    }
+    // The run closed the history before its host exited: the other host goes on with it.
+    let history = get_at(
+        &host_b,
+        &format!("/conversations/{conversation}?projectId=demo"),
+    )
+    .await;
+    let history: Vec<Value> = history.json().await.expect("the history");
+    let roles: Vec<&str> = history
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant"]);
 }

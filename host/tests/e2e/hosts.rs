@@ -5,7 +5,8 @@
 //! give exactly one run and one `409` (the run lease is a row in the database); a host
 //! killed with SIGKILL mid-run keeps the conversation locked until its lease expires
 //! (`[store] run_lease_secs`, short here), then the other host takes it and closes the
-//! interrupted history, which stays one a provider accepts.
+//! interrupted history, which stays one a provider accepts; an undo on such a history closes
+//! it before its record, so the model reads it in an order every provider accepts.
 
 use std::time::Duration;
 
@@ -346,4 +347,93 @@ async fn a_decision_sent_again_to_the_other_host_never_approves_a_reused_call_id
     std::fs::write(root.join("precious.txt"), "keep me").unwrap();
     reused_call_id_attack(&hosts.a_url, &hosts.b_url, &root).await;
     upstream.assert_consumed();
+}
+
+/// `POST url/conversations/{conversation}/undo`, again while the run lease of a dead host
+/// still holds the conversation (`409`): its status and body.
+async fn undo_once_free(url: &str, conversation: &str) -> (u16, Value) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let response = crate::support::host::client()
+            .post(format!("{url}/conversations/{conversation}/undo"))
+            .bearer_auth(crate::support::host::TOKEN)
+            .send()
+            .await
+            .expect("undo is answered");
+        let status = response.status().as_u16();
+        if status != 409 || std::time::Instant::now() > deadline {
+            return (status, response.json().await.unwrap_or(Value::Null));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undo_on_a_history_a_dead_host_left_open_keeps_it_one_every_provider_accepts() {
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::tool_calls(&[(
+            "w1",
+            "write_text_content",
+            json!({"path": "notes.txt", "text": "rewritten"}),
+        )]),
+        // Host A dies while this turn is held open: the history ends on the tool result.
+        Turn::text("never delivered").first_delay(Duration::from_secs(60)),
+        Turn::text("answered by B"),
+    ])
+    .await;
+    let mut hosts = TwoHosts::start(&upstream);
+    let running = chat(&hosts.a_url, "rewrite my notes", None).await;
+    assert_eq!(running.status(), 200);
+    upstream.until_received(2).await;
+    let listed = get_json_at(&hosts.b_url, "/conversations?projectId=demo").await;
+    let conversation = listed[0]["id"].as_str().unwrap().to_owned();
+    hosts.a.kill();
+    drop(running);
+    let left = history(&hosts.b_url, &conversation).await;
+    assert_eq!(left.last().unwrap()["role"], "tool", "{left:#?}");
+
+    let (status, body) = undo_once_free(&hosts.b_url, &conversation).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["recorded"], true, "{body}");
+    let stored = history(&hosts.b_url, &conversation).await;
+    assert_provider_valid(&stored);
+    let roles: Vec<&str> = stored.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user",
+            "assistant"
+        ],
+        "the open turn is closed before the undo's record: {stored:#?}"
+    );
+    assert_eq!(contents(&stored)[3], INTERRUPTED);
+    assert!(
+        contents(&stored)[4].contains("`notes.txt`"),
+        "the record names the path: {stored:#?}"
+    );
+
+    let next = chat(&hosts.b_url, "go on", Some(&conversation)).await;
+    assert_eq!(next.status(), 200);
+    assert_eq!(Stream::read(next).await.text(), "answered by B");
+    // What the model read: the whole history in an order every provider accepts, the
+    // undo's record among it.
+    let sent = upstream.received()[2].body["messages"].clone();
+    let sent: Vec<Value> = sent
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .cloned()
+        .collect();
+    assert_eq!(sent.last().unwrap()["content"], json!("go on"));
+    assert_provider_valid(&sent[..sent.len() - 1]);
+    assert!(
+        sent.iter()
+            .any(|m| m["content"].as_str().is_some_and(|c| c.contains("I undid"))),
+        "the model reads the undo: {sent:#?}"
+    );
 }

@@ -75,6 +75,11 @@ impl Deployment {
         self.hosts[n].kill();
     }
 
+    /// Stops host `n` gracefully (SIGTERM) and waits for it to exit.
+    pub(crate) fn terminate(&mut self, n: usize) -> std::process::ExitStatus {
+        self.hosts[n].terminate()
+    }
+
     /// Kills host `n` and starts it again on the same config folder (a new address, which
     /// `urls[n]` then holds; nginx keeps the old one).
     pub(crate) fn restart(&mut self, n: usize) {

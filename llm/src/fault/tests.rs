@@ -302,6 +302,12 @@ fn a_conversation_too_long_is_recognised_in_every_providers_shape() {
             r#"{"error":"Reached context length of 4096 tokens with model (arch: qwen3vlmoe) that does not currently support mid-generation context overflow. Try reloading with a larger context length or shortening the prompt/chat."}"#,
             Fault::ContextTooLong,
         ),
+        // LM Studio 0.4, the data of an `event: error` in a 200 stream
+        (
+            200,
+            r#"{"error":{"message":"Input does not fit in context length. The input has 31430 tokens, but the context length only supports 30000 tokens."},"message":"Input does not fit in context length. The input has 31430 tokens, but the context length only supports 30000 tokens."}"#,
+            Fault::ContextTooLong,
+        ),
         // Anthropic, a body over its request size
         (
             413,

@@ -78,8 +78,11 @@ pub(in crate::agent) struct Input<'a> {
     pub tools_tokens: u64,
     /// The newest stored summary.
     pub summary: Option<&'a Compaction>,
-    /// The index of the run's user message.
+    /// The index of the run's user message in `history`.
     pub run_start: usize,
+    /// How many stored messages come before `history` (the newest summary's, which the
+    /// run was loaded with, covers them); `summary`'s `covers` counts from the first stored.
+    pub offset: usize,
     /// The model's window.
     pub window: Window,
     /// The rojo's `compact_at_percent` (not 0).
@@ -98,11 +101,16 @@ pub(in crate::agent) fn plan(input: &Input<'_>) -> Plan {
         .saturating_sub(input.window.answer_room());
     let trigger = limit * u64::from(input.percent) / 100;
     let m = input.measure;
-    let base = input
+    // Where the summary ends in `history`, when it covers no part of the run.
+    let covers = input
         .summary
-        .filter(|s| (s.covers as usize) <= input.run_start)
-        .map_or(0, |s| s.covers as usize);
-    let system = system_with(input.system, input.summary.filter(|_| base > 0));
+        .and_then(|s| (s.covers as usize).checked_sub(input.offset))
+        .filter(|&covers| covers <= input.run_start);
+    let base = covers.unwrap_or(0);
+    let summary = input
+        .summary
+        .filter(|_| covers.is_some_and(|covers| covers + input.offset > 0));
+    let system = system_with(input.system, summary);
     let fixed = system.as_deref().map_or(0, str::len) + input.tools_bytes + OVERHEAD;
     let count = Count {
         measure: m,
@@ -119,7 +127,7 @@ pub(in crate::agent) fn plan(input: &Input<'_>) -> Plan {
         } else {
             Arc::new(tail.to_vec())
         };
-        let shortened = base > 0;
+        let shortened = summary.is_some();
         return Plan::Send(Planned {
             messages,
             system,

@@ -21,8 +21,11 @@ pub(in crate::agent) struct Fit {
     pub last_tokens: u64,
     /// The newest summary: `None` until read from the store.
     pub summary: Option<Option<Compaction>>,
-    /// The index of the run's user message.
+    /// The index of the run's user message in its history.
     pub run_start: usize,
+    /// How many stored messages come before the run's history: those the summary it was
+    /// loaded with covers (`ConversationStore::resume`), never read by the run.
+    pub offset: usize,
     /// The server said it loaded the model with at least `window` (a provider that cuts a
     /// request too long silently: until then, a turn's text is held until its usage shows
     /// the request was whole).
@@ -47,6 +50,7 @@ impl Fit {
             last_tokens: 0,
             summary: None,
             run_start,
+            offset: 0,
             confirmed: window.source == WindowSource::Loaded,
         }
     }

@@ -41,6 +41,7 @@ impl Run<'_> {
                 tools_tokens,
                 summary: summary.as_ref(),
                 run_start: self.fit.run_start,
+                offset: self.fit.offset,
                 window: self.fit.window,
                 percent: rojo.compact_at_percent,
                 measure: self.fit.measure,
@@ -113,20 +114,25 @@ impl Run<'_> {
             .await?;
         let newest = kept
             .into_iter()
-            .rfind(|c| c.covers as usize <= self.history.len());
+            .rfind(|c| c.covers as usize <= self.fit.offset + self.history.len());
         self.fit.summary = Some(newest);
         Ok(())
     }
 
-    /// Summarises the messages before `upto` (after `previous`'s), keeps the summary and
-    /// tells the client; `Err` with the stop reason when the run ended instead.
+    /// Summarises the messages before `upto` (an index in the run's history; after
+    /// `previous`'s), keeps the summary and tells the client; `Err` with the stop reason
+    /// when the run ended instead.
     async fn compact(
         &mut self,
         previous: Option<Compaction>,
         upto: usize,
     ) -> Result<Result<(), StopReason>, StoreError> {
-        let previous = previous.filter(|c| (c.covers as usize) < upto);
-        let base = previous.as_ref().map_or(0, |c| c.covers as usize);
+        // Stored indices count the messages before the run's history too.
+        let offset = self.fit.offset;
+        let previous = previous.filter(|c| (c.covers as usize) < offset + upto);
+        let base = previous
+            .as_ref()
+            .map_or(0, |c| (c.covers as usize).saturating_sub(offset));
         let limit = self.fit.window.tokens - self.fit.window.answer_room();
         let part_bytes = self.fit.measure.bytes(limit) / 2;
         let provider = &self.request.provider;
@@ -176,7 +182,7 @@ impl Run<'_> {
             "earlier messages summarised"
         );
         let compaction = Compaction {
-            covers: upto as u64,
+            covers: (offset + upto) as u64,
             summary: text,
         };
         let conversation = &self.request.conversation;

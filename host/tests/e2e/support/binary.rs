@@ -149,6 +149,17 @@ impl RunningBinary {
         let _ = self.child.wait();
     }
 
+    /// Asks the process to stop gracefully (SIGTERM, as a service manager does) and waits
+    /// for it to exit.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "SIGTERM sent");
+        self.child.wait().expect("rojos exits")
+    }
+
     /// The address from `rojos listening on http://ADDR/`.
     pub fn url(&self) -> String {
         let out = Self::wait_for(&self.stdout, "rojos listening on ", "the listening line");

@@ -92,3 +92,11 @@ pub const LMSTUDIO_MLX: Overflow = Overflow {
     status: 400,
     body: r#"{"error":"Context size has been exceeded."}"#,
 };
+
+/// LM Studio 0.4: a `200` stream whose only event is an `event: error` (its message twice,
+/// inside `error` and beside it), as captured from LM Studio 0.4.21's `/v1/chat/completions`.
+pub const LMSTUDIO_STREAM: Overflow = Overflow {
+    family: "LM Studio 0.4 (event: error)",
+    status: 200,
+    body: "event: error\ndata: {\"error\":{\"message\":\"Input does not fit in context length. The input has 9120 tokens, but the context length only supports 8192 tokens.\"},\"message\":\"Input does not fit in context length. The input has 9120 tokens, but the context length only supports 8192 tokens.\"}\n\n",
+};

@@ -32,6 +32,7 @@ fn input<'a>(history: &'a Arc<Vec<MessageText>>, summary: Option<&'a Compaction>
         tools_tokens: 0,
         summary,
         run_start: history.len().saturating_sub(4),
+        offset: 0,
         window: Window {
             tokens: 8_192,
             source: WindowSource::Rojo,
