@@ -206,12 +206,13 @@ pub(super) async fn run_call<'r>(
     // Undo: the earlier state of the paths it changes, recorded just before it runs, and
     // their state just after, on the call's own thread.
     let changes = checkpoint_paths(admitted.tool, call);
-    let around = match (&ledger.checkpoint, &ledger.project_lock) {
-        _ if changes.is_empty() => None,
-        (Some(checkpoint), _) => Some(checkpoint.around(changes, &request.root)),
-        (None, Some((checkpoints, project))) => Some(checkpoints.sharing(project)),
-        (None, None) => None,
-    };
+    let around: Option<Box<dyn crate::plugins::AroundCall>> =
+        match (&ledger.checkpoint, &ledger.project_lock) {
+            _ if changes.is_empty() => None,
+            (Some(checkpoint), _) => Some(Box::new(checkpoint.around(changes, &request.root))),
+            (None, Some((checkpoints, project))) => Some(Box::new(checkpoints.sharing(project))),
+            (None, None) => None,
+        };
     let outcome = admitted.tool.invoke(&admitted.args, request, around).await;
     drop(admitted.args);
     let failure = outcome.as_ref().err().map(|f| f.kind.clone());

@@ -9,14 +9,14 @@ use super::{
     dir::sync_dir,
     format::{log_name, Manifest, Record, VERSION},
 };
-use crate::checkpoints::head::Head;
+use crate::head::Head;
 
 /// Drops the content of the run `head` describes in the project's `checkpoints` folder (it
 /// stays listed, as no longer available): the log is replaced by one with neither content
 /// nor entries, only the paths the run named and whether it changed anything (all its head
 /// holds), atomically, and its head is written again. Returns the bytes the log and its
 /// head take then.
-pub(in crate::checkpoints) fn evict(checkpoints: &Dir, head: &Head) -> io::Result<u64> {
+pub(crate) fn evict(checkpoints: &Dir, head: &Head) -> io::Result<u64> {
     let mut manifest = Manifest::new(
         &head.conversation,
         head.run.clone(),
@@ -56,20 +56,16 @@ pub(in crate::checkpoints) fn evict(checkpoints: &Dir, head: &Head) -> io::Resul
     file.sync_all()?;
     checkpoints.rename(&temp, checkpoints, &name)?;
     sync_dir(checkpoints)?;
-    let head = crate::checkpoints::head::write(checkpoints, &manifest.head()).unwrap_or(0);
+    let head = crate::head::write(checkpoints, &manifest.head()).unwrap_or(0);
     Ok(manifest.len + head)
 }
 
 /// Removes the log of `run` of `conversation` and its head (a dropped run the budget now
 /// drops from the listing too).
-pub(in crate::checkpoints) fn remove(
-    checkpoints: &Dir,
-    conversation: &str,
-    run: &str,
-) -> io::Result<()> {
+pub(crate) fn remove(checkpoints: &Dir, conversation: &str, run: &str) -> io::Result<()> {
     for name in [
         log_name(conversation, run),
-        crate::checkpoints::head::name(conversation, run),
+        crate::head::name(conversation, run),
     ] {
         match checkpoints.remove_file(&name) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),

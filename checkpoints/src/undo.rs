@@ -15,7 +15,7 @@ use super::{
     stored::Log,
     summary::{summary, Summary},
 };
-use crate::storage::ProjectId;
+use rojos_project_storage::ProjectId;
 
 /// Why an undo did not happen.
 #[derive(Debug, thiserror::Error)]

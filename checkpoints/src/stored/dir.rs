@@ -8,7 +8,7 @@ use cap_std::fs::{Dir, OpenOptions};
 /// Syncs a folder, so the names in it survive a crash: through its own handle when that was
 /// opened for reading (`Handle::Readable`), else through one opened for it (cap-std's own
 /// folder handles are `O_PATH`, which cannot be synced: `EBADF`).
-pub(in crate::checkpoints) fn sync_dir(dir: &Dir) -> io::Result<()> {
+pub(crate) fn sync_dir(dir: &Dir) -> io::Result<()> {
     use cap_std::fs::OpenOptionsExt;
     match rustix::fs::fsync(dir) {
         Err(rustix::io::Errno::BADF) => {}
@@ -23,4 +23,4 @@ pub(in crate::checkpoints) fn sync_dir(dir: &Dir) -> io::Result<()> {
 
 /// A checkpoint's folders are created as the storage's are (not synced: a log that holds
 /// content syncs the folders on its way, `Checkpoints::record`).
-pub(in crate::checkpoints) use crate::storage::open_or_create_dir as open_or_create;
+pub(crate) use rojos_project_storage::open_or_create_dir as open_or_create;

@@ -10,6 +10,11 @@
 //! no tool reaches, one log per run, within `[limits] checkpoint_bytes` per project (what
 //! they take on disk, oldest dropped first).
 //!
+//! The crate knows no plugin and no HTTP: the host runs a [`Recording`] (a [`Sharing`] for a
+//! changing call outside a run) around a plugin call, and its handlers list, undo and read
+//! the text before a run through [`Checkpoints`]. It stands on `rojos-project-storage` (the project
+//! folders), `rojos-fs-guard` (shapes walked and restored) and `rojos-conversations` (ids).
+//!
 //! # Layout
 //!
 //! - this file: the API the handlers and the agent use ([`Checkpoints::run`], `list`, `undo`,
@@ -53,11 +58,12 @@ use rojos_conversations::ConversationId;
 pub use before::{Before, BeforeError};
 pub use lock::Held;
 pub use paths::{changed_paths, Change};
+pub use record::{Recording, Sharing};
 pub use shared::{CheckpointLimits, Checkpoints};
 pub use summary::Summary;
 pub use undo::UndoError;
 
-use crate::{plugins::AroundCall, storage::ProjectId};
+use rojos_project_storage::ProjectId;
 use stored::Log;
 use summary::summary;
 
@@ -228,8 +234,8 @@ impl RunCheckpoint {
     /// those not recorded by an earlier call of this run, complete on disk (its `Err` is the
     /// refusal the model reads: the call must not run, since it could not be undone); after
     /// it, the fingerprints of the run's recorded paths as they are then.
-    pub fn around(&self, paths: Vec<Change>, root: &Arc<Dir>) -> Box<dyn AroundCall> {
-        Box::new(record::Recording {
+    pub fn around(&self, paths: Vec<Change>, root: &Arc<Dir>) -> Recording {
+        Recording {
             store: Arc::clone(&self.store),
             project: self.project.clone(),
             conversation: self.conversation.clone(),
@@ -240,14 +246,14 @@ impl RunCheckpoint {
             dir: None,
             touched: None,
             held: None,
-        })
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::Storage;
+    use rojos_project_storage::Storage;
 
     /// A run of `store` in a fresh project of its storage, the project's root, and the ids.
     fn a_run() -> (

@@ -62,7 +62,7 @@ impl Storage {
     /// reason (a missing folder, a link, a kernel without `openat2`): the caller then takes
     /// the way that opens each folder in turn, which creates what is missing and names the
     /// refusal. `name` must be one plain name, as the project id is.
-    pub(crate) fn open_existing(&self, id: &ProjectId, name: &str, handle: Handle) -> Option<Dir> {
+    pub fn open_existing(&self, id: &ProjectId, name: &str, handle: Handle) -> Option<Dir> {
         use rustix::fs::{openat2, Mode, OFlags, ResolveFlags};
         let mut flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         if handle == Handle::Path {
@@ -105,7 +105,7 @@ impl Storage {
 
 /// What a folder handle of [`Storage::open_existing`] can do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Handle {
+pub enum Handle {
     /// Name things beneath it only (`O_PATH`, as cap-std opens folders).
     Path,
     /// Also list and sync it.
@@ -114,7 +114,7 @@ pub(crate) enum Handle {
 
 /// Opens the folder `name` of `parent` without following a symlink, creating it if missing
 /// (not synced: callers that need the name to survive a crash sync `parent`).
-pub(crate) fn open_or_create_dir(parent: &Dir, name: &str) -> io::Result<Dir> {
+pub fn open_or_create_dir(parent: &Dir, name: &str) -> io::Result<Dir> {
     match parent.open_dir_nofollow(name) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             match parent.create_dir(name) {

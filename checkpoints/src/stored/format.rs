@@ -11,7 +11,7 @@ use cap_std::fs::Dir;
 use rojos_fs_guard::Shape;
 use serde::{Deserialize, Serialize};
 
-use crate::checkpoints::head::Head;
+use crate::head::Head;
 
 /// The ending of a run's log file name.
 pub(super) const LOG: &str = ".log";
@@ -21,7 +21,7 @@ pub(super) const VERSION: u32 = 2;
 /// What a recorded path held, with files' bytes in the log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
-pub(in crate::checkpoints) enum StoredNode {
+pub(crate) enum StoredNode {
     /// Nothing stood there.
     Absent,
     /// A regular file.
@@ -51,17 +51,17 @@ pub(in crate::checkpoints) enum StoredNode {
 /// One recorded path.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(in crate::checkpoints) struct Entry {
+pub(crate) struct Entry {
     /// The path, relative to the project root.
-    pub(in crate::checkpoints) path: String,
+    pub(crate) path: String,
     /// What it held before the run.
-    pub(in crate::checkpoints) before: StoredNode,
+    pub(crate) before: StoredNode,
     /// The fingerprint of what it held before the run.
-    pub(in crate::checkpoints) before_print: String,
+    pub(crate) before_print: String,
     /// The fingerprint of what it held after the run's last changing call (`None`: it could
     /// not be read then, so an undo needs `force`). Not part of a `call` record.
     #[serde(skip)]
-    pub(in crate::checkpoints) after: Option<String>,
+    pub(crate) after: Option<String>,
 }
 
 /// One line of a log.
@@ -99,41 +99,36 @@ pub(super) enum Record {
 
 /// What a run's log says.
 #[derive(Clone, Debug)]
-pub(in crate::checkpoints) struct Manifest {
+pub(crate) struct Manifest {
     /// The conversation's id (a validated `ConversationId`: no `.` in it).
-    pub(in crate::checkpoints) conversation: String,
+    pub(crate) conversation: String,
     /// The run's id: `<created ms>-<message index>`.
-    pub(in crate::checkpoints) run: String,
+    pub(crate) run: String,
     /// The index of the run's user message in the conversation.
-    pub(in crate::checkpoints) message: u64,
+    pub(crate) message: u64,
     /// When the first change was recorded, in Unix milliseconds.
-    pub(in crate::checkpoints) created_at: u64,
+    pub(crate) created_at: u64,
     /// The paths the run's calls named, as the model wrote them, in order.
-    pub(in crate::checkpoints) paths: Vec<String>,
+    pub(crate) paths: Vec<String>,
     /// The recorded paths, in the order recorded (restored in reverse).
-    pub(in crate::checkpoints) entries: Vec<Entry>,
+    pub(crate) entries: Vec<Entry>,
     /// The bytes of file content the log holds.
-    pub(in crate::checkpoints) bytes: u64,
+    pub(crate) bytes: u64,
     /// Set once the run's changes were undone.
-    pub(in crate::checkpoints) undone: bool,
+    pub(crate) undone: bool,
     /// Set when the budget dropped its content: it can no longer be undone.
-    pub(in crate::checkpoints) evicted: bool,
+    pub(crate) evicted: bool,
     /// Set in a dropped log whose run changed anything (its entries are gone).
     pub(super) changed: bool,
     /// The longest record line in the log.
-    pub(in crate::checkpoints) longest: u64,
+    pub(crate) longest: u64,
     /// The length of the log's whole records: where the next one goes.
     pub(super) len: u64,
 }
 
 impl Manifest {
     /// The manifest of a new run's log.
-    pub(in crate::checkpoints) fn new(
-        conversation: &str,
-        run: String,
-        message: u64,
-        created_at: u64,
-    ) -> Manifest {
+    pub(crate) fn new(conversation: &str, run: String, message: u64, created_at: u64) -> Manifest {
         Manifest {
             conversation: conversation.to_owned(),
             run,
@@ -151,7 +146,7 @@ impl Manifest {
     }
 
     /// Whether any recorded path differs after the run from before it.
-    pub(in crate::checkpoints) fn changed_anything(&self) -> bool {
+    pub(crate) fn changed_anything(&self) -> bool {
         self.changed
             || self
                 .entries
@@ -160,7 +155,7 @@ impl Manifest {
     }
 
     /// The head of the log this manifest describes.
-    pub(in crate::checkpoints) fn head(&self) -> Head {
+    pub(crate) fn head(&self) -> Head {
         Head {
             log_len: self.len(),
             run: self.run.clone(),
@@ -178,13 +173,13 @@ impl Manifest {
     }
 
     /// The length of the log's whole records.
-    pub(in crate::checkpoints) fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.len
     }
 
     /// Reads the log called `name` in a project's `checkpoints` folder (record lines of at
     /// most `max_line` bytes); `None` when `name` is not a run's log.
-    pub(in crate::checkpoints) fn read(
+    pub(crate) fn read(
         checkpoints: &Dir,
         name: &str,
         max_line: u64,
@@ -294,7 +289,7 @@ pub(super) fn log_name(conversation: &str, run: &str) -> String {
 }
 
 /// The conversation and the run a log's file name names; `None` for another file.
-pub(in crate::checkpoints) fn log_parts(name: &str) -> Option<(&str, &str)> {
+pub(crate) fn log_parts(name: &str) -> Option<(&str, &str)> {
     name.strip_suffix(LOG).and_then(|n| n.split_once('.'))
 }
 
@@ -346,7 +341,7 @@ pub(super) fn next_record(
 
 impl StoredNode {
     /// This node as fs-guard restores it (files' offsets in the log).
-    pub(in crate::checkpoints) fn shape(&self) -> Shape {
+    pub(crate) fn shape(&self) -> Shape {
         match self {
             StoredNode::Absent => Shape::Absent,
             StoredNode::File { mode, at, size } => Shape::File {

@@ -20,7 +20,7 @@ use super::{
     memory::Memory,
     stored::open_or_create,
 };
-use crate::storage::{Handle, ProjectId, Storage};
+use rojos_project_storage::{Handle, ProjectId, Storage};
 
 /// The folder beside `root/` that holds a project's checkpoints.
 pub(super) const CHECKPOINTS: &str = "checkpoints";

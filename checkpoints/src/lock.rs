@@ -24,7 +24,7 @@ use cap_std::fs::{OpenOptions, OpenOptionsExt};
 use parking_lot::{lock_api::ArcRwLockReadGuard, lock_api::ArcRwLockWriteGuard, RawRwLock};
 use rustix::fs::{flock, FlockOperation};
 
-use crate::storage::{open_or_create_dir, ProjectId, Storage};
+use rojos_project_storage::{open_or_create_dir, ProjectId, Storage};
 
 /// The file beside `root/` whose `flock` is the project lock between hosts.
 const LOCK_FILE: &str = "changes.lock";

@@ -21,13 +21,14 @@ use super::{
     shared::Checkpoints,
     stored::{self, CopyError, Log, Manifest, RecordError},
 };
-use crate::{plugins::AroundCall, storage::ProjectId};
+use rojos_project_storage::ProjectId;
 
 /// What a record's head beside its log takes at most, beyond the paths it lists.
 const HEAD_BYTES: u64 = 512;
 
-/// [`super::RunCheckpoint::around`]: what one call's thread records.
-pub(super) struct Recording {
+/// [`RunCheckpoint::around`](crate::RunCheckpoint::around): what one call's thread records,
+/// [`Recording::before`] the call and [`Recording::after`] it.
+pub struct Recording {
     pub(super) store: Arc<Checkpoints>,
     pub(super) project: ProjectId,
     pub(super) conversation: ConversationId,
@@ -44,8 +45,20 @@ pub(super) struct Recording {
     pub(super) held: Option<Held>,
 }
 
-impl AroundCall for Recording {
-    fn before(&mut self) -> Result<(), String> {
+impl std::fmt::Debug for Recording {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recording")
+            .field("project", &self.project)
+            .field("conversation", &self.conversation)
+            .field("paths", &self.paths)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Recording {
+    /// Just before the call: the earlier state of its paths recorded; `Err` is the refusal
+    /// the model reads (the call must not run, since it could not be undone).
+    pub fn before(&mut self) -> Result<(), String> {
         let held = self
             .store
             .hold_for_change(&self.project)
@@ -68,7 +81,9 @@ impl AroundCall for Recording {
         Ok(())
     }
 
-    fn after(&mut self) {
+    /// Just after the call, whatever it returned: the fingerprints of the run's recorded
+    /// paths as they are now.
+    pub fn after(&mut self) {
         let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
         if let (Some(log), Some(dir)) = (log.as_mut(), self.dir.as_ref()) {
             let touched = self.touched.as_deref();
@@ -85,20 +100,23 @@ impl AroundCall for Recording {
 
 /// [`Checkpoints::sharing`]: a share of the project lock around one changing call made
 /// outside a chat run (nothing is recorded: such calls cannot be undone).
-struct Sharing {
+#[derive(Debug)]
+pub struct Sharing {
     store: Arc<Checkpoints>,
     project: ProjectId,
     held: Option<Held>,
 }
 
-impl AroundCall for Sharing {
-    fn before(&mut self) -> Result<(), String> {
+impl Sharing {
+    /// Just before the call: a share of the project lock taken; `Err` when it cannot be.
+    pub fn before(&mut self) -> Result<(), String> {
         let held = self.store.hold_for_change(&self.project);
         self.held = Some(held.map_err(Checkpoints::unrecorded)?);
         Ok(())
     }
 
-    fn after(&mut self) {
+    /// Just after the call: the share given back.
+    pub fn after(&mut self) {
         self.held = None;
     }
 }
@@ -107,12 +125,12 @@ impl Checkpoints {
     /// What holds a share of `project`'s lock around one changing call made outside a chat
     /// run (over `/mcp`): an undo in the project neither checks nor
     /// restores while it runs.
-    pub fn sharing(self: &Arc<Self>, project: &ProjectId) -> Box<dyn AroundCall> {
-        Box::new(Sharing {
+    pub fn sharing(self: &Arc<Self>, project: &ProjectId) -> Sharing {
+        Sharing {
             store: Arc::clone(self),
             project: project.clone(),
             held: None,
-        })
+        }
     }
 }
 

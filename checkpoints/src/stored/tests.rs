@@ -6,7 +6,7 @@ use cap_std::fs::Dir;
 use rojos_fs_guard::{Node, PathError, Shape, Visit};
 
 use super::{dir::*, evict::*, format::*, log::*};
-use crate::checkpoints::fingerprint::Hasher;
+use crate::fingerprint::Hasher;
 
 /// The longest record line in these tests.
 const MAX: u64 = 1 << 20;

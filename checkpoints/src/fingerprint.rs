@@ -12,8 +12,6 @@ use rojos_fs_guard::Node;
 use rojos_fs_guard::Visit;
 use sha2::{Digest, Sha256};
 
-use crate::hex::hex;
-
 /// The bytes a file's content is read or copied in: all a recording, a fingerprint or an
 /// undo holds of it at once.
 pub(super) const CHUNK: usize = 64 << 10;
@@ -23,7 +21,7 @@ pub(super) const CHUNK: usize = 64 << 10;
 pub(super) fn fingerprint(node: &Node) -> String {
     let mut hasher = Sha256::new();
     feed(&mut hasher, node);
-    hex(&hasher.finalize())
+    hex::encode(hasher.finalize())
 }
 
 /// The fingerprint of nothing standing at a path.
@@ -45,7 +43,7 @@ pub(super) struct Hasher {
 impl Hasher {
     /// The fingerprint of what was fed, as lowercase hex.
     pub(super) fn finish(self) -> String {
-        hex(&self.sha.finalize())
+        hex::encode(self.sha.finalize())
     }
 }
 

@@ -11,7 +11,7 @@ use std::{
 use rojos_fs_guard::{Shape, Visit};
 
 use super::format::StoredNode;
-use crate::checkpoints::fingerprint::Hasher;
+use crate::fingerprint::Hasher;
 
 /// `shape` as a record stores it: each file's offset counted from the record's content
 /// start (`payload` so far), in the order a walk copies them (names in order, depth first).

@@ -15,19 +15,19 @@ use super::{
     copy::{stored, Copy, Part},
     format::{log_name, Entry, Manifest, Record, StoredNode, VERSION},
 };
-use crate::checkpoints::fingerprint::{self, Hasher};
+use crate::fingerprint::{self, Hasher};
 
 /// A run's log, open for appending and reading content.
 #[derive(Debug)]
-pub(in crate::checkpoints) struct Log {
+pub(crate) struct Log {
     pub(super) file: File,
     /// What the log says so far.
-    pub(in crate::checkpoints) manifest: Manifest,
+    pub(crate) manifest: Manifest,
     /// Whether the names on the way to the log are known to be synced.
-    pub(in crate::checkpoints) names_synced: bool,
+    pub(crate) names_synced: bool,
     /// The project's `checkpoints` folder holding the log and its head (a run's later calls
     /// record there without opening the folder again).
-    pub(in crate::checkpoints) folder: Dir,
+    pub(crate) folder: Dir,
     /// The file's length as it was opened (a torn end beyond the whole records is cut off by
     /// the first append).
     file_len: u64,
@@ -40,7 +40,7 @@ pub(in crate::checkpoints) struct Log {
 /// A call's record, made but not written yet: its size is known before anything is. Its
 /// fingerprints are placeholders until its content is copied (they have one length).
 #[derive(Debug)]
-pub(in crate::checkpoints) struct Pending {
+pub(crate) struct Pending {
     record: Record,
     /// The length of its line.
     line_len: u64,
@@ -51,18 +51,18 @@ pub(in crate::checkpoints) struct Pending {
 
 impl Pending {
     /// The bytes it takes in the log: its line (names and entries) and the files' content.
-    pub(in crate::checkpoints) fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         self.line_len + self.record.payload()
     }
 
     /// The length of its line (names and entries).
-    pub(in crate::checkpoints) fn line_len(&self) -> u64 {
+    pub(crate) fn line_len(&self) -> u64 {
         self.line_len
     }
 }
 
 /// Where a recording reads the content it copies into the log: the project's files.
-pub(in crate::checkpoints) trait Source {
+pub(crate) trait Source {
     /// Walks what stands at `path` now through `visit` (at most `max` bytes of content) and
     /// returns its shape.
     fn walk(&self, path: &str, max: u64, visit: &mut dyn Visit) -> Result<Shape, PathError>;
@@ -80,7 +80,7 @@ impl Source for ProjectDir {
 
 /// Why a call's record was not written.
 #[derive(Debug, thiserror::Error)]
-pub(in crate::checkpoints) enum CopyError {
+pub(crate) enum CopyError {
     /// A recorded path changed between its two walks (by something else writing to the
     /// project meanwhile).
     #[error("{0} changed while it was recorded for undo: try again")]
@@ -95,7 +95,7 @@ pub(in crate::checkpoints) enum CopyError {
 
 /// Why a call's record cannot be made.
 #[derive(Debug, thiserror::Error)]
-pub(in crate::checkpoints) enum RecordError {
+pub(crate) enum RecordError {
     /// Its line (names and entries) is over `[limits] checkpoint_record_bytes`.
     #[error("its checkpoint record would hold {size} bytes of names and entries, over the limit of {limit} bytes ([limits] checkpoint_record_bytes)")]
     TooLarge {
@@ -112,11 +112,7 @@ pub(in crate::checkpoints) enum RecordError {
 impl Log {
     /// Creates the log of the run `manifest` (new, empty) in the project's `checkpoints`
     /// folder, which it keeps, with its first record (not synced).
-    pub(in crate::checkpoints) fn create(
-        checkpoints: Dir,
-        manifest: Manifest,
-        max_line: u64,
-    ) -> io::Result<Log> {
+    pub(crate) fn create(checkpoints: Dir, manifest: Manifest, max_line: u64) -> io::Result<Log> {
         let mut options = OpenOptions::new();
         options.read(true).write(true).create_new(true);
         let file = checkpoints
@@ -145,7 +141,7 @@ impl Log {
 
     /// Opens the log of `run` of `conversation` in the project's `checkpoints` folder, for
     /// reading its content and appending.
-    pub(in crate::checkpoints) fn open(
+    pub(crate) fn open(
         checkpoints: &Dir,
         conversation: &str,
         run: &str,
@@ -164,13 +160,13 @@ impl Log {
             names_synced: true,
             folder: checkpoints.try_clone()?,
             file_len,
-            head_len: crate::checkpoints::head::len(checkpoints, conversation, run),
+            head_len: crate::head::len(checkpoints, conversation, run),
             max_line,
         })
     }
 
     /// The bytes the log and its head take on disk.
-    pub(in crate::checkpoints) fn disk(&self) -> u64 {
+    pub(crate) fn disk(&self) -> u64 {
         self.file_len.max(self.manifest.len) + self.head_len
     }
 
@@ -179,7 +175,7 @@ impl Log {
     /// a record: a crash leaves a torn end), then the content, then the line with the
     /// fingerprints. Synced when it holds anything but absences. Returns whether it was
     /// synced. On an error the log is left as it was (its whole records).
-    pub(in crate::checkpoints) fn record_call(
+    pub(crate) fn record_call(
         &mut self,
         pending: Pending,
         source: &dyn Source,
@@ -254,10 +250,7 @@ impl Log {
 
     /// Appends every entry's fingerprint after a changing call (not synced); nothing when
     /// they are the ones recorded already.
-    pub(in crate::checkpoints) fn record_after(
-        &mut self,
-        prints: Vec<Option<String>>,
-    ) -> io::Result<()> {
+    pub(crate) fn record_after(&mut self, prints: Vec<Option<String>>) -> io::Result<()> {
         if self.manifest.entries.iter().map(|e| &e.after).eq(&prints) {
             return Ok(());
         }
@@ -269,7 +262,7 @@ impl Log {
     }
 
     /// Marks the run undone (synced).
-    pub(in crate::checkpoints) fn record_undone(&mut self) -> io::Result<()> {
+    pub(crate) fn record_undone(&mut self) -> io::Result<()> {
         self.append(&Record::Undone)?;
         self.file.sync_data()?;
         self.manifest.apply(Record::Undone, 0);
@@ -280,7 +273,7 @@ impl Log {
     /// Writes the log's head beside it (what listing reads instead of the log); a head not
     /// written is only slower listing (the log is read instead), so a failure is logged.
     fn write_head(&mut self) {
-        match crate::checkpoints::head::write(&self.folder, &self.manifest.head()) {
+        match crate::head::write(&self.folder, &self.manifest.head()) {
             Ok(len) => self.head_len = len,
             Err(e) => {
                 tracing::warn!(error = %e, run = %self.manifest.run, "checkpoint head not written")
@@ -311,11 +304,7 @@ impl Log {
     }
 
     /// Walks `stored` through `visit`, files' bytes read back from the log in parts.
-    pub(in crate::checkpoints) fn visit(
-        &self,
-        stored: &StoredNode,
-        visit: &mut dyn Visit,
-    ) -> io::Result<()> {
+    pub(crate) fn visit(&self, stored: &StoredNode, visit: &mut dyn Visit) -> io::Result<()> {
         match stored {
             StoredNode::Absent => visit.absent(),
             StoredNode::File { mode, at, size } => {
@@ -339,12 +328,7 @@ impl Log {
     }
 
     /// Copies the `size` bytes at `at` in the log to `out`, in parts of [`CHUNK`] bytes.
-    pub(in crate::checkpoints) fn copy_to(
-        &self,
-        at: u64,
-        size: u64,
-        out: &mut dyn Write,
-    ) -> io::Result<()> {
+    pub(crate) fn copy_to(&self, at: u64, size: u64, out: &mut dyn Write) -> io::Result<()> {
         let mut part = Part {
             file: &self.file,
             at,
@@ -358,7 +342,7 @@ impl Log {
     }
 
     /// The node `stored` with its files' bytes read back from the log.
-    pub(in crate::checkpoints) fn load(&self, stored: &StoredNode) -> io::Result<Node> {
+    pub(crate) fn load(&self, stored: &StoredNode) -> io::Result<Node> {
         Ok(match stored {
             StoredNode::Absent => Node::Absent,
             StoredNode::File { mode, at, size } => {
@@ -391,7 +375,7 @@ impl Log {
 /// # Errors
 ///
 /// [`RecordError::TooLarge`] when its line is over `[limits] checkpoint_record_bytes`.
-pub(in crate::checkpoints) fn prepare(
+pub(crate) fn prepare(
     paths: Vec<String>,
     recorded: Vec<(String, Shape)>,
     max_line: u64,
