@@ -130,6 +130,7 @@ fn measure_invoke(
         limits,
         timeout: Duration::from_secs(10),
         create_only: Vec::new(),
+        stop: Default::default(),
     };
     let args = ToolArgs::try_from(serde_json::json!({"path": "hello.txt"}))
         .map_err(|v| anyhow::anyhow!("arguments {v} are not an object"))?;

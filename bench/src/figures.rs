@@ -97,6 +97,21 @@ pub(crate) fn of_outcome(o: &Outcome) -> Vec<Figure> {
         ),
         figure(name("  of it user"), micros(o.host_cpu.user) / n, "µs"),
         figure(name("  of it system"), micros(o.host_cpu.system) / n, "µs"),
+        figure(
+            name("child processes' CPU per conversation"),
+            micros(o.children_cpu) / n,
+            "µs",
+        ),
+        figure(
+            name("host + children CPU per conversation"),
+            micros(o.host_cpu.total() + o.children_cpu) / n,
+            "µs",
+        ),
+        figure(
+            name("child processes alive at the end"),
+            o.children_alive as f64,
+            "",
+        ),
         figure(name("peak RSS"), mebibytes(o.peak_rss), "MiB"),
         figure(name("errors"), o.errors as f64, ""),
     ]);

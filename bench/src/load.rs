@@ -52,6 +52,11 @@ pub(crate) struct Outcome {
     pub(crate) peak_rss: u64,
     /// CPU time the host used during the scenario.
     pub(crate) host_cpu: CpuTimes,
+    /// CPU time the host's child processes (its plugin zygote and workers) used during the
+    /// scenario, ended ones included; zero when it has none.
+    pub(crate) children_cpu: Duration,
+    /// The host's child processes alive at the scenario's end.
+    pub(crate) children_alive: usize,
     /// CPU time the PostgreSQL server used during the scenario (none with SQLite).
     pub(crate) store_cpu: Option<Duration>,
     /// CPU time the bench process (clients and upstream) used during the scenario.
@@ -99,6 +104,8 @@ impl Outcome {
                 user: Duration::from_millis(cpu_ms),
                 system: Duration::ZERO,
             },
+            children_cpu: Duration::ZERO,
+            children_alive: 0,
             store_cpu: None,
             bench_cpu: Duration::ZERO,
             upstream_alone: Duration::ZERO,
@@ -146,6 +153,9 @@ pub(crate) async fn run(
     // Before the CPU is first read, so the scrape's own work is not counted in the scenario.
     let scraped = runtime::scrape(&reqwest::Client::new(), &host.url).await;
     let host_cpu0 = host.cpu_times().unwrap_or_default();
+    let children_cpu0 = crate::procfs::descendants_cpu(host.pid())
+        .unwrap_or_default()
+        .0;
     let store_cpu0 = store.server_cpu();
     let bench_cpu0 = crate::procfs::cpu_of("/proc/self/stat").unwrap_or_default();
     let watch = Watch::start(
@@ -202,6 +212,9 @@ pub(crate) async fn run(
     let upstream_late = upstream.lateness();
     let threads = sampler.map(threads::Sampler::finish);
     let host_cpu = host.cpu_times().unwrap_or_default().since(host_cpu0);
+    let (children_cpu, children_alive) =
+        crate::procfs::descendants_cpu(host.pid()).unwrap_or_default();
+    let children_cpu = children_cpu.saturating_sub(children_cpu0);
     let runtime = scraped
         .zip(runtime::scrape(&http, &host.url).await)
         .map(|(before, after)| after.since(before));
@@ -235,6 +248,8 @@ pub(crate) async fn run(
         elapsed,
         peak_rss,
         host_cpu,
+        children_cpu,
+        children_alive,
         store_cpu,
         bench_cpu,
         upstream_alone,

@@ -98,6 +98,7 @@ pub(crate) async fn measure(build: &Path, provider_url: &str) -> anyhow::Result<
         limits: Limits::default(),
         timeout: Duration::from_secs(10),
         create_only: Vec::new(),
+        stop: Default::default(),
     };
     let args = ToolArgs::try_from(serde_json::json!({"path": "hello.txt"}))
         .map_err(|v| anyhow::anyhow!("arguments {v} are not an object"))?;

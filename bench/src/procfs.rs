@@ -23,6 +23,31 @@ pub(crate) fn processes() -> anyhow::Result<Vec<(u32, Stat)>> {
     Ok(processes)
 }
 
+/// The CPU time of process `pid`'s descendants (its plugin zygote and workers, say): what
+/// the live ones used (and reaped), plus what `pid` reaped; and how many are alive now. The
+/// difference of two readings is what they used in between, processes that ended meanwhile
+/// included: an ended child's time moves from its own `stat` to its parent's `cutime`.
+pub(crate) fn descendants_cpu(pid: u32) -> anyhow::Result<(Duration, usize)> {
+    let reaped = stat_of(&format!("/proc/{pid}/stat"))?.reaped_children_cpu;
+    let all = processes()?;
+    let mut family = vec![pid];
+    let mut next = 0;
+    while let Some(&parent) = family.get(next) {
+        family.extend(
+            all.iter()
+                .filter(|(_, stat)| stat.parent == parent)
+                .map(|&(child, _)| child),
+        );
+        next += 1;
+    }
+    let live: Duration = all
+        .iter()
+        .filter(|(p, _)| *p != pid && family.contains(p))
+        .map(|(_, stat)| stat.cpu + stat.reaped_children_cpu)
+        .sum();
+    Ok((reaped + live, family.len() - 1))
+}
+
 /// CPU time (user + system) of the process whose `stat` file is `path`.
 pub(crate) fn cpu_of(path: &str) -> anyhow::Result<Duration> {
     Ok(stat_of(path)?.cpu)

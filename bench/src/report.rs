@@ -228,6 +228,15 @@ pub(crate) fn scenario(outcome: &Outcome, scripted: Duration) {
             cpu.total().as_secs_f64() / outcome.elapsed.as_secs_f64(),
             outcome.bench_cpu.as_secs_f64()
         );
+        if outcome.children_alive > 0 || !outcome.children_cpu.is_zero() {
+            println!(
+                "  child processes {:.2} s = {:.0} µs per conversation (the plugin zygote and workers, ended ones included); host + children {:.0} µs; {} alive at the end",
+                outcome.children_cpu.as_secs_f64(),
+                per(outcome.children_cpu),
+                per(cpu.total() + outcome.children_cpu),
+                outcome.children_alive
+            );
+        }
         if let (Some(runtime), Some((busy, parks))) =
             (outcome.runtime, outcome.busy_cores_and_parks())
         {

@@ -123,6 +123,7 @@ fn project(id: &str) -> anyhow::Result<(tempfile::TempDir, CallRequest)> {
         limits: Limits::default(),
         timeout: Duration::from_secs(10),
         create_only: Vec::new(),
+        stop: Default::default(),
     };
     Ok((world, request))
 }

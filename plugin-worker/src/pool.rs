@@ -21,7 +21,7 @@ use tokio::sync::OnceCell;
 use crate::{
     protocol::{Call, Start},
     record,
-    sandbox::SandboxSettings,
+    sandbox::{identity, SandboxSettings},
     supervisor::{Ended, Launch, StartError, Worker},
     zygote_handle::Zygote,
 };
@@ -78,6 +78,10 @@ pub struct ProjectKey {
     /// removed one was may be given the same inode number, and must not reach the worker
     /// confined to the removed one.
     pub root: (u64, u64, i64, u32),
+    /// The root's owner (uid, gid): a worker of a server running as root runs as that user
+    /// when it is not root ([`crate::sandbox::identity`]); a root given to another owner gets
+    /// a new worker.
+    pub owner: (u32, u32),
 }
 
 /// How one call through a worker ended.
@@ -281,10 +285,13 @@ impl WorkerPool {
         let worker = slot
             .get_or_try_init(|| async {
                 tokio::time::sleep(self.backoff(project)).await;
+                let mut sandbox = self.settings.sandbox;
+                sandbox.user =
+                    identity::choose(identity::is_root(), Some(project.owner), sandbox.user);
                 let start = Start {
                     library: self.settings.library.clone(),
                     project_id: Some(project.id.clone()),
-                    sandbox: self.settings.sandbox,
+                    sandbox,
                 };
                 let launch = match &self.settings.zygote {
                     Some(zygote) => Launch::Fork(zygote),

@@ -1,18 +1,27 @@
 //! Reading a plugin's manifest in a worker, for a plugin that never runs in the server: a
 //! worker serving no project starts (sandboxed before it opens the library), reports the
-//! manifest and is told to end. Blocking: plugins are loaded outside the async runtime.
+//! manifest and is told to end. It is forked by the server's plugin zygote when there is one
+//! (no `exec` of the server's binary per load), else started by `exec`; confined alike either
+//! way. Blocking: plugins are loaded outside the async runtime.
 
 use std::{
-    os::{fd::AsFd, unix::net::UnixStream},
+    os::{
+        fd::{AsFd, OwnedFd},
+        unix::net::UnixStream,
+    },
     path::Path,
-    process::Stdio,
+    process::{ExitStatus, Stdio},
     time::Duration,
 };
 
+use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions};
+
 use crate::{
+    process::exit_status,
     protocol::{BlockingChannel, FromWorker, Refusal, Start, ToWorker},
-    sandbox::SandboxSettings,
+    sandbox::{identity, SandboxSettings},
     spawn, status,
+    zygote_handle::Zygote,
 };
 
 /// What a worker reported about a library.
@@ -38,26 +47,80 @@ pub enum ProbeError {
     Died(String),
 }
 
-/// Starts `program` as a worker for `library`, with no project, and reads the manifest,
-/// waiting at most `timeout`.
+/// The probing worker's process.
+enum Child {
+    /// Started by `exec`.
+    Spawned(std::process::Child),
+    /// Forked by the zygote as the server's child, held through a pidfd (so its pid is never
+    /// another process's before it is reaped here).
+    Forked(OwnedFd),
+}
+
+impl Child {
+    fn kill(&mut self) {
+        match self {
+            Child::Spawned(child) => {
+                let _ = child.kill();
+            }
+            Child::Forked(pidfd) => {
+                let _ = rustix::process::pidfd_send_signal(&*pidfd, Signal::KILL);
+            }
+        }
+    }
+
+    fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        match self {
+            Child::Spawned(child) => child.wait(),
+            Child::Forked(pidfd) => {
+                rustix::process::waitid(WaitId::PidFd(pidfd.as_fd()), WaitIdOptions::EXITED)?
+                    .map(exit_status)
+                    .ok_or_else(|| std::io::Error::other("the worker was not reaped"))
+            }
+        }
+    }
+}
+
+/// Starts a worker for `library` with no project (forked by `zygote`, or `program` by
+/// `exec` when there is none), and reads the manifest, waiting at most `timeout`.
 ///
 /// # Errors
 ///
 /// [`ProbeError`].
 pub fn manifest(
     program: &Path,
+    zygote: Option<&Zygote>,
     library: &Path,
     sandbox: SandboxSettings,
     timeout: Duration,
 ) -> Result<Probed, ProbeError> {
     let start_failed = |e: std::io::Error| ProbeError::Start(e.to_string());
+    // No project: a worker of a root server runs as `[plugins].worker_user`, if set.
+    let mut sandbox = sandbox;
+    sandbox.user = identity::choose(identity::is_root(), None, sandbox.user);
     let (ours, theirs) = UnixStream::pair().map_err(start_failed)?;
-    let (mut command, inherited) =
-        spawn::command(program, theirs.as_fd(), None).map_err(start_failed)?;
-    // The manifest probe's messages go to the server's own stderr.
-    command.stderr(Stdio::inherit());
-    let mut child = command.spawn().map_err(start_failed)?;
-    drop((inherited, theirs));
+    let mut child = match zygote {
+        Some(zygote) => {
+            // The manifest probe's messages go to the server's own stderr.
+            let stderr = rustix::io::fcntl_dupfd_cloexec(std::io::stderr().as_fd(), 3)
+                .map_err(|e| start_failed(e.into()))?;
+            let pid = zygote
+                .fork_blocking(theirs.as_fd(), stderr.as_fd(), None)
+                .map_err(start_failed)?;
+            let pid = Pid::from_raw(pid).ok_or_else(|| ProbeError::Start("process id 0".into()))?;
+            let pidfd = rustix::process::pidfd_open(pid, PidfdFlags::empty())
+                .map_err(|e| start_failed(e.into()))?;
+            Child::Forked(pidfd)
+        }
+        None => {
+            let (mut command, inherited) =
+                spawn::command(program, theirs.as_fd(), None).map_err(start_failed)?;
+            command.stderr(Stdio::inherit());
+            let child = command.spawn().map_err(start_failed)?;
+            drop(inherited);
+            Child::Spawned(child)
+        }
+    };
+    drop(theirs);
     let mut channel = BlockingChannel::new(ours).map_err(start_failed)?;
     let reply = channel
         .stream()
@@ -79,13 +142,13 @@ pub fn manifest(
             if e.kind() == std::io::ErrorKind::WouldBlock
                 || e.kind() == std::io::ErrorKind::TimedOut =>
         {
-            let _ = child.kill();
+            child.kill();
             Err(ProbeError::Died(format!(
                 "did not answer within {timeout:?}"
             )))
         }
         Err(_) => {
-            let _ = child.kill();
+            child.kill();
             let status = child.wait().map_err(start_failed)?;
             return Err(ProbeError::Died(status::describe(status)));
         }

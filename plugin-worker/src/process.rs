@@ -94,14 +94,7 @@ impl Forked {
             WaitId::PidFd(pidfd.get_ref().as_fd()),
             WaitIdOptions::EXITED | WaitIdOptions::NOHANG,
         )?;
-        self.status = waited.map(|status| {
-            let raw = match (status.exit_status(), status.terminating_signal()) {
-                (_, Some(signal)) => signal | if status.dumped() { 0x80 } else { 0 },
-                (Some(code), None) => (code & 0xff) << 8,
-                (None, None) => 0,
-            };
-            ExitStatus::from_raw(raw)
-        });
+        self.status = waited.map(exit_status);
         Ok(self.status)
     }
 
@@ -118,6 +111,16 @@ impl Forked {
             ready.clear_ready();
         }
     }
+}
+
+/// The [`ExitStatus`] of a process reaped through `waitid`.
+pub(crate) fn exit_status(status: rustix::process::WaitIdStatus) -> ExitStatus {
+    let raw = match (status.exit_status(), status.terminating_signal()) {
+        (_, Some(signal)) => signal | if status.dumped() { 0x80 } else { 0 },
+        (Some(code), None) => (code & 0xff) << 8,
+        (None, None) => 0,
+    };
+    ExitStatus::from_raw(raw)
 }
 
 impl Drop for Forked {

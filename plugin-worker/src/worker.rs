@@ -13,7 +13,7 @@
 use std::{
     collections::HashSet,
     os::{
-        fd::{AsFd, FromRawFd, OwnedFd, RawFd},
+        fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd},
         unix::net::UnixStream,
     },
     process::ExitCode,
@@ -85,8 +85,13 @@ fn start(mut channel: BlockingChannel) -> i32 {
         // SAFETY: a worker started for a project inherits the project root as ROOT_FD.
         unsafe { OwnedFd::from_raw_fd(ROOT_FD) }
     });
+    // Opened before the sandbox, while the worker may still be root: a worker that becomes
+    // its project's user may not reach the server's private copy by its path, so it opens
+    // the library through this descriptor (docs/security.md).
+    let library_file = std::fs::File::open(&start.library).ok();
     let reach = Reach {
         library: &start.library,
+        library_fd: library_file.as_ref().map(AsFd::as_fd),
         root: root.as_ref().map(AsFd::as_fd),
     };
     let missing = match sandbox::apply(&Rule::ALL, &start.sandbox, reach) {
@@ -96,7 +101,11 @@ fn start(mut channel: BlockingChannel) -> i32 {
             return 3;
         }
     };
-    let module = match module::open(&start.library) {
+    let by_descriptor = library_file
+        .as_ref()
+        .filter(|_| start.sandbox.user.is_some())
+        .map(|file| std::path::PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd())));
+    let module = match module::open(by_descriptor.as_deref().unwrap_or(&start.library)) {
         Ok(module) => module,
         Err(e) => {
             refuse(&mut channel, Refusal::Module(e));

@@ -92,7 +92,13 @@ impl Zygote {
         .map_err(io::Error::other)?
     }
 
-    fn fork_blocking(
+    /// [`Zygote::fork`], blocking the calling thread (for the manifest read at load time,
+    /// which runs outside the async runtime).
+    ///
+    /// # Errors
+    ///
+    /// No zygote could be started, or it could not fork.
+    pub fn fork_blocking(
         &self,
         socket: BorrowedFd<'_>,
         stderr: BorrowedFd<'_>,

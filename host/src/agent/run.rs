@@ -360,6 +360,7 @@ impl Run<'_> {
             limits: self.agent.limits,
             timeout: self.agent.call_timeout,
             create_only: Vec::new(),
+            stop: self.out.shutdown.clone(),
         };
         for step in 1..=rojo.max_steps.get() {
             if self.history_bytes > self.agent.budgets.max_conversation_bytes {

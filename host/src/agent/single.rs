@@ -66,6 +66,7 @@ impl Agent {
             limits: self.limits,
             timeout: self.call_timeout,
             create_only: Vec::new(),
+            stop: Default::default(),
         };
         let call = ToolCall {
             id: SINGLE_CALL_ID.to_owned(),

@@ -120,6 +120,7 @@ pub(super) struct RawPlugins {
     pub(super) worker_processes: Option<u64>,
     pub(super) worker_idle_secs: Option<f64>,
     pub(super) worker_start: Option<String>,
+    pub(super) worker_user: Option<String>,
     pub(super) quarantine_after: Option<u32>,
     pub(super) quarantine_window_secs: Option<u64>,
 }

@@ -67,6 +67,12 @@ pub(super) fn parse(raw: &RawPlugins) -> Result<Workers, ConfigError> {
             .worker_processes
             .map(|n| positive("worker_processes", Some(n), n))
             .transpose()?,
+        user: raw
+            .worker_user
+            .as_deref()
+            .map(rojos_plugin_worker::sandbox::identity::parse)
+            .transpose()
+            .map_err(|e| invalid("plugins.worker_user", e))?,
     };
     let idle = match raw.worker_idle_secs {
         None => Duration::from_secs(60),
@@ -133,6 +139,26 @@ mod tests {
         assert_eq!(w.quarantine, Some(QuarantineRule::default()));
         assert_eq!(w.idle, Duration::from_secs(60));
         assert_eq!(w.start, WorkerStart::Zygote);
+    }
+
+    #[test]
+    fn worker_user_is_read_and_an_unknown_user_named() {
+        assert_eq!(parsed("").unwrap().sandbox.user, None);
+        assert_eq!(
+            parsed("worker_user = \"1000:100\"").unwrap().sandbox.user,
+            Some(rojos_plugin_worker::sandbox::WorkerUser {
+                uid: 1000,
+                gid: 100
+            })
+        );
+        let e = parsed("worker_user = \"no-such-user-here\"")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("plugins.worker_user") && e.contains("UID:GID"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -9,51 +9,19 @@
 //! threads. A plugin isolated in workers (`isolation`) is called through its worker instead,
 //! which is ended at the deadline, so nothing is left running.
 
-use std::{
-    os::fd::AsRawFd,
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{os::fd::AsRawFd, sync::Arc, time::Instant};
 
 use abi_stable::std_types::{RStr, RString};
-use cap_std::fs::Dir;
-use rojos_plugin_api::{CallContext, ErrorKind, Limits, ToolError};
+use rojos_plugin_api::CallContext;
 
 use super::{
     args::{check_args, ToolArgs},
+    call::{not_started, plugin_failure, AroundCall, CallRequest},
     isolation::call_in_worker,
     loader::Runner,
     outcome::{FailureKind, ToolFailure, ToolOutcome},
     Tool,
 };
-
-/// Everything one call needs besides the tool.
-#[derive(Debug, Clone)]
-pub struct CallRequest {
-    /// The project the call works on.
-    pub project_id: String,
-    /// The project's opened root, kept open until the plugin returns.
-    pub root: Arc<Dir>,
-    /// The root's absolute path, for per-project MCP servers (plugins get `root` only).
-    pub root_path: std::path::PathBuf,
-    /// Limits for file tools.
-    pub limits: Limits,
-    /// How long the call may take, waiting for a permit included.
-    pub timeout: Duration,
-    /// Paths the call may only create at, never replace (`CallContext::create_only`): set
-    /// by the approval gate for a call it let run because they were missing.
-    pub create_only: Vec<String>,
-}
-
-/// Blocking work around one plugin call, on the call's own thread.
-pub trait AroundCall: Send {
-    /// Just before the plugin runs; `Err` is the refusal the model reads, and the plugin is
-    /// not called.
-    fn before(&mut self) -> Result<(), String>;
-    /// Just after the plugin returned, whatever it returned (also when the call's deadline
-    /// passed meanwhile: the abandoned thread runs it when the plugin returns).
-    fn after(&mut self);
-}
 
 /// Runs `tool` on the model's `args`, checked against its schema first.
 pub async fn invoke(tool: &Arc<Tool>, args: &ToolArgs, request: &CallRequest) -> ToolOutcome {
@@ -196,22 +164,10 @@ impl Start {
     }
 }
 
-/// The model's error for a call whose deadline passed before its plugin started: it waited
-/// for what must come first (the project's lock while an undo restores it, its recording).
-pub(super) fn not_started(name: &str, timeout: Duration) -> ToolFailure {
-    ToolFailure::new(
-        FailureKind::Timeout,
-        format!(
-            "tool {name} was not run: it could not start within {:.1} s (the project was busy, for example restoring an undo); nothing was changed, so it is safe to call it again",
-            timeout.as_secs_f64()
-        ),
-    )
-}
-
 impl Tool {
     /// Calls the plugin's `call` on this thread, with no argument check, permit or deadline:
     /// the bare plugin boundary, for the benchmark (the server always goes through
-    /// [`invoke`]). `context` is a [`CallContext`] as JSON; an error is a [`ToolError`] as JSON.
+    /// [`invoke`]). `context` is a [`CallContext`] as JSON; an error is a [`ToolError`](rojos_plugin_api::ToolError) as JSON.
     ///
     /// # Panics
     ///
@@ -224,44 +180,5 @@ impl Tool {
             .into_result()
             .map(RString::into_string)
             .map_err(RString::into_string)
-    }
-}
-
-/// The plugin's error (a [`ToolError`] as JSON) with its kind kept. Text that is not a
-/// `ToolError` breaks the plugin protocol: it is passed on whole, as an internal error.
-pub(super) fn plugin_failure(json: &str) -> ToolFailure {
-    match serde_json::from_str::<ToolError>(json) {
-        Ok(error) => ToolFailure::new(FailureKind::Plugin(error.kind), error.message),
-        Err(_) => ToolFailure::new(FailureKind::Plugin(ErrorKind::INTERNAL), json),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_plugins_error_kind_reaches_the_outcome() {
-        let json = r#"{"kind":"outside_root","message":"path '../x' leads outside the project"}"#;
-        assert_eq!(
-            plugin_failure(json),
-            ToolFailure::new(
-                FailureKind::Plugin(ErrorKind::OUTSIDE_ROOT),
-                "path '../x' leads outside the project"
-            )
-        );
-        let custom = r#"{"kind":"quota","message":"over quota"}"#;
-        assert_eq!(
-            plugin_failure(custom).kind,
-            FailureKind::Plugin(ErrorKind("quota".into()))
-        );
-    }
-
-    #[test]
-    fn an_error_that_is_no_tool_error_is_kept_whole_as_internal() {
-        assert_eq!(
-            plugin_failure("boom"),
-            ToolFailure::new(FailureKind::Plugin(ErrorKind::INTERNAL), "boom")
-        );
     }
 }

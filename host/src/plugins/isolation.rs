@@ -12,7 +12,7 @@ use rojos_plugin_worker::{
 use serde::Deserialize;
 
 use super::{
-    invoke::{plugin_failure, AroundCall, CallRequest},
+    call::{plugin_failure, AroundCall, CallRequest},
     outcome::{FailureKind, ToolFailure, ToolOutcome},
 };
 
@@ -132,14 +132,17 @@ pub(super) async fn call_in_worker(
             if let Some(mut work) = around {
                 let _ = tokio::task::spawn_blocking(move || work.after()).await;
             }
-            return Err(super::invoke::not_started(name, request.timeout));
+            return Err(super::call::not_started(name, request.timeout));
         }
     }
     let identity = rustix::fs::statx(
         request.root.as_fd(),
         "",
         rustix::fs::AtFlags::EMPTY_PATH,
-        rustix::fs::StatxFlags::INO | rustix::fs::StatxFlags::BTIME,
+        rustix::fs::StatxFlags::INO
+            | rustix::fs::StatxFlags::BTIME
+            | rustix::fs::StatxFlags::UID
+            | rustix::fs::StatxFlags::GID,
     );
     let outcome = match identity {
         Ok(stat) => {
@@ -152,13 +155,19 @@ pub(super) async fn call_in_worker(
                     stat.stx_btime.tv_sec,
                     stat.stx_btime.tv_nsec,
                 ),
+                owner: (stat.stx_uid, stat.stx_gid),
             };
             let call = Call {
                 limits: request.limits,
                 create_only: &request.create_only,
                 args,
             };
-            pool.call(key, request.root.as_fd(), call, deadline).await
+            // A stopped run drops the call, which ends the worker running it (the pool's
+            // `Abandoned`): no thread is left running the plugin's code for nobody.
+            tokio::select! {
+                outcome = pool.call(key, request.root.as_fd(), call, deadline) => Some(outcome),
+                () = request.stop.cancelled() => None,
+            }
         }
         Err(e) => return Err(host_failure(name, &e)),
     };
@@ -166,6 +175,13 @@ pub(super) async fn call_in_worker(
     if let Some(mut work) = around {
         let _ = tokio::task::spawn_blocking(move || work.after()).await;
     }
+    let Some(outcome) = outcome else {
+        tracing::info!(tool = %name, "a call's run was stopped while its plugin ran; its worker was ended");
+        return Err(ToolFailure::new(
+            FailureKind::Refused,
+            format!("the tool plugin '{name}' was stopped while running this call: the run was stopped, and its worker was ended"),
+        ));
+    };
     match outcome {
         Outcome::Returned(Ok(text)) => Ok(text),
         Outcome::Returned(Err(json)) => Err(plugin_failure(&json)),

@@ -5,10 +5,12 @@ use std::{path::PathBuf, sync::Arc};
 
 use rojos_plugin_worker::module::ModuleError;
 
-use super::{
-    loader::MAX_PLUGIN_BYTES,
-    trust::{Distrust, PathIoError},
-};
+use super::trust::{Distrust, PathIoError};
+
+/// The largest plugin file read. Debug builds of the workspace's plugins are about 20 MB and
+/// big release builds with debug info stay under 100 MB; the cap only stops a huge or endless
+/// file from filling the disk with its copy.
+pub const MAX_PLUGIN_BYTES: u64 = 256 << 20;
 
 /// Why a plugin file was not loaded, with the file named.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -31,18 +31,13 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
-pub use super::load_error::{LoadError, LoadFailure};
+pub use super::load_error::{LoadError, LoadFailure, MAX_PLUGIN_BYTES};
 use super::{
     copies, elf,
     isolation::{Isolation, WorkerSettings, WorkerStart},
     trust::{self, PathIoError, Refusal as Untrusted},
 };
 use crate::hex::hex;
-
-/// The largest plugin file read. Debug builds of the workspace's plugins are about 20 MB and
-/// big release builds with debug info stay under 100 MB; the cap only stops a huge or endless
-/// file from filling the disk with its copy.
-pub const MAX_PLUGIN_BYTES: u64 = 256 << 20;
 
 /// A loaded library: one per distinct file content, never unloaded.
 pub struct Library {
@@ -177,6 +172,12 @@ impl Loader {
         quarantine: Option<rojos_plugin_worker::QuarantineRule>,
         records: Option<PathBuf>,
     ) {
+        if rojos_plugin_worker::sandbox::identity::is_root() {
+            match sandbox.user {
+                Some(user) => tracing::info!("plugin workers run as the owner of their project's root folder, or as uid {} gid {} ([plugins].worker_user) when root owns it", user.uid, user.gid),
+                None => tracing::info!("plugin workers run as the owner of their project's root folder; when root owns it they stay root with every capability dropped (set [plugins].worker_user to run them as another user)"),
+            }
+        }
         let mut workers = lock(&self.workers);
         workers.sandbox = sandbox;
         workers.idle = idle;
@@ -222,6 +223,12 @@ impl Loader {
     fn stage(&self, source: File, path: &Path) -> Result<Staged, LoadFailure> {
         let copy_failed = |e| LoadFailure::Copy(Arc::new(e));
         let mut copy = tempfile::NamedTempFile::new_in(self.cache.path()).map_err(copy_failed)?;
+        // Readable by a worker that runs as its project's owner: it opens the copy again
+        // through the descriptor it opened as root (docs/security.md); the copy folder stays
+        // 0700, so nobody else reaches it by its path.
+        copy.as_file()
+            .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+            .map_err(copy_failed)?;
         let mut hasher = Sha256::new();
         let mut buffer = vec![0u8; 64 << 10];
         // Still capped: the file may grow while it is read.
@@ -314,6 +321,7 @@ impl Loader {
         let settings = lock(&self.workers).clone();
         let probed = probe::manifest(
             &settings.program,
+            settings.zygote.as_deref(),
             &copy,
             settings.sandbox,
             settings.start_timeout,

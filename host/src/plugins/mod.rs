@@ -7,13 +7,15 @@
 //! against the tool's schema), and gives an `outcome` (the result, or a typed failure whose
 //! message becomes the model's `error: …` text); `definition` is a tool's OpenAI function
 //! definition, computed once per library; `dropin` keeps the drop-in folder's tools loaded
-//! (on the shared [`crate::watcher`]); `isolation` runs a call in the plugin's sandboxed
+//! (on the shared [`crate::watcher`]); `call` is a call's shape and the failures both
+//! paths report; `isolation` runs a call in the plugin's sandboxed
 //! worker process instead (the `rojos-plugin-worker` crate) when the plugin is isolated.
 //!
 //! This module sits below [`crate::registry`], which consumes the tools it produces; nothing
 //! here names the registry (the drop-in folder hands its tools to a callback).
 
 mod args;
+mod call;
 mod copies;
 mod definition;
 mod dropin;
@@ -27,9 +29,10 @@ mod trust;
 
 pub(crate) use args::schema_problems;
 pub use args::ToolArgs;
+pub use call::{AroundCall, CallRequest};
 pub use definition::{definition, DESTRUCTIVE_MARK};
 pub use dropin::{check_folder, DropIn, FolderError, Publish};
-pub use invoke::{check_call_args, invoke, invoke_around, AroundCall, CallRequest};
+pub use invoke::{check_call_args, invoke, invoke_around};
 pub use isolation::{Isolation, WorkerSettings, WorkerStart};
 pub use loader::{Library, LoadError, LoadFailure, Loader, Tool, MAX_PLUGIN_BYTES};
 pub use outcome::{model_text, FailureKind, ToolFailure, ToolOutcome};

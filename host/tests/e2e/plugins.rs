@@ -50,6 +50,7 @@ fn project(timeout: Duration) -> Project {
             limits: Default::default(),
             timeout,
             create_only: Vec::new(),
+            stop: Default::default(),
         },
     }
 }

@@ -22,12 +22,57 @@ struct Data {
     inheritable: u32,
 }
 
+/// `CAP_SETGID` (6) and `CAP_SETUID` (7), as a mask of the capability sets.
+pub(super) const SET_IDS: u64 = (1 << 6) | (1 << 7);
+
 /// Empties the bounding and ambient sets, then the effective, permitted and inheritable ones.
 ///
 /// # Errors
 ///
 /// A set could not be emptied.
 pub(super) fn drop_all() -> Result<(), String> {
+    drop_all_but(0)
+}
+
+/// Empties the bounding and ambient sets, and every capability of the effective and
+/// permitted sets but those in `kept` (a mask); the inheritable set is emptied.
+///
+/// # Errors
+///
+/// A set could not be emptied.
+pub(super) fn drop_all_but(kept: u64) -> Result<(), String> {
+    let failed = |what: &str| format!("{what}: {}", std::io::Error::last_os_error());
+    drop_bounding()?;
+    let mut header = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let mut data = [Data::default(); 2];
+    // SAFETY: capget with a version-3 header writes two `Data` structs.
+    if unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) } != 0 {
+        return Err(failed("reading capabilities"));
+    }
+    for (word, data) in data.iter_mut().enumerate() {
+        #[allow(clippy::cast_possible_truncation)]
+        let kept = (kept >> (32 * word)) as u32;
+        data.effective &= kept;
+        data.permitted &= kept;
+        data.inheritable = 0;
+    }
+    // SAFETY: capset with a version-3 header reads two `Data` structs.
+    if unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) } != 0 {
+        return Err(failed("dropping capabilities"));
+    }
+    Ok(())
+}
+
+/// Empties the bounding and ambient sets (the bounding set needs `CAP_SETPCAP`, so this
+/// comes before the other sets are emptied).
+///
+/// # Errors
+///
+/// A capability could not be dropped from the bounding set.
+pub(super) fn drop_bounding() -> Result<(), String> {
     let failed = |what: &str| format!("{what}: {}", std::io::Error::last_os_error());
     // The bounding set first: dropping from it needs CAP_SETPCAP, which goes last.
     for cap in 0..64 {
@@ -51,14 +96,5 @@ pub(super) fn drop_all() -> Result<(), String> {
             0,
         )
     };
-    let mut header = Header {
-        version: VERSION_3,
-        pid: 0,
-    };
-    let data = [Data::default(); 2];
-    // SAFETY: capset with a version-3 header reads two `Data` structs.
-    if unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) } != 0 {
-        return Err(failed("dropping capabilities"));
-    }
     Ok(())
 }

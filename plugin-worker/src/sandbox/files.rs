@@ -2,14 +2,12 @@
 //! sockets and with signals. Landlock checks where a file is, not how it was reached, so an
 //! inherited descriptor does not reach past these rules either.
 
-use std::path::Path;
-
 use landlock::{
     Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
     RulesetStatus, Scope, ABI,
 };
 
-use super::Reach;
+use super::settings::Reach;
 
 /// The newest Landlock ABI this code knows (Linux 6.12: scoped abstract sockets and signals).
 const ABI_USED: ABI = ABI::V6;
@@ -65,11 +63,23 @@ pub(super) fn restrict(reach: Reach<'_>) -> Result<Option<String>, String> {
         }
     }
     let file_read = read & AccessFs::from_file(ABI_USED);
-    for file in [Path::new(LOADER_CACHE), reach.library] {
-        if let Ok(fd) = PathFd::new(file) {
+    if let Ok(fd) = PathFd::new(LOADER_CACHE) {
+        ruleset = ruleset
+            .add_rule(PathBeneath::new(fd, file_read))
+            .map_err(|e| fail(&e))?;
+    }
+    match reach.library_fd {
+        Some(library) => {
             ruleset = ruleset
-                .add_rule(PathBeneath::new(fd, file_read))
+                .add_rule(PathBeneath::new(library, file_read))
                 .map_err(|e| fail(&e))?;
+        }
+        None => {
+            if let Ok(fd) = PathFd::new(reach.library) {
+                ruleset = ruleset
+                    .add_rule(PathBeneath::new(fd, file_read))
+                    .map_err(|e| fail(&e))?;
+            }
         }
     }
     if let Some(root) = reach.root {

@@ -3,7 +3,7 @@
 
 use rustix::process::{setrlimit, Resource, Rlimit};
 
-use super::SandboxSettings;
+use super::settings::SandboxSettings;
 
 /// Sets `RLIMIT_DATA`, `RLIMIT_CPU`, `RLIMIT_NOFILE` and, when asked, `RLIMIT_NPROC`.
 pub(super) fn apply(settings: &SandboxSettings) -> Result<(), String> {

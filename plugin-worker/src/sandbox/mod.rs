@@ -3,8 +3,9 @@
 //!
 //! - `PR_SET_NO_NEW_PRIVS` (nothing it runs gains privileges) and `PR_SET_DUMPABLE` off
 //!   (other processes of the same user cannot read its memory through `/proc` or `ptrace`);
-//! - no capabilities ([`capabilities`]): a worker of a server running as root keeps none of
-//!   root's powers;
+//! - when the server runs as root, another user where there is one ([`identity`]: the
+//!   project root's owner, or `[plugins].worker_user`), and no capabilities
+//!   ([`capabilities`]): a worker of a server running as root keeps none of root's powers;
 //! - resource limits ([`limits`]): memory, CPU time, open files, and processes when asked;
 //! - Landlock ([`files`]): read-only access to the library and the system's library folders,
 //!   read and write access beneath the one project root the worker serves, nothing else; no
@@ -17,91 +18,13 @@
 
 mod capabilities;
 mod files;
+pub mod identity;
 mod limits;
+mod settings;
 mod syscalls;
 
-use std::{os::fd::BorrowedFd, path::Path};
-
-use serde::{Deserialize, Serialize};
-
-/// How a worker is confined: sent by the server in the worker's start message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SandboxSettings {
-    /// Refuse to serve when a part of the sandbox is missing from the kernel (otherwise the
-    /// worker serves and reports what is missing).
-    pub required: bool,
-    /// `RLIMIT_DATA`: the most heap and other private writable memory, in bytes.
-    pub memory_bytes: u64,
-    /// `RLIMIT_CPU`: the most CPU seconds over the worker's life.
-    pub cpu_secs: u64,
-    /// `RLIMIT_NOFILE`: the most open descriptors.
-    pub open_files: u64,
-    /// `RLIMIT_NPROC`, when set: the most processes and threads of the worker's user (the
-    /// kernel counts every process of that user, the server's included).
-    pub processes: Option<u64>,
-}
-
-impl Default for SandboxSettings {
-    fn default() -> Self {
-        SandboxSettings {
-            required: true,
-            memory_bytes: 1 << 30,
-            cpu_secs: 600,
-            open_files: 256,
-            processes: None,
-        }
-    }
-}
-
-/// One part of the sandbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rule {
-    /// `PR_SET_NO_NEW_PRIVS`.
-    NoNewPrivs,
-    /// `PR_SET_DUMPABLE` 0.
-    NotDumpable,
-    /// No capability in any set (bounding and ambient included).
-    DropCapabilities,
-    /// The resource limits.
-    Limits,
-    /// Landlock: files, TCP, abstract sockets and signals.
-    Landlock,
-    /// seccomp: sockets other than `AF_UNIX`.
-    DenyNetwork,
-    /// seccomp: `fork`, `vfork`, `clone` of a process, `clone3`.
-    DenyProcesses,
-    /// seccomp: `execve`, `execveat`.
-    DenyExec,
-    /// seccomp: `ptrace`, `process_vm_readv`, `process_vm_writev`.
-    DenyPtrace,
-    /// seccomp: `init_module`, `finit_module`, `delete_module`.
-    DenyModules,
-}
-
-impl Rule {
-    /// Every rule, in the order they are applied.
-    pub const ALL: [Rule; 10] = [
-        Rule::NoNewPrivs,
-        Rule::NotDumpable,
-        Rule::DropCapabilities,
-        Rule::Limits,
-        Rule::Landlock,
-        Rule::DenyNetwork,
-        Rule::DenyProcesses,
-        Rule::DenyExec,
-        Rule::DenyPtrace,
-        Rule::DenyModules,
-    ];
-}
-
-/// What the sandbox may reach: the library it loads and the root it serves.
-#[derive(Debug, Clone, Copy)]
-pub struct Reach<'a> {
-    /// The plugin library (read-only).
-    pub library: &'a Path,
-    /// The project root (read and write beneath it), if the worker serves one.
-    pub root: Option<BorrowedFd<'a>>,
-}
+pub use identity::WorkerUser;
+pub use settings::{Reach, Rule, SandboxSettings};
 
 /// Applies `rules` to the calling thread and every thread and process it starts later.
 /// Returns what the kernel lacks; with `settings.required`, anything lacking is an error.
@@ -121,6 +44,12 @@ pub fn apply(
     if rules.contains(&Rule::NotDumpable) {
         rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
             .map_err(|e| format!("dumpable: {e}"))?;
+    }
+    if let Some(user) = settings.user {
+        // The bounding set first, while CAP_SETPCAP is held; then the user (which needs
+        // CAP_SETUID and CAP_SETGID, and clears the effective and permitted sets).
+        capabilities::drop_bounding()?;
+        identity::assume(user)?;
     }
     if rules.contains(&Rule::DropCapabilities) {
         capabilities::drop_all()?;
@@ -169,7 +98,15 @@ pub fn confine_zygote() -> Vec<String> {
     {
         missing.push(format!("not dumpable ({e})"));
     }
-    if let Err(e) = capabilities::drop_all() {
+    // A zygote of a root server keeps CAP_SETUID and CAP_SETGID (nothing else) so that its
+    // children can become their project's user; each child drops them before it opens a
+    // library.
+    let kept = if identity::is_root() {
+        capabilities::SET_IDS
+    } else {
+        0
+    };
+    if let Err(e) = capabilities::drop_all_but(kept) {
         missing.push(e);
     }
     match files::restrict_network() {

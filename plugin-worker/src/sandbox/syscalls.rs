@@ -10,7 +10,7 @@ use seccompiler::{
     SeccompFilter, SeccompRule, TargetArch,
 };
 
-use super::Rule;
+use super::settings::Rule;
 
 /// Whether `rule` is one of the filter's.
 pub(super) fn is_seccomp(rule: Rule) -> bool {

@@ -89,6 +89,7 @@ impl Tree {
     fn reach(&self) -> Reach<'_> {
         Reach {
             library: Path::new("/nonexistent/libplugin.so"),
+            library_fd: None,
             root: Some(self.root.as_fd()),
         }
     }

@@ -9,7 +9,10 @@
 //! in), `sleep` (`seconds`, then says in which process it slept) and `caps` (the process's
 //! effective and permitted capabilities and how many are left in its bounding set), `ctor`
 //! (what the library's constructor saw when the dynamic loader ran it: its process, and
-//! whether it could open `/etc/passwd`, as an unconfined process can).
+//! whether it could open `/etc/passwd`, as an unconfined process can), `ids` (its real,
+//! effective and saved uids and gids, and how many supplementary groups it has),
+//! `setuid_root` (tries to become uid 0 again) and `write_root` (creates a file at a relative
+//! `path` in the project, through the root descriptor).
 
 use std::{
     ffi::CString,
@@ -127,6 +130,13 @@ impl Tool for HostileTool {
             })
             .to_string()),
             "read_root" => read_in_root(ctx.root_fd, &args.path).map_err(failed),
+            "write_root" => write_in_root(ctx.root_fd, &args.path).map_err(failed),
+            "ids" => Ok(ids()),
+            // SAFETY: plain system calls on integers.
+            "setuid_root" => match unsafe { (libc::setresuid(0, 0, 0), libc::setuid(0)) } {
+                (0, _) | (_, 0) => Ok(format!("became root again: {}", ids())),
+                _ => Err(failed(std::io::Error::last_os_error())),
+            },
             other => Err(ToolError::invalid_arguments(format!(
                 "unknown act {other:?}"
             ))),
@@ -190,6 +200,41 @@ fn capabilities() -> String {
         wide(|d| d.effective),
         wide(|d| d.permitted)
     )
+}
+
+/// `uid=R E S gid=R E S groups=N`.
+fn ids() -> String {
+    let (mut ruid, mut euid, mut suid) = (0, 0, 0);
+    let (mut rgid, mut egid, mut sgid) = (0, 0, 0);
+    // SAFETY: each call writes three integers it is given.
+    unsafe {
+        libc::getresuid(&mut ruid, &mut euid, &mut suid);
+        libc::getresgid(&mut rgid, &mut egid, &mut sgid);
+    }
+    // SAFETY: with a size of 0, getgroups only counts.
+    let groups = unsafe { libc::getgroups(0, std::ptr::null_mut()) };
+    format!("uid={ruid} {euid} {suid} gid={rgid} {egid} {sgid} groups={groups}")
+}
+
+fn write_in_root(root_fd: i32, path: &str) -> std::io::Result<String> {
+    use std::io::Write;
+    let name = CString::new(path).map_err(std::io::Error::other)?;
+    // SAFETY: `root_fd` is the host's open root for the whole call; `openat` creates a file.
+    let fd = unsafe {
+        libc::openat(
+            root_fd,
+            name.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+            0o644,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened and is owned here.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    file.write_all(b"written by hostile_tool")?;
+    Ok(format!("wrote {path}"))
 }
 
 fn read_in_root(root_fd: i32, path: &str) -> std::io::Result<String> {

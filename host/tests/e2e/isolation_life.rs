@@ -1,0 +1,269 @@
+//! A plugin worker's life on a running host, as a user sees it: loading a library starts no
+//! `exec` of the server's binary (its manifest is read in a worker the zygote forks); a call
+//! its client stops, or leaves under `unattended_run_secs = 0`, ends the worker running it; a
+//! project folder removed and made again at the same path gets a new worker, which sees the
+//! new folder.
+
+use std::{
+    os::unix::{ffi::OsStrExt, fs::PermissionsExt},
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use serde_json::{json, Value};
+
+use crate::support::{
+    host::{client, HostConfig, TestHost, TOKEN},
+    ndjson::{read_until, Stream},
+    plugin_lib,
+    upstream::{ScriptedUpstream, Turn},
+};
+
+/// A link to the built `rojos` named for one test: its zygote and workers are found in
+/// `/proc` by their command line, among those of the other tests running at once.
+fn program(links: &Path, name: &str) -> PathBuf {
+    let link = links.join(name);
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_rojos"), &link).unwrap();
+    link
+}
+
+/// A host whose built-ins, `hostile_tool` and `hang_tool` run in workers of `program`, on a
+/// loader of its own, with `limits` in `[limits]`.
+async fn host(upstream: &ScriptedUpstream, program: &Path, limits: &str) -> TestHost {
+    let mut config = HostConfig::builtins()
+        .upstream(upstream)
+        .with(&format!("[limits]\n{limits}"));
+    config.load.push(plugin_lib("rojos_test_hostile_tool"));
+    config.load.push(plugin_lib("rojos_test_hang_tool"));
+    config
+        .plugins
+        .push_str("isolation = \"worker\"\nworker_idle_secs = 3600\n");
+    config.own_loader = true;
+    config.worker_program = Some(program.to_owned());
+    config.call_timeout_secs = 600.0;
+    TestHost::start(config).await
+}
+
+/// One chat in `project` calling `hostile_tool` with `args`: whether it succeeded, the result.
+async fn call(
+    host: &TestHost,
+    upstream: &ScriptedUpstream,
+    project: &str,
+    args: Value,
+) -> (bool, String) {
+    upstream.push([
+        Turn::tool_calls(&[("h1", "hostile_tool", args)]),
+        Turn::text("done"),
+    ]);
+    let stream = Stream::read(
+        host.chat(json!({"projectId": project, "message": "go"}))
+            .await,
+    )
+    .await;
+    let (_, ok, result) = stream.results()[0].clone();
+    assert_eq!(stream.text(), "done", "the run went on to its answer");
+    (ok, result)
+}
+
+/// The pid of the worker serving `project` (it runs the call).
+async fn worker_pid(host: &TestHost, upstream: &ScriptedUpstream, project: &str) -> u32 {
+    let (ok, result) = call(host, upstream, project, json!({"act": "pid"})).await;
+    assert!(ok, "{result}");
+    result
+        .parse()
+        .unwrap_or_else(|_| panic!("not a pid: {result}"))
+}
+
+/// The live processes whose command line starts with `program` and whose name is `comm`
+/// (a zombie's command line is empty, so an ended process is not one).
+fn processes(program: &Path, comm: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let name = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+        if cmdline.split(|b| *b == 0).next() == Some(program.as_os_str().as_bytes())
+            && name.trim_end() == comm
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Whether `pid` has ended (gone, or a zombie not reaped yet).
+fn has_ended(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).map_or(true, |status| {
+        status
+            .lines()
+            .any(|l| l.starts_with("State:") && (l.contains('Z') || l.contains('X')))
+    })
+}
+
+/// How many threads `pid` has.
+fn threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, Iterator::count)
+}
+
+/// Polls `check` every 50 ms until it holds, or panics after a generous 60 s.
+async fn until(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..1200 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("still not so after 60 s: {what}");
+}
+
+#[tokio::test]
+async fn loading_plugins_in_workers_execs_no_worker_of_the_servers_binary() {
+    // A program that notes the subcommand of each `exec`, then becomes the server's binary.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("execs.log");
+    let program = dir.path().join("rojos-noting-execs");
+    std::fs::write(
+        &program,
+        format!(
+            "#!/bin/sh\necho \"$1\" >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            env!("CARGO_BIN_EXE_rojos")
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let upstream = ScriptedUpstream::start(Vec::new()).await;
+    let host = host(&upstream, &program, "").await;
+
+    let tools: Vec<Value> = host.get("/tools").await.json().await.unwrap();
+    assert!(
+        tools
+            .iter()
+            .any(|t| t["function"]["name"] == "hostile_tool"),
+        "the libraries were loaded (their manifests read in workers)"
+    );
+    std::fs::create_dir_all(host.project_root("p")).unwrap();
+    worker_pid(&host, &upstream, "p").await;
+    let execs = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(
+        execs.lines().collect::<Vec<_>>(),
+        ["plugin-zygote"],
+        "one zygote was started; every manifest and every worker came from it by fork"
+    );
+}
+
+/// Starts a chat in `project` whose model calls `hang_tool` (an hour), and returns the
+/// response (unread past its `TOOL_CALL`) and the pid of the worker running the call.
+async fn hanging_call(
+    host: &TestHost,
+    upstream: &ScriptedUpstream,
+    program: &Path,
+    project: &str,
+) -> (reqwest::Response, u32) {
+    std::fs::create_dir_all(host.project_root(project)).unwrap();
+    upstream.push([
+        Turn::tool_calls(&[("c1", "hang_tool", json!({}))]),
+        Turn::text("never asked"),
+    ]);
+    let mut response = host
+        .chat(json!({"projectId": project, "message": "hang"}))
+        .await;
+    read_until(&mut response, "TOOL_CALL").await;
+    let mut pid = 0;
+    // The worker runs the call once a second thread waits for the next frame beside it.
+    until("a worker runs hang_tool's call", || {
+        pid = processes(program, "plugin-worker")
+            .into_iter()
+            .find(|pid| threads(*pid) >= 2)
+            .unwrap_or(0);
+        pid != 0
+    })
+    .await;
+    (response, pid)
+}
+
+#[tokio::test]
+async fn a_call_its_client_stops_ends_the_worker_running_it() {
+    let links = tempfile::tempdir().unwrap();
+    let program = program(links.path(), "rojos-life-stop");
+    let upstream = ScriptedUpstream::start(Vec::new()).await;
+    let host = host(&upstream, &program, "").await;
+    let (response, pid) = hanging_call(&host, &upstream, &program, "demo").await;
+    let conversation = host.only_conversation().await;
+
+    let stopped = client()
+        .post(format!("{}/conversations/{conversation}/stop", host.url))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stopped.status(), 202);
+    until("the worker running the stopped call has ended", || {
+        has_ended(pid)
+    })
+    .await;
+    // The rest of the stream (its start was read above).
+    let rest = response.text().await.unwrap();
+    assert!(
+        rest.contains("\"stopReason\":\"cancelled\""),
+        "the run ended as cancelled: {rest}"
+    );
+    assert!(
+        rest.contains("was stopped while running this call: the run was stopped"),
+        "the call's result says why: {rest}"
+    );
+}
+
+#[tokio::test]
+async fn a_call_whose_client_left_ends_the_worker_running_it() {
+    let links = tempfile::tempdir().unwrap();
+    let program = program(links.path(), "rojos-life-gone");
+    let upstream = ScriptedUpstream::start(Vec::new()).await;
+    let host = host(&upstream, &program, "unattended_run_secs = 0").await;
+    let (response, pid) = hanging_call(&host, &upstream, &program, "p").await;
+
+    drop(response);
+    until("the worker running the abandoned call has ended", || {
+        has_ended(pid)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_project_folder_made_again_at_its_path_gets_a_new_worker_that_sees_it() {
+    let links = tempfile::tempdir().unwrap();
+    let program = program(links.path(), "rojos-life-remade");
+    let upstream = ScriptedUpstream::start(Vec::new()).await;
+    let host = host(&upstream, &program, "").await;
+    let root = host.project_root("p");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("old.txt"), "the old folder").unwrap();
+    let (ok, old) = call(
+        &host,
+        &upstream,
+        "p",
+        json!({"act": "read_root", "path": "old.txt"}),
+    )
+    .await;
+    assert!(ok && old == "the old folder", "{old}");
+    let first = worker_pid(&host, &upstream, "p").await;
+
+    std::fs::remove_dir_all(&root).unwrap();
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("new.txt"), "the new folder").unwrap();
+    let (ok, new) = call(
+        &host,
+        &upstream,
+        "p",
+        json!({"act": "read_root", "path": "new.txt"}),
+    )
+    .await;
+    assert!(
+        ok && new == "the new folder",
+        "the call saw the new folder: {new}"
+    );
+    let second = worker_pid(&host, &upstream, "p").await;
+    assert_ne!(first, second, "a new worker serves the new folder");
+}
