@@ -115,6 +115,13 @@ pub(crate) fn of_outcome(o: &Outcome) -> Vec<Figure> {
         figure(name("peak RSS"), mebibytes(o.peak_rss), "MiB"),
         figure(name("errors"), o.errors as f64, ""),
     ]);
+    if let Some(store) = o.store_cpu {
+        figures.push(figure(
+            name("PostgreSQL server CPU per conversation"),
+            micros(store) / n,
+            "µs",
+        ));
+    }
     // From the host's own `/metrics` (`runtime`); an older host has none.
     if let Some((p50, max)) = o.queue() {
         figures.extend([

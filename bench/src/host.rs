@@ -58,6 +58,8 @@ pub(crate) struct Launch {
     /// `[plugins].isolation`: `None` leaves the host's default; `worker-exec` is `worker` with
     /// `worker_start = "exec"`.
     pub(crate) isolation: Option<&'static str>,
+    /// `[store] share_runs` on a PostgreSQL store: `None` leaves the host's default (on).
+    pub(crate) share_runs: Option<bool>,
 }
 
 impl Launch {
@@ -69,6 +71,7 @@ impl Launch {
             load: BUILTINS.to_vec(),
             wrap: wrapped_by(),
             isolation: None,
+            share_runs: None,
         }
     }
 
@@ -88,6 +91,7 @@ impl Launch {
             load: BUILTINS.to_vec(),
             wrap: wrapped_by(),
             isolation: None,
+            share_runs: None,
         })
     }
 
@@ -212,7 +216,11 @@ impl HostProcess {
     ) -> anyhow::Result<HostProcess> {
         let dir = tempfile::tempdir().context("cannot make a temp folder")?;
         let config = dir.path().join("rojos.toml");
-        let text = render_config(launch, provider_url, flavour) + &store.config;
+        let mut text = render_config(launch, provider_url, flavour) + &store.config;
+        // `[store]` is the last table: a key set here lands in it (SQLite has none to take it).
+        if let (Some(share), false) = (launch.share_runs, store.config.is_empty()) {
+            text += &format!("share_runs = {share}\n");
+        }
         std::fs::write(&config, text)?;
         if flavour == Flavour::DropIn {
             std::fs::create_dir(dir.path().join("plugins.d"))?;
@@ -510,6 +518,7 @@ mod tests {
             load: Vec::new(),
             wrap: wrapper.map(|text| script("wrapper.sh", text).display().to_string()),
             isolation: None,
+            share_runs: None,
         };
         HostProcess::launch(
             &launch,

@@ -17,6 +17,8 @@
 //! (warm call, cold start, idle RSS: `workers`, `--only workers`) and the drop-in deploy time.
 //! `--store postgres` runs S1–S3 on a throwaway PostgreSQL cluster instead of SQLite, and
 //! `--store both` on each, compared side by side (`store`).
+//! `--share-runs on|off` (and `--baseline-share-runs`) sets the PostgreSQL host's
+//! `[store] share_runs`, so publishing runs for other hosts is measured against none.
 //! `--baseline OLD/rojos` runs the selected scenarios against that binary and this build
 //! interleaved and prints each figure's median per binary and the after/before ratio
 //! (`compare`); `--thread-states` samples where the host's threads wait (`threads`).
@@ -138,6 +140,14 @@ struct Options {
     /// compares the two placements of the built-ins, interleaved.
     #[arg(long, value_parser = ["in-process", "worker", "worker-exec"])]
     baseline_isolation: Option<String>,
+    /// `[store] share_runs` of the host under test on `--store postgres` (`on`, the host's
+    /// default: every run's events published for other hosts to follow; `off`: none).
+    #[arg(long, value_parser = ["on", "off"])]
+    share_runs: Option<String>,
+    /// `[store] share_runs` of the `--baseline` host. With `--baseline` naming the same binary,
+    /// `--baseline-share-runs off --share-runs on` measures what publishing runs costs.
+    #[arg(long, value_parser = ["on", "off"])]
+    baseline_share_runs: Option<String>,
     /// With `--baseline`: rounds of (before, after).
     #[arg(long, default_value_t = 3)]
     rounds: usize,
@@ -171,6 +181,12 @@ async fn run(options: Options) -> anyhow::Result<()> {
         None => Launch::of_build(&build),
     };
     launch.isolation = isolation(options.isolation.as_deref());
+    launch.share_runs = options.share_runs.as_deref().map(|v| v == "on");
+    anyhow::ensure!(
+        (options.share_runs.is_none() && options.baseline_share_runs.is_none())
+            || options.store.backends()[0] == Backend::Postgres,
+        "--share-runs and --baseline-share-runs need --store postgres"
+    );
     report::machine(&launch.binary);
 
     if let Some(chunks) = options.answer_chunks {
@@ -181,6 +197,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     if let Some(baseline) = &options.baseline {
         let mut before = Launch::of_binary(baseline, &build)?;
         before.isolation = isolation(options.baseline_isolation.as_deref());
+        before.share_runs = options.baseline_share_runs.as_deref().map(|v| v == "on");
         return compare(&options, &before, &launch, &upstream).await;
     }
     // Every store first, so a missing PostgreSQL package stops the bench before any run.
@@ -249,10 +266,14 @@ async fn run(options: Options) -> anyhow::Result<()> {
 
 /// The binary, and where its plugins run when the bench chose it.
 fn label(launch: &Launch) -> String {
-    match launch.isolation {
-        Some(isolation) => format!("{} (isolation = {isolation})", launch.binary.display()),
-        None => launch.binary.display().to_string(),
+    let mut label = launch.binary.display().to_string();
+    if let Some(isolation) = launch.isolation {
+        label += &format!(" (isolation = {isolation})");
     }
+    if let Some(share) = launch.share_runs {
+        label += &format!(" (share_runs = {share})");
+    }
+    label
 }
 
 /// The `[plugins].isolation` value of an `--isolation` option.

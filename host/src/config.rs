@@ -71,6 +71,9 @@ pub struct Config {
     /// How long a run's lease on its conversation lasts unless renewed (`[store]
     /// run_lease_secs`): how long a conversation stays locked after its host died mid-run.
     pub run_lease: Duration,
+    /// Whether a run's events are published to the shared store so another host follows or
+    /// stops it (`[store] share_runs`, PostgreSQL only; true unless set false).
+    pub share_runs: bool,
     /// Who may call the API, and on which projects. Empty: the server makes one token at start.
     pub tokens: Vec<TokenConfig>,
     /// Which plugins to load and how to run them.
@@ -195,6 +198,7 @@ impl ConfigFile {
         let storage = resolve(server.storage.as_deref().unwrap_or(Path::new("storage")));
         let store = store::parse_store(&raw.store, &storage, env, &resolve)?;
         let run_lease = store::parse_run_lease(&raw.store)?;
+        let share_runs = store::parse_share_runs(&raw.store);
 
         let tokens = auth::parse_tokens(&raw.auth.tokens, env)?;
         let plugins = plugins::parse_plugins(&raw.plugins, &resolve)?;
@@ -277,6 +281,7 @@ impl ConfigFile {
             storage,
             store,
             run_lease,
+            share_runs,
             tokens,
             plugins,
             limits,

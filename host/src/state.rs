@@ -251,6 +251,7 @@ fn agent(
         )),
         feeds: Arc::new(crate::agent::Feeds::new(config.unattended_run)),
         windows: Arc::default(),
-        shared_feeds: opened.shared_feeds,
+        // `[store] share_runs = false`: nothing published, nothing followed from elsewhere.
+        shared_feeds: opened.shared_feeds.filter(|_| config.share_runs),
     })
 }

@@ -69,6 +69,7 @@ pub(super) struct RawStore {
     pub(super) ca_file: Option<PathBuf>,
     pub(super) run_lease_secs: Option<f64>,
     pub(super) prepared_statements: Option<bool>,
+    pub(super) share_runs: Option<bool>,
     pub(super) search_timeout_secs: Option<f64>,
 }
 

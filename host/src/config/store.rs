@@ -3,8 +3,9 @@
 //! URL that must hold no password (it comes from the environment variable `password_env`
 //! names), a pool size, connect and query time-outs, TLS options and whether statements are
 //! prepared (`prepared_statements = false` behind a transaction pooler). Also how long a
-//! run's lease on its conversation lasts unless renewed (`run_lease_secs`) and how long a
-//! search may take (`search_timeout_secs`), either backend.
+//! run's lease on its conversation lasts unless renewed (`run_lease_secs`), whether a run's
+//! events are published for other hosts to follow (`share_runs`, PostgreSQL only) and how
+//! long a search may take (`search_timeout_secs`), either backend.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -72,6 +73,14 @@ pub(super) fn parse_run_lease(raw: &RawStore) -> Result<Duration, ConfigError> {
     )
 }
 
+/// `store.share_runs`: whether a run's events are published to the PostgreSQL store so that
+/// another host follows or stops it (default true). False: a run is followed and stopped only
+/// on its own host, as with SQLite, and costs the database nothing while it streams. Set only
+/// with backend = "postgres" (`parse_store` refuses it otherwise).
+pub(super) fn parse_share_runs(raw: &RawStore) -> bool {
+    raw.share_runs.unwrap_or(true)
+}
+
 /// `store.search_timeout_secs`: how long a conversation search may take before it is
 /// stopped (default 10 s, at most 600).
 fn parse_search_timeout(raw: &RawStore) -> Result<Duration, ConfigError> {
@@ -93,6 +102,7 @@ fn postgres_only_key(raw: &RawStore) -> Option<&'static str> {
         ("tls", raw.tls.is_some()),
         ("ca_file", raw.ca_file.is_some()),
         ("prepared_statements", raw.prepared_statements.is_some()),
+        ("share_runs", raw.share_runs.is_some()),
     ]
     .into_iter()
     .find_map(|(key, set)| set.then_some(key))
@@ -249,6 +259,14 @@ mod tests {
     }
 
     #[test]
+    fn runs_are_shared_unless_share_runs_is_false() {
+        let share = |text: &str| parse_share_runs(&toml::from_str(text).unwrap());
+        assert!(share(""));
+        assert!(share("share_runs = true"));
+        assert!(!share("share_runs = false"));
+    }
+
+    #[test]
     fn a_password_in_the_url_is_refused_without_repeating_it() {
         let text = "backend = \"postgres\"\nurl = \"postgres://rojos:hunter22@db/chats\"";
         let err = parse(text, &no_env).unwrap_err().to_string();
@@ -270,6 +288,7 @@ mod tests {
             ("backend = \"postgres\"\nurl = \"postgres://rojos@db/c\"\nca_file = \"x.pem\"", "store.ca_file: only used with tls = \"verify-full\""),
             ("backend = \"postgres\"\nurl = \"postgres://rojos@db/c\"\npool_size = 0", "store.pool_size: must be at least 1"),
             ("prepared_statements = false", "store.prepared_statements: only used with backend = \"postgres\""),
+            ("share_runs = false", "store.share_runs: only used with backend = \"postgres\""),
             ("search_timeout_secs = 0", "store.search_timeout_secs: must be between 0 and 600 seconds"),
         ];
         for (text, expected) in cases {

@@ -6,7 +6,8 @@
 //! it was lost when the first host dies mid-run, and the run's own end when the first host
 //! is stopped gracefully. A conversation compacted on one host goes
 //! on on the other, and on a restarted one, with the summary kept (not asked of the model
-//! again).
+//! again). With `[store] share_runs = false` a run is followed and stopped only on its own
+//! host: the other answers as for a run it cannot see.
 
 use std::time::Duration;
 
@@ -403,4 +404,49 @@ async fn a_follower_on_another_host_sees_the_end_of_a_run_its_host_stopped_grace
         .map(|m| m["role"].as_str().unwrap())
         .collect();
     assert_eq!(roles, ["user", "assistant"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_share_runs_off_a_run_is_followed_and_stopped_only_on_its_own_host() {
+    let never = Turn::text("never sent").first_delay(Duration::from_secs(60));
+    let (deployment, _upstream) = deployment(
+        vec![Turn::text("first answer"), never],
+        "share_runs = false\n",
+    )
+    .await;
+    let [host_a, host_b] = deployment.urls.clone();
+
+    // A finished run on A: B has none of its events, A has them all.
+    let first = chat_at(&host_a, &json!({"projectId": "demo", "message": "hello"})).await;
+    let first = Stream::read(first).await;
+    let conversation = first.started_conversation();
+    assert_eq!(first.done().1, "completed");
+    assert_eq!(
+        events_at(&host_b, &conversation, Some(0)).await.status(),
+        204
+    );
+    let again = Stream::read(events_at(&host_a, &conversation, Some(0)).await).await;
+    assert_eq!(again.text(), "first answer");
+
+    // A run in progress on A: B neither follows nor stops it, A does both.
+    let body = json!({"projectId": "demo", "conversationId": conversation, "message": "again"});
+    let mut on_a = chat_at(&host_a, &body).await;
+    let seen = read_until(&mut on_a, "\n").await;
+    assert_eq!(lines_read(&seen)[0]["type"], "RUN_STARTED");
+    for after in [None, Some(0)] {
+        let on_b = events_at(&host_b, &conversation, after).await;
+        assert_eq!(on_b.status(), 204, "B cannot see A's run (after={after:?})");
+    }
+    let refused = stop_at(&host_b, &conversation).await;
+    assert_eq!(refused.status(), 409, "{:?}", refused.text().await);
+    let following = events_at(&host_a, &conversation, None).await;
+    assert_eq!(following.status(), 200, "A follows its own run");
+    assert_eq!(stop_at(&host_a, &conversation).await.status(), 202);
+    let followed = Stream::read(following).await;
+    assert_eq!(
+        followed.done(),
+        (conversation.clone(), "cancelled".to_owned())
+    );
+    let rest = on_a.text().await.expect("A's stream ends");
+    assert_eq!(Stream::parse(&(seen + &rest)).done().1, "cancelled");
 }
