@@ -1,0 +1,212 @@
+//! [`Run::model_turn`]: one model turn streamed to the client, its request ([`Sent`]), how it
+//! ended ([`Answered`], [`TurnEnd`]), and its events held back or passed on ([`TurnOut`]).
+
+use std::time::Instant;
+
+use rojos_conversations::{Step, StoreError};
+use rojos_llm::{Turn, TurnEvent, TurnStream};
+
+use super::out::{next_or_cancelled, Out};
+use super::Run;
+use crate::agent::{error_chain, progress::ProgressThrottle, Event};
+use crate::providers::advice;
+
+/// A model turn's request, sent: its stream, the stream's first item when it came while
+/// something else was awaited, and when it was sent.
+pub(super) struct Sent {
+    /// The stream writes each attempt's body from the run's history and the tools' shared
+    /// definitions, and keeps no body between attempts: no copy of either is made or held
+    /// for a turn. It shares the history until the turn ends, before the history grows.
+    pub(super) stream: TurnStream,
+    /// `Some(None)`: the client went away or the server shuts down ([`next_or_cancelled`]).
+    pub(super) ahead: Option<Option<Option<Result<TurnEvent, rojos_llm::LlmError>>>>,
+    pub(super) started: Instant,
+}
+
+impl Sent {
+    /// A request sent now.
+    pub(super) fn now(stream: TurnStream) -> Sent {
+        Sent {
+            stream,
+            ahead: None,
+            started: Instant::now(),
+        }
+    }
+
+    /// The run's first turn, sent at `started`, before the run ([`FirstTurn`]).
+    pub(super) fn before_the_run(
+        stream: TurnStream,
+        ahead: Option<Option<Result<TurnEvent, rojos_llm::LlmError>>>,
+        started: Instant,
+    ) -> Sent {
+        Sent {
+            stream,
+            ahead: ahead.map(Some),
+            started,
+        }
+    }
+}
+
+/// How a model turn ended without a result.
+pub(super) enum TurnEnd {
+    Cancelled {
+        partial: String,
+    },
+    Failed {
+        message: String,
+        partial: String,
+        /// The provider said the request is over the model's context window.
+        overflow: bool,
+    },
+    /// The step stored alongside the turn's request could not be stored.
+    Unsaved(StoreError),
+}
+
+/// A model turn that ended with its result.
+pub(super) struct Answered {
+    pub(super) turn: Turn,
+    /// What became of its events.
+    pub(super) out: TurnOut,
+}
+
+/// A model turn's events on their way to the client: passed on as they come, or held back
+/// until the turn is known whole ([`Run::model_turn`]).
+pub(super) struct TurnOut {
+    pub(super) hold: bool,
+    pub(super) held: Vec<Event>,
+    /// Some of its text reached the client.
+    pub(super) shown_text: bool,
+}
+
+impl TurnOut {
+    pub(super) async fn pass(&mut self, out: &Out, event: Event) {
+        if self.hold {
+            self.held.push(event);
+        } else {
+            self.shown_text |= matches!(event, Event::Chat { .. });
+            out.send(event).await;
+        }
+    }
+
+    /// Passes on what was held.
+    pub(super) async fn release(self, out: &Out) {
+        for event in self.held {
+            out.send(event).await;
+        }
+    }
+}
+
+impl Run<'_> {
+    /// Streams one model turn to the client. `unsaved`, the step the request ends with, is
+    /// stored while the request is on its way: a provider takes far longer to its first
+    /// token than the store to commit, and nothing of the turn is passed on (or kept) before
+    /// the step is stored.
+    ///
+    /// `hold`: the turn's text and live status are kept back, to be passed on or dropped once
+    /// its usage shows whether the provider cut the request ([`Run::cut_silently`]).
+    pub(super) async fn model_turn(
+        &self,
+        sent: Sent,
+        unsaved: Option<Step>,
+        hold: bool,
+    ) -> Result<Answered, TurnEnd> {
+        let metrics = &self.agent.metrics;
+        metrics.model_turn_started();
+        let Sent {
+            mut stream,
+            mut ahead,
+            started,
+        } = sent;
+        // One watch for the whole turn: made per event, it registered with the event queue
+        // and the stop token, and left them again, for every streamed chunk.
+        let mut cancelled = std::pin::pin!(self.out.cancelled());
+        if let Some(step) = unsaved {
+            // Boxed: inline, the store's future would size every run's task.
+            let save = Box::pin(self.save(step));
+            let saved = if ahead.is_some() {
+                save.await
+            } else {
+                let (saved, first) =
+                    tokio::join!(save, next_or_cancelled(&mut stream, cancelled.as_mut()));
+                ahead = Some(first);
+                saved
+            };
+            if let Err(e) = saved {
+                metrics.model_turn_ended(started.elapsed());
+                return Err(TurnEnd::Unsaved(e));
+            }
+        }
+        let mut partial = String::new();
+        let mut progress = ProgressThrottle::default();
+        let mut out = TurnOut {
+            hold,
+            held: Vec::new(),
+            shown_text: false,
+        };
+        loop {
+            let next = match ahead.take() {
+                Some(next) => next,
+                None => next_or_cancelled(&mut stream, cancelled.as_mut()).await,
+            };
+            let Some(item) = next else {
+                out.release(self.out).await;
+                return Err(TurnEnd::Cancelled { partial });
+            };
+            match item {
+                Some(Ok(TurnEvent::TextDelta(text))) => {
+                    partial.push_str(&text);
+                    out.pass(self.out, Event::Chat { text }).await;
+                }
+                Some(Ok(TurnEvent::ToolCallStarted { index, id, name })) => {
+                    progress.started(index, Instant::now());
+                    let started = Event::ToolCallStarted { index, id, name };
+                    out.pass(self.out, started).await;
+                }
+                Some(Ok(TurnEvent::ToolCallProgress { index, bytes })) => {
+                    if progress.should_send(index, bytes, Instant::now()) {
+                        out.pass(self.out, Event::ToolCallProgress { index, bytes })
+                            .await;
+                    }
+                }
+                Some(Ok(TurnEvent::Finished(turn))) => {
+                    metrics.model_turn_ended(started.elapsed());
+                    return Ok(Answered { turn, out });
+                }
+                Some(Err(error)) => {
+                    metrics.model_turn_ended(started.elapsed());
+                    metrics.provider_error(error.kind());
+                    out.release(self.out).await;
+                    return Err(self.turn_failed(&error, partial));
+                }
+                None => {
+                    metrics.model_turn_ended(started.elapsed());
+                    metrics.provider_error(crate::metrics::NO_RESULT);
+                    let cut = rojos_llm::LlmError::StreamCut {
+                        provider: self.request.provider.host.clone(),
+                        source: None,
+                    };
+                    out.release(self.out).await;
+                    return Err(self.turn_failed(&cut, partial));
+                }
+            }
+        }
+    }
+
+    /// Logs a failed model turn with its technical chain; the user is told one sentence
+    /// saying what failed and what to do (`providers::advice`).
+    pub(super) fn turn_failed(&self, error: &rojos_llm::LlmError, partial: String) -> TurnEnd {
+        let provider = &self.request.provider;
+        tracing::warn!(
+            provider = %provider.name,
+            kind = error.kind(),
+            fault = ?error.fault(),
+            error = %error_chain(error),
+            "model turn failed"
+        );
+        TurnEnd::Failed {
+            message: advice::for_error(provider, error),
+            partial,
+            overflow: error.fault() == rojos_llm::Fault::ContextTooLong,
+        }
+    }
+}
