@@ -28,9 +28,10 @@ mod model_turn;
 mod out;
 mod silent_cut;
 mod tool_calls;
+mod turn;
 
-use model_turn::{Sent, TurnEnd};
 use out::Out;
+use turn::{Sent, TurnEnd};
 
 /// Runs one user message to its end and sends `DONE`; stops early once nobody has followed
 /// it for `[limits] unattended_run_secs` (see [`Feed::stop_when_unattended`]).
