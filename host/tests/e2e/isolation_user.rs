@@ -5,13 +5,13 @@
 
 use std::os::unix::fs::MetadataExt;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::support::{
     host::{HostConfig, TestHost},
-    ndjson::Stream,
+    hostile::call,
     plugin_lib,
-    upstream::{ScriptedUpstream, Turn},
+    upstream::ScriptedUpstream,
 };
 
 /// A host whose `hostile_tool` runs in workers, on a loader of its own, with `plugins` in
@@ -28,27 +28,6 @@ async fn host(upstream: &ScriptedUpstream, plugins: &str) -> TestHost {
     config.own_loader = true;
     config.call_timeout_secs = 20.0;
     TestHost::start(config).await
-}
-
-/// One chat in `project` calling `hostile_tool` with `args`: whether it succeeded, the result.
-async fn call(
-    host: &TestHost,
-    upstream: &ScriptedUpstream,
-    project: &str,
-    args: Value,
-) -> (bool, String) {
-    upstream.push([
-        Turn::tool_calls(&[("h1", "hostile_tool", args)]),
-        Turn::text("done"),
-    ]);
-    let stream = Stream::read(
-        host.chat(json!({"projectId": project, "message": "go"}))
-            .await,
-    )
-    .await;
-    let (_, ok, result) = stream.results()[0].clone();
-    assert_eq!(stream.text(), "done", "the run went on to its answer");
-    (ok, result)
 }
 
 #[tokio::test]

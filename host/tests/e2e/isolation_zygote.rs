@@ -5,7 +5,6 @@
 //! never in the zygote.
 
 use std::{
-    os::unix::ffi::OsStrExt,
     path::{Path, PathBuf},
     time::Duration,
 };
@@ -14,9 +13,9 @@ use serde_json::{json, Value};
 
 use crate::support::{
     host::{HostConfig, TestHost},
-    ndjson::Stream,
+    hostile::{call, processes, worker_pid},
     plugin_lib,
-    upstream::{ScriptedUpstream, Turn},
+    upstream::ScriptedUpstream,
 };
 
 /// A link to the built `rojos` named for one test: its zygote and workers are found in
@@ -37,56 +36,6 @@ async fn host(upstream: &ScriptedUpstream, program: &Path) -> TestHost {
     config.worker_program = Some(program.to_owned());
     config.call_timeout_secs = 20.0;
     TestHost::start(config).await
-}
-
-/// One chat in `project` calling `hostile_tool` with `args`: whether it succeeded, the result.
-async fn call(
-    host: &TestHost,
-    upstream: &ScriptedUpstream,
-    project: &str,
-    args: Value,
-) -> (bool, String) {
-    std::fs::create_dir_all(host.project_root(project)).unwrap();
-    upstream.push([
-        Turn::tool_calls(&[("h1", "hostile_tool", args)]),
-        Turn::text("done"),
-    ]);
-    let stream = Stream::read(
-        host.chat(json!({"projectId": project, "message": "go"}))
-            .await,
-    )
-    .await;
-    let (_, ok, result) = stream.results()[0].clone();
-    assert_eq!(stream.text(), "done", "the run went on to its answer");
-    (ok, result)
-}
-
-/// The pid of the worker serving `project` (it runs the call).
-async fn worker_pid(host: &TestHost, upstream: &ScriptedUpstream, project: &str) -> u32 {
-    let (ok, result) = call(host, upstream, project, json!({"act": "pid"})).await;
-    assert!(ok, "{result}");
-    result
-        .parse()
-        .unwrap_or_else(|_| panic!("not a pid: {result}"))
-}
-
-/// The live processes whose command line starts with `program` and whose name is `comm`
-/// (a zombie's command line is empty, so an ended process is not one).
-fn processes(program: &Path, comm: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
-            continue;
-        };
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let name = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
-        if cmdline.split(|b| *b == 0).next() == Some(program.as_os_str().as_bytes())
-            && name.trim_end() == comm
-        {
-            found.push(pid);
-        }
-    }
-    found
 }
 
 /// `PPid` of `pid`.

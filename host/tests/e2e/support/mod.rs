@@ -4,6 +4,7 @@ pub mod bearer_proxy;
 pub mod binary;
 pub mod held_fs;
 pub mod host;
+pub mod hostile;
 pub mod ndjson;
 pub mod nginx;
 pub mod overflow;
