@@ -4,6 +4,11 @@
 //! and go again until the model answers in text, the step limit is reached, the
 //! conversation reaches its size limit, the provider fails or the client goes away. Whatever
 //! ends the run, the stored history stays one every provider accepts, and `DONE` comes last.
+//!
+//! Its parts, under `run/`: `fitted` (the next request fitted into the window), `model_turn`
+//! (one turn streamed) with its types in `turn`, `silent_cut` (a provider that cut the request
+//! without a word), `tool_calls`, `ending` (an answer stored, or a failure reported and the
+//! history closed), and `out` (the client side: the run's feed and its stop).
 
 use std::sync::Arc;
 
