@@ -1,6 +1,7 @@
 //! What running a plugin in a sandboxed worker costs against running it in the server's
 //! process: `read_path_meta` on a small file through `invoke`, warm, both ways interleaved
-//! batch by batch (median per call); a worker's cold start (the first call on a new project:
+//! batch by batch (median per call), alone and with work just before and after it (as undo's
+//! checkpoint around a changing call, here empty: what its placement costs); a worker's cold start (the first call on a new project:
 //! a fork by the zygote, or an `exec` of the server's binary; sandbox, `dlopen`, the call), both
 //! ways; and the memory of an idle worker (its RSS, its own pages, its share; median over the
 //! workers the cold starts left alive) and of the zygote.
@@ -14,7 +15,9 @@ use std::{
 
 use anyhow::Context;
 use cap_std::{ambient_authority, fs::Dir};
-use rojos::plugins::{invoke, CallRequest, Isolation, Loader, Tool, ToolArgs, WorkerStart};
+use rojos::plugins::{
+    invoke, invoke_around, AroundCall, CallRequest, Isolation, Loader, Tool, ToolArgs, WorkerStart,
+};
 use rojos_plugin_api::Limits;
 
 /// The figures.
@@ -24,6 +27,10 @@ pub(crate) struct Workers {
     pub(crate) in_process: Duration,
     /// A warm call through `invoke`, the plugin in a worker.
     pub(crate) worker: Duration,
+    /// A warm call with empty work just before and after it, in the server's process.
+    pub(crate) in_process_around: Duration,
+    /// The same, the plugin in a worker.
+    pub(crate) worker_around: Duration,
     /// The first call on a project with no worker yet: forked by the zygote, and by `exec`.
     pub(crate) cold_start: Duration,
     /// The same, each worker started by `exec` of the server's binary.
@@ -84,7 +91,8 @@ pub(crate) fn measure(build: &Path) -> anyhow::Result<Workers> {
     // `block_on` thread is woken by another thread for every answer, a worker task is not).
     runtime.block_on(async {
         tokio::spawn(async move {
-            let (warm_in, warm_worker) = warm(&in_process, &isolated).await?;
+            let [warm_in, warm_worker, around_in, around_worker] =
+                warm(&in_process, &isolated).await?;
             let (cold_exec, _exec_worlds) = cold(&exec_isolated).await?;
             let (cold, _worlds) = cold(&isolated).await?;
             tokio::time::sleep(Duration::from_millis(300)).await;
@@ -97,6 +105,8 @@ pub(crate) fn measure(build: &Path) -> anyhow::Result<Workers> {
             Ok(Workers {
                 in_process: warm_in,
                 worker: warm_worker,
+                in_process_around: around_in,
+                worker_around: around_worker,
                 cold_start: cold,
                 cold_start_exec: cold_exec,
                 load,
@@ -133,11 +143,21 @@ fn args() -> anyhow::Result<ToolArgs> {
         .map_err(|v| anyhow::anyhow!("arguments {v} are not an object"))
 }
 
-/// Medians per call, in-process and in a worker, batches interleaved.
-async fn warm(
-    in_process: &Arc<Tool>,
-    isolated: &Arc<Tool>,
-) -> anyhow::Result<(Duration, Duration)> {
+/// Work just before and after a call that does nothing: what running it around the call
+/// costs, beside the checkpoint's own work.
+struct NoWork;
+
+impl AroundCall for NoWork {
+    fn before(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn after(&mut self) {}
+}
+
+/// Medians per call, batches interleaved: in-process, in a worker, and the same two with
+/// [`NoWork`] around the call.
+async fn warm(in_process: &Arc<Tool>, isolated: &Arc<Tool>) -> anyhow::Result<[Duration; 4]> {
     let (_world, request) = project("warm")?;
     let args = args()?;
     let first_in = invoke(in_process, &args, &request).await;
@@ -146,20 +166,34 @@ async fn warm(
         first_in.is_ok() && first_in == first_worker,
         "in-process {first_in:?}, worker {first_worker:?}"
     );
-    let mut ins = Vec::with_capacity(BATCHES);
-    let mut workers = Vec::with_capacity(BATCHES);
+    let mut times: [Vec<Duration>; 4] = Default::default();
     for _ in 0..BATCHES {
-        for (tool, times) in [(in_process, &mut ins), (isolated, &mut workers)] {
+        for (series, (tool, around)) in [
+            (in_process, false),
+            (isolated, false),
+            (in_process, true),
+            (isolated, true),
+        ]
+        .into_iter()
+        .enumerate()
+        {
             let started = Instant::now();
             for _ in 0..BATCH {
-                let _ = black_box(invoke(tool, black_box(&args), &request).await);
+                let args = black_box(&args);
+                let _ = black_box(if around {
+                    // As the agent calls it: the arguments were checked before.
+                    invoke_around(tool, args, &request, Some(Box::new(NoWork))).await
+                } else {
+                    invoke(tool, args, &request).await
+                });
             }
-            times.push(started.elapsed() / BATCH as u32);
+            times[series].push(started.elapsed() / BATCH as u32);
         }
     }
-    ins.sort();
-    workers.sort();
-    Ok((ins[BATCHES / 2], workers[BATCHES / 2]))
+    Ok(times.map(|mut series| {
+        series.sort();
+        series[BATCHES / 2]
+    }))
 }
 
 /// The first call on [`STARTS`] new projects (median); the projects stay, so their workers do.

@@ -67,6 +67,12 @@ pub struct ConversationHead {
     pub message_count: u64,
     /// The stored size: the bytes of its messages' JSON text.
     pub stored_bytes: u64,
+    /// The index of the first message from which every turn is known to have run under
+    /// [`rojo`](Self::rojo): 0, except for a conversation stored before the store recorded
+    /// this (before follow-ups were bound to the conversation's rojo, a follow-up ran under
+    /// the rojo its request named), whose messages then stored are of unknown rojo.
+    /// Replacing messages from an earlier index lowers it to that index.
+    pub rojo_kept_from: u64,
 }
 
 /// A conversation as a run continues it, read with [`ConversationStore::resume`]: its newest

@@ -115,6 +115,23 @@
     return append(node('div', 'note', text));
   }
 
+  // The quiet line closing a turn that names the rojo that answered it: the conversation's
+  // rojo, which answers every turn of it (docs/api.md, "A conversation's rojo"). A turn
+  // stored before the server kept each conversation's rojo for its follow-ups (`known`
+  // false) may have been answered by another, so it says that instead of a name.
+  function addTurnRojo(rojo, known = true) {
+    const line = node('div', 'turn-rojo');
+    if (known) {
+      line.title = 'Answered by the rojo ' + rojo;
+      line.append(node('span', 'sr-only', 'Answered by the rojo '), node('span', 'turn-rojo-name', rojo));
+    } else {
+      line.classList.add('unknown');
+      line.title = 'Answered before this server recorded which rojo answers each turn: maybe not ' + rojo;
+      line.append(node('span', 'turn-rojo-name', 'rojo not recorded'));
+    }
+    return append(line);
+  }
+
   function clip(text, max) {
     const one = String(text).replace(/\s*\n\s*/g, ' \u21B5 ');
     return one.length > max ? one.slice(0, max - 1) + '\u2026' : one;
@@ -230,6 +247,8 @@
       this.pending = false;
       this.seq = 0; // the number of the last event handled, to rejoin after (docs/api.md, "Runs")
       this.conversationId = null;
+      this.rojo = null; // the rojo answering, from RUN_STARTED
+      this.signed = false;
     }
 
     handle(event) {
@@ -335,6 +354,14 @@
       finishBubble(this.bubble);
       window.RojosA11y.announceReply(this.bubble);
       this.bubble = null;
+    }
+
+    // The turn names the rojo that answered it, once, when its run ends here (not when the
+    // tab left it to open another conversation).
+    sign() {
+      if (this.signed || !this.rojo || state.leaving) return;
+      this.signed = true;
+      addTurnRojo(this.rojo);
     }
 
     // Whatever ended the stream, no line is left running.
@@ -497,6 +524,7 @@
     } finally {
       const left = state.leaving;
       reply.finish('The reply ended before this call finished.');
+      reply.sign();
       state.abort = null;
       state.run = null;
       state.leaving = false;
@@ -526,7 +554,10 @@
       setConversation(event.conversationId);
       loadHistory(); // a new conversation is in the list while its first reply is written
     }
-    if (typeof event.rojo === 'string') showConversationRojo(event.rojo);
+    if (typeof event.rojo === 'string') {
+      reply.rojo = event.rojo;
+      showConversationRojo(event.rojo);
+    }
   }
 
   // Reads a run's events into `reply`; a stream that ends before DONE lost its connection,
@@ -610,6 +641,7 @@
       if (!(e.name === 'AbortError' && state.leaving)) addError('Cannot follow the reply: ' + e.message);
     } finally {
       reply.finish('The reply ended before this call finished.');
+      reply.sign();
       state.abort = null;
       state.run = null;
       state.leaving = false;
@@ -743,12 +775,25 @@
   // call failed, as the host stores it).
   // `compactions` (GET /conversations/{id}/compactions) are drawn where each summary starts
   // to stand for the messages before it (panel-compaction.js).
-  function renderHistory(messages, compactions = []) {
+  // Each turn that has an answer ends with the line naming `rojo`, the conversation's; a
+  // turn whose message comes before index `keptFrom` (`Rojos-Rojo-Kept-From`) says its rojo
+  // was not recorded.
+  function renderHistory(messages, compactions = [], rojo = null, keptFrom = 0) {
     clearThread();
     const lines = new Map();
+    let answered = false; // the turn drawn so far has an answer, an error or a stop
+    let start = 0; // the index of the turn's message
+    const endTurn = () => {
+      if (answered && rojo) addTurnRojo(rojo, start >= keptFrom);
+      answered = false;
+    };
     for (const [index, m] of messages.entries()) {
       if (compaction) for (const marker of compaction.before(compactions, index)) append(marker);
       if (!m || typeof m !== 'object') continue;
+      if (m.role === 'user') {
+        endTurn();
+        start = index;
+      } else if (m.role === 'assistant') answered = true;
       if (m.role === 'user' && m.rojos && typeof m.rojos === 'object' && m.rojos.undo) {
         // the record an undo left (docs/api.md, "Undo of file changes")
         const record = addUndoRecord(m.rojos.undo);
@@ -781,6 +826,7 @@
         if (approval && window.RojosApprove) window.RojosApprove.recorded(line, approval);
       }
     }
+    endTurn();
     for (const line of lines.values()) interruptActivity(line, 'No result was stored for this call.');
     scrollDown(true);
   }
@@ -793,6 +839,7 @@
     const messages = [];
     let from = 0;
     let rojo = null; // the conversation's rojo (`Rojos-Rojo`)
+    let keptFrom = 0; // its turns before this message may have had another (docs/api.md)
     for (;;) {
       const query = from > 0 ? '?from=' + from : '';
       const response = await api('/conversations/' + encodeURIComponent(id) + query);
@@ -802,10 +849,13 @@
       if (seq !== state.openSeq) return { stale: true };
       if (!Array.isArray(page)) return { error: 'the server did not send a list of messages' };
       for (const message of page) messages.push(message);
-      if (from === 0) rojo = response.headers.get('Rojos-Rojo');
+      if (from === 0) {
+        rojo = response.headers.get('Rojos-Rojo');
+        keptFrom = Number(response.headers.get('Rojos-Rojo-Kept-From') || 0) || 0;
+      }
       const next = Number(response.headers.get('Rojos-Next-From') || NaN);
       // A next page must start further on, or the list would never end.
-      if (!(next > from) || page.length === 0) return { messages, rojo };
+      if (!(next > from) || page.length === 0) return { messages, rojo, keptFrom };
       from = next;
     }
   }
@@ -820,7 +870,7 @@
       // The summaries are asked for beside the messages (panel-compaction.js).
       const summaries = compaction ? compaction.list(id) : Promise.resolve([]);
       summaries.catch(() => {}); // a refused token is handled by fetchMessages
-      const { stale, error, messages, rojo: kept } = await fetchMessages(id, seq);
+      const { stale, error, messages, rojo: kept, keptFrom } = await fetchMessages(id, seq);
       if (stale) return;
       if (error !== undefined) {
         clearThread();
@@ -832,7 +882,7 @@
       const compactions = await summaries;
       if (seq !== state.openSeq) return;
       setConversation(id);
-      renderHistory(messages, compactions);
+      renderHistory(messages, compactions, kept || rojo, keptFrom);
       if (found !== null) showFound(found);
       showConversationRojo(kept || rojo);
       if (undo) undo.refresh();

@@ -45,11 +45,14 @@ mod workers;
 pub use approve::{ApprovalRule, DEFAULT_APPROVAL_TIMEOUT};
 pub use auth::{ProjectScope, TokenConfig};
 pub use keys::{ConfigError, EnvLookup};
-pub use limits::{HttpLimits, McpSessionLimits, RunBudgets, DEFAULT_UNATTENDED_RUN};
-pub use mcp::{HttpServer, McpServerConfig, McpTransport, PerProject, StdioServer};
+pub use limits::{McpSessionLimits, RunBudgets, DEFAULT_UNATTENDED_RUN};
 pub use plugins::PluginsConfig;
 pub use provider::ProviderConfig;
 pub use rojo::RojoConfig;
+pub use rojos_http_server::HttpLimits;
+pub use rojos_mcp_client::config::{
+    HttpServer, McpServerConfig, McpTransport, PerProject, StdioServer,
+};
 pub use store::StoreConfig;
 pub use tools::ToolSelection;
 pub use transfers::{TransferLimits, TRANSFER_BUFFER_BYTES};

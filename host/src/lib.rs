@@ -9,26 +9,27 @@
 //! - [`storage`]: `<storage>/<projectId>/root/`, opened as capabilities; [`storage::ProjectId`].
 //! - [`checkpoints`]: undo of a run's file changes: the earlier state of the paths a
 //!   changing tool names, recorded beside the project root, and put back on request.
-//! - [`watcher`]: one folder watcher (per-path quiet period, rescans, stop on drop), used by
-//!   the drop-in folder and the config file.
-//! - [`plugins`]: loading a tool plugin library, running one call of it, the drop-in folder.
+//! - [`plugins`]: loading a tool plugin library, running one call of it (in the server or in
+//!   a sandboxed worker), the drop-in folder: the crate `rojos-plugin-host`.
 //! - [`names`]: the list of valid names an "unknown name" message shows.
 //! - [`registry`]: the loaded tools as an atomically swapped snapshot; the OpenAI `tools`
 //!   array. It sits above [`plugins`] and `mcp::client` and consumes their tools (a
 //!   `RegisteredTool` of either kind); neither names it.
 //! - [`probe`]: `rojos probe`, a provider's streaming and tool-call check.
-//! - [`live`]: rojos and providers, reloaded when `rojos.toml` is edited.
+//! - [`live`]: rojos and providers, reloaded when `rojos.toml` is edited (on the folder
+//!   watcher the drop-in folder also uses, the crate `rojos-watcher`).
 //! - [`providers`]: the providers as the user knows them; their background checks, status
 //!   and the choice of each rojo's provider; one-sentence advice for each failure.
 //! - [`state`]: [`state::AppState`], built once at start.
 //! - [`store`]: opening (and migrating) the conversation store `[store]` chooses.
 //! - [`agent`]: the agent loop: model turns, tool calls, events, stored history.
-//! - [`http`]: the routes, authentication, API errors and the NDJSON body; the accept loop
-//!   with its limits on slow and idle connections.
+//! - [`http`]: the routes, authentication, API errors and the NDJSON body; `http::server`,
+//!   the accept loop with its limits on slow and idle connections (the crate
+//!   `rojos-http-server`, re-exported with the metrics it counts into).
 //! - [`mcp`]: Rojos as an MCP server: a rojo's tools listed and called on one project
 //!   through the agent's confined call path (served over HTTP at `/mcp/{projectId}`); and
 //!   `mcp::client`, the MCP servers of `[mcp.servers.*]` (stdio or Streamable HTTP) as tool
-//!   sources.
+//!   sources (the crate `rojos-mcp-client`, re-exported).
 //! - [`metrics`]: the Prometheus counters and histograms `GET /metrics` renders.
 //! - [`runtime`]: the tokio runtime the server runs on (tasks woken from other threads first).
 //!
@@ -58,7 +59,6 @@ pub mod secret;
 pub mod state;
 pub mod storage;
 pub mod store;
-pub mod watcher;
 
 use std::future::Future;
 

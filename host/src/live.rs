@@ -12,11 +12,11 @@ use std::{
 };
 
 use arc_swap::ArcSwap;
+use rojos_watcher::{self as watcher, WatchGuard};
 
 use crate::{
     config::{ConfigError, ConfigFile, LiveConfig, ProviderConfig, RojoConfig},
     registry::RegistryHandle,
-    watcher::{self, WatchGuard},
 };
 
 /// How long the config file must stay quiet after an edit before it is read.
@@ -292,7 +292,7 @@ impl watcher::Handler for ConfigEdits {
         }
     }
 
-    fn cannot_watch(&mut self, _folder: &Path, error: &notify::Error) {
+    fn cannot_watch(&mut self, _folder: &Path, error: &watcher::Error) {
         tracing::warn!(error = %error, config = %self.path.display(), "cannot watch the config file; edits need a restart");
     }
 }

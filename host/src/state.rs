@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use rojos_conversations::StoreError;
+use rojos_watcher::WatchGuard;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
@@ -18,7 +19,6 @@ use crate::{
     providers::status::StatusBoard,
     registry::{RegisteredTool, Registry, RegistryHandle, ToolSources},
     storage::Storage,
-    watcher::WatchGuard,
 };
 
 /// The folder under the storage directory that keeps quarantine records

@@ -10,8 +10,9 @@
 //! - `request` — [`ChatRequest`] (borrowed) and [`SharedChatRequest`] (messages shared with
 //!   the caller), the request body, tool sanitising, the endpoint URL.
 //! - `client` — [`Client::stream_turn`] and [`Client::stream_shared`]: connect, retry before
-//!   output (each attempt's body written again, none kept between), pick the decoder;
-//!   `client/models.rs` — [`Client::list_models`], [`ModelList`] (the services' list quirks).
+//!   output (each attempt's body written again, none kept between: `client/run.rs`), pick the
+//!   decoder (`client/answer.rs`); `client/models.rs` — [`Client::list_models`],
+//!   [`ModelList`] (the services' list quirks).
 //! - `stream` — [`TurnStream`] and [`decode_stream`]: a body under idle/turn time-outs.
 //! - `sse` — bytes → SSE events (`sse/framer.rs`: linear, capped) → chunk / `[DONE]` /
 //!   in-stream error.

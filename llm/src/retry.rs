@@ -1,6 +1,6 @@
 //! When a failed attempt may be tried again and how long to wait: retryable statuses,
 //! quota errors, `Retry-After` / `retry-after-ms`, exponential backoff with jitter.
-//! Pure functions; the attempt loop is in `client.rs`.
+//! Pure functions; the attempt loop is in `client/run.rs`.
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! One response body → `TurnEvent`s under the clock: the idle timeout (reset only by data
 //! events), the turn deadline, `[DONE]`, and what end-of-stream means. Also `TurnStream`, the
-//! stream type callers hold. Connecting and retrying are `client.rs`'s job.
+//! stream type callers hold. Connecting and retrying are `client`'s job.
 //!
 //! The clock is one timer per body, not one per event: a data event only moves the idle
 //! deadline (a number), and the timer, armed for the deadline as it stood, is moved to the

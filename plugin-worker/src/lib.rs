@@ -12,15 +12,18 @@
 //! - [`protocol`]: the messages and their framing.
 //! - [`module`]: opening a library as a tool plugin (shared with in-process loading).
 //! - [`sandbox`]: what a worker confines itself to before it opens the library.
-//! - [`worker`]: the worker process's main loop.
+//! - [`worker`]: the worker process's main loop; [`answer`]: a call's result, cut to fit in
+//!   a frame.
 //! - [`spawn`], [`supervisor`], [`pool`], [`probe`]: the server's side — starting a worker,
 //!   talking to one and noticing its death, one worker per project and library, and reading
 //!   a manifest at load time.
 //! - [`zygote`], [`zygote_handle`]: the fork server that starts workers without an `exec`
 //!   (the zygote process, and the server's handle on it); `process` is a worker's process
 //!   either way.
-//! - [`status`]: an exit status in words.
+//! - [`status`]: an exit status in words; [`stderr_log`]: a worker's stderr in the server's
+//!   log, bounded.
 
+pub mod answer;
 pub mod module;
 pub mod pool;
 pub mod probe;
@@ -30,6 +33,7 @@ pub mod record;
 pub mod sandbox;
 pub mod spawn;
 pub mod status;
+pub mod stderr_log;
 pub mod supervisor;
 pub mod worker;
 pub mod zygote;

@@ -20,7 +20,7 @@ use crate::{
     process::exit_status,
     protocol::{BlockingChannel, FromWorker, Refusal, Start, ToWorker},
     sandbox::{identity, SandboxSettings},
-    spawn, status,
+    spawn, status, stderr_log,
     zygote_handle::Zygote,
 };
 
@@ -98,14 +98,21 @@ pub fn manifest(
     let mut sandbox = sandbox;
     sandbox.user = identity::choose(identity::is_root(), None, sandbox.user);
     let (ours, theirs) = UnixStream::pair().map_err(start_failed)?;
+    // What the probe writes on stderr (a library's constructor runs in it) reaches the log
+    // as a serving worker's does, bounded; the reading thread ends when the probe does.
+    let (read, stderr) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(|e| start_failed(e.into()))?;
+    let label = library.file_name().map_or_else(
+        || library.display().to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    );
+    stderr_log::tail_blocking(std::fs::File::from(read), label).map_err(start_failed)?;
     let mut child = match zygote {
         Some(zygote) => {
-            // The manifest probe's messages go to the server's own stderr.
-            let stderr = rustix::io::fcntl_dupfd_cloexec(std::io::stderr().as_fd(), 3)
-                .map_err(|e| start_failed(e.into()))?;
             let pid = zygote
                 .fork_blocking(theirs.as_fd(), stderr.as_fd(), None)
                 .map_err(start_failed)?;
+            drop(stderr);
             let pid = Pid::from_raw(pid).ok_or_else(|| ProbeError::Start("process id 0".into()))?;
             let pidfd = rustix::process::pidfd_open(pid, PidfdFlags::empty())
                 .map_err(|e| start_failed(e.into()))?;
@@ -114,7 +121,7 @@ pub fn manifest(
         None => {
             let (mut command, inherited) =
                 spawn::command(program, theirs.as_fd(), None).map_err(start_failed)?;
-            command.stderr(Stdio::inherit());
+            command.stderr(Stdio::from(stderr));
             let child = command.spawn().map_err(start_failed)?;
             drop(inherited);
             Child::Spawned(child)

@@ -240,6 +240,44 @@ impl FrameReader {
             self.buffer.extend_from_slice(&chunk[..n]);
         }
     }
+
+    /// Receives one message if one has begun to arrive (`Ok(None)`: nothing waits in the
+    /// socket), reading exactly its bytes and none of the next frame's. So whatever follows
+    /// stays in the socket and keeps it readable: the next thread waiting for it is woken
+    /// (the worker's serving threads, `crate::worker`), where bytes read ahead into this
+    /// buffer would wake nobody.
+    ///
+    /// # Errors
+    ///
+    /// The socket failed or closed, or the frame is too long or not a message.
+    pub fn recv_waiting<T: DeserializeOwned>(&mut self) -> std::io::Result<Option<T>> {
+        if !self.buffer.is_empty() {
+            return self.recv().map(Some);
+        }
+        // The codec's header: the payload's length, 4 bytes big-endian ([`codec`]).
+        let mut head = [0u8; 4];
+        let n = match rustix::net::recv(&self.stream, &mut head, rustix::net::RecvFlags::DONTWAIT) {
+            Ok((n, _)) => n,
+            Err(rustix::io::Errno::AGAIN) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        self.stream.read_exact(&mut head[n..])?;
+        let length = u32::from_be_bytes(head) as usize;
+        self.buffer.reserve(4 + length.min(MAX_FRAME));
+        self.buffer.extend_from_slice(&head);
+        if length <= MAX_FRAME {
+            self.buffer.resize(4 + length, 0);
+            self.stream.read_exact(&mut self.buffer[4..])?;
+        }
+        // The codec checks the length against its limit and takes the frame out.
+        match self.codec.decode(&mut self.buffer)? {
+            Some(frame) => decode(&frame).map(Some).map_err(std::io::Error::other),
+            None => Err(std::io::Error::other("a frame ended early")),
+        }
+    }
 }
 
 /// The writing half of a [`BlockingChannel`]: one frame per [`FrameWriter::send`], written
@@ -305,5 +343,88 @@ mod tests {
             };
             assert_eq!((id, back.as_str(), only), (7, args, create_only));
         }
+    }
+
+    fn cancel(id: u64) -> Vec<u8> {
+        let mut frame = BytesMut::new();
+        codec()
+            .encode(encode(&ToWorker::Cancel { id }), &mut frame)
+            .expect("encode");
+        frame.to_vec()
+    }
+
+    fn readable(stream: &UnixStream) -> bool {
+        let mut fds = [rustix::event::PollFd::new(
+            stream,
+            rustix::event::PollFlags::IN,
+        )];
+        let zero = rustix::event::Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        rustix::event::poll(&mut fds, Some(&zero)).expect("poll") == 1
+    }
+
+    #[test]
+    fn a_waiting_frame_is_read_alone_and_the_next_stays_in_the_socket() {
+        let (mut server, worker) = UnixStream::pair().expect("socketpair");
+        let watched = worker.try_clone().expect("dup");
+        let (mut reader, _writer) = BlockingChannel::new(worker).expect("channel").split();
+        assert!(
+            reader.recv_waiting::<ToWorker>().expect("empty").is_none(),
+            "nothing waits"
+        );
+        let two = [cancel(1), cancel(2)].concat();
+        server.write_all(&two).expect("two frames in one write");
+        assert!(matches!(
+            reader.recv_waiting::<ToWorker>(),
+            Ok(Some(ToWorker::Cancel { id: 1 }))
+        ));
+        assert!(
+            readable(&watched),
+            "the second frame still makes the socket readable"
+        );
+        assert!(matches!(
+            reader.recv_waiting::<ToWorker>(),
+            Ok(Some(ToWorker::Cancel { id: 2 }))
+        ));
+        assert!(!readable(&watched));
+        assert!(reader.recv_waiting::<ToWorker>().expect("empty").is_none());
+        drop(server);
+        let closed = reader.recv_waiting::<ToWorker>().map(|_| ());
+        assert_eq!(
+            closed.map_err(|e| e.kind()),
+            Err(std::io::ErrorKind::UnexpectedEof)
+        );
+    }
+
+    #[test]
+    fn a_waiting_frame_over_the_limit_cut_short_or_not_a_message_is_refused() {
+        let (mut server, worker) = UnixStream::pair().expect("socketpair");
+        let (mut reader, _writer) = BlockingChannel::new(worker).expect("channel").split();
+        let too_long = u32::try_from(MAX_FRAME + 1).expect("fits").to_be_bytes();
+        server.write_all(&too_long).expect("write");
+        assert!(reader.recv_waiting::<ToWorker>().is_err());
+
+        let (mut server, worker) = UnixStream::pair().expect("socketpair");
+        let (mut reader, _writer) = BlockingChannel::new(worker).expect("channel").split();
+        let mut frame = BytesMut::new();
+        codec()
+            .encode(Bytes::from_static(b"{\"Nope\":1}"), &mut frame)
+            .expect("encode");
+        server.write_all(&frame).expect("write");
+        assert!(reader.recv_waiting::<ToWorker>().is_err());
+
+        // A frame whose sender closes before its payload is whole.
+        let (mut server, worker) = UnixStream::pair().expect("socketpair");
+        let (mut reader, _writer) = BlockingChannel::new(worker).expect("channel").split();
+        server.write_all(&10u32.to_be_bytes()).expect("write");
+        server.write_all(b"{\"Ca").expect("write");
+        drop(server);
+        let cut = reader.recv_waiting::<ToWorker>().map(|_| ());
+        assert_eq!(
+            cut.map_err(|e| e.kind()),
+            Err(std::io::ErrorKind::UnexpectedEof)
+        );
     }
 }

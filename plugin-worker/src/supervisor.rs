@@ -19,7 +19,6 @@ use std::{
 use bytes::{Bytes, BytesMut};
 use futures_util::{SinkExt, StreamExt};
 use tokio::{
-    io::{AsyncBufReadExt, AsyncRead, BufReader},
     net::{
         unix::{OwnedReadHalf, OwnedWriteHalf},
         UnixStream,
@@ -34,7 +33,7 @@ use tokio_util::{
 use crate::{
     process::{Forked, Process},
     protocol::{codec, decode, encode, Call, CallFrame, FromWorker, Refusal, Start, ToWorker},
-    spawn, status,
+    spawn, status, stderr_log,
     zygote_handle::Zygote,
 };
 
@@ -114,7 +113,10 @@ impl Worker {
                 command.kill_on_drop(true);
                 let mut child = command.spawn().map_err(spawn_failed)?;
                 drop((inherited, theirs));
-                let stderr = child.stderr.take().map(|s| tail(s, label.to_owned()));
+                let stderr = child
+                    .stderr
+                    .take()
+                    .map(|s| stderr_log::tail(s, label.to_owned()));
                 (Process::Spawned(child), stderr)
             }
             Launch::Fork(zygote) => {
@@ -131,7 +133,10 @@ impl Worker {
                 let child = Forked::new(pid).map_err(spawn_failed)?;
                 let stderr =
                     tokio::net::unix::pipe::Receiver::from_owned_fd(read).map_err(spawn_failed)?;
-                (Process::Forked(child), Some(tail(stderr, label.to_owned())))
+                (
+                    Process::Forked(child),
+                    Some(stderr_log::tail(stderr, label.to_owned())),
+                )
             }
         };
         ours.set_nonblocking(true).map_err(spawn_failed)?;
@@ -448,27 +453,6 @@ async fn exit_cause(
         (None, false) => format!("{cause} ({last})"),
         (_, true) => cause,
     }
-}
-
-/// Logs what the worker writes on stderr (the plugin's own messages and panics) and keeps
-/// the last line.
-fn tail(
-    stderr: impl AsyncRead + Unpin + Send + 'static,
-    label: String,
-) -> tokio::task::JoinHandle<String> {
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(stderr).lines();
-        let mut last = String::new();
-        while let Ok(Some(line)) = lines.next_line().await {
-            let line: String = line.chars().take(300).collect();
-            tracing::warn!(plugin = %label, "plugin worker: {line}");
-            // Rust's hint about backtraces says nothing about the cause.
-            if !line.starts_with("note: ") {
-                last = line;
-            }
-        }
-        last
-    })
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

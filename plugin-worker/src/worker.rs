@@ -5,10 +5,12 @@
 //! it exits at once, whatever its threads are doing.
 //!
 //! No async runtime: the thread that reads a call runs it and writes its answer itself, so a
-//! call costs no hand-off between threads inside the worker. While it runs, another thread
-//! reads the next frame (leader and followers: the threads take turns at the socket under one
-//! lock), so calls on one project still run side by side and a cancel or the socket's close
-//! is seen at once. A thread is started only when every thread is busy with a call.
+//! call costs no hand-off between threads inside the worker. The threads not running a call
+//! wait for the socket to become readable, each on its own epoll set that holds the socket
+//! with `EPOLLEXCLUSIVE`: a frame wakes one of them, not all, and the one running a call
+//! never has to wake another to read in its place. So calls on one project still run side by
+//! side, and a cancel or the socket's close is seen at once, by a thread that was already
+//! waiting. A thread is started only when every thread is busy with a call.
 
 use std::{
     collections::HashSet,
@@ -24,7 +26,7 @@ use abi_stable::std_types::{RStr, RString};
 use rojos_plugin_api::{CallContext, Limits, ToolModuleRef};
 
 use crate::{
-    module,
+    answer, module,
     protocol::{
         BlockingChannel, FrameReader, FrameWriter, FromWorker, Refusal, ToWorker, ROOT_FD,
         SOCKET_FD,
@@ -122,8 +124,16 @@ fn start(mut channel: BlockingChannel) -> i32 {
     {
         return 0;
     }
+    let watched = match channel.stream().try_clone() {
+        Ok(stream) => stream,
+        Err(e) => {
+            eprintln!("plugin worker: cannot watch its socket: {e}");
+            return 2;
+        }
+    };
     let (reader, writer) = channel.split();
     let serving = Arc::new(Serving {
+        watched,
         reader: Mutex::new(reader),
         writer: Mutex::new(writer),
         module,
@@ -144,7 +154,9 @@ fn refuse(channel: &mut BlockingChannel, why: Refusal) {
 
 /// What the serving threads share.
 struct Serving {
-    /// The socket's reading half: the thread holding it waits for the next frame.
+    /// The socket, as the waiting threads' epoll sets watch it.
+    watched: UnixStream,
+    /// The socket's reading half: held while one frame is read.
     reader: Mutex<FrameReader>,
     /// The writing half: one answer at a time, each written whole.
     writer: Mutex<FrameWriter>,
@@ -168,8 +180,24 @@ struct Calls {
 /// One serving thread: reads a frame, runs it if it is a call, answers; again. Exits the
 /// process when the socket closes or a frame is not understood.
 fn serve(serving: &Arc<Serving>) -> ! {
+    let mut waiting = Waiting::new(&serving.watched)
+        .inspect_err(|e| {
+            eprintln!("plugin worker: no epoll set ({e}); this thread waits in the socket instead");
+        })
+        .ok();
     loop {
-        let message = lock(&serving.reader).recv::<ToWorker>();
+        if let Some(Err(e)) = waiting.as_ref().map(Waiting::until_readable) {
+            eprintln!("plugin worker: epoll failed ({e}); this thread waits in the socket instead");
+            waiting = None;
+        }
+        let message = match &waiting {
+            Some(_) => match lock(&serving.reader).recv_waiting::<ToWorker>().transpose() {
+                Some(message) => message,
+                // Another thread took what woke this one.
+                None => continue,
+            },
+            None => lock(&serving.reader).recv::<ToWorker>(),
+        };
         match message {
             Ok(ToWorker::Call {
                 id,
@@ -186,7 +214,7 @@ fn serve(serving: &Arc<Serving>) -> ! {
                 if spare_needed {
                     start_spare(serving);
                 }
-                let result = run(serving, limits, create_only, &args);
+                let result = answer::fit(run(serving, limits, create_only, &args));
                 let wanted = {
                     let mut calls = lock(&serving.calls);
                     calls.running.remove(&id);
@@ -209,6 +237,40 @@ fn serve(serving: &Arc<Serving>) -> ! {
             }
             // The server closed the socket (or broke the protocol): nothing more to do.
             _ => std::process::exit(0),
+        }
+    }
+}
+
+/// One thread's epoll set, holding the socket exclusively: of the threads waiting in theirs,
+/// one is woken when a frame comes (or the socket closes).
+struct Waiting(OwnedFd);
+
+impl Waiting {
+    fn new(socket: &UnixStream) -> std::io::Result<Waiting> {
+        use rustix::event::epoll;
+        let set = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+        epoll::add(
+            &set,
+            socket,
+            epoll::EventData::new_u64(0),
+            epoll::EventFlags::IN | epoll::EventFlags::EXCLUSIVE,
+        )?;
+        Ok(Waiting(set))
+    }
+
+    /// Returns when the socket has something to read or has closed.
+    fn until_readable(&self) -> std::io::Result<()> {
+        use rustix::event::epoll;
+        let mut events = [epoll::Event {
+            flags: epoll::EventFlags::empty(),
+            data: epoll::EventData::new_u64(0),
+        }];
+        loop {
+            match epoll::wait(&self.0, &mut events[..], None) {
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+                Ok(_) => return Ok(()),
+            }
         }
     }
 }

@@ -20,6 +20,14 @@ pub(super) fn ms(d: Duration) -> String {
     }
 }
 
+/// A duration as µs, or "n/a".
+pub(super) fn micros(d: Option<Duration>) -> String {
+    d.map_or_else(
+        || "n/a".to_owned(),
+        |d| format!("{:.0} µs", d.as_secs_f64() * 1e6),
+    )
+}
+
 /// A goal's verdict: met or not.
 pub(super) fn verdict(ok: bool) -> &'static str {
     if ok {

@@ -154,6 +154,12 @@ const MIGRATIONS: &[&str] = &[
         line text NOT NULL,
         PRIMARY KEY (run, seq)
     );",
+    // 10: the index from which every turn of a conversation is known to have run under its
+    // stored rojo (the SQLite store's version 8, `ConversationHead::rojo_kept_from`): no turn
+    // stored by an earlier build is known to have, so existing conversations start after
+    // their last message, new ones at 0.
+    "ALTER TABLE conversations ADD COLUMN rojo_kept_from bigint NOT NULL DEFAULT 0;
+    UPDATE conversations SET rojo_kept_from = message_count;",
 ];
 
 /// The schema version this build creates and understands.

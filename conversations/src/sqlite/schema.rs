@@ -133,6 +133,12 @@ const MIGRATIONS: &[&str] = &[
         created_at      INTEGER NOT NULL,
         PRIMARY KEY (conversation_id, covers)
     ) STRICT;",
+    // 8: the index from which every turn of a conversation is known to have run under its
+    // stored rojo (`ConversationHead::rojo_kept_from`). Earlier builds ran a follow-up under
+    // whatever rojo its request named, so no turn stored before this step is known to have:
+    // existing conversations start after their last message, new ones at 0.
+    "ALTER TABLE conversations ADD COLUMN rojo_kept_from INTEGER NOT NULL DEFAULT 0;
+    UPDATE conversations SET rojo_kept_from = message_count;",
 ];
 
 /// The schema version this build creates and understands.

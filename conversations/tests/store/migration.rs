@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use rojos_conversations::{
-    ApprovalState, Approvals, ConversationStore, Decided, Decision, Migration, PostgresStore,
-    RunLeases, StoreError, POSTGRES_SCHEMA_VERSION,
+    ApprovalState, Approvals, ConversationHead, ConversationStore, Decided, Decision, Migration,
+    PostgresStore, RunLeases, Step, StoreError, POSTGRES_SCHEMA_VERSION,
 };
 
 use crate::support::{chain, cluster, pg_options, user};
@@ -48,7 +48,7 @@ async fn migrating_twice_migrates_once_and_keeps_the_data() {
             to: POSTGRES_SCHEMA_VERSION
         }
     );
-    assert_eq!(versions(&database), "1,2,3,4,5,6,7,8,9");
+    assert_eq!(versions(&database), "1,2,3,4,5,6,7,8,9,10");
     let messages = store.get(&id).await.unwrap().unwrap().messages;
     assert_eq!(messages, vec![user("kept")]);
 }
@@ -71,7 +71,7 @@ async fn hosts_migrating_at_once_all_succeed_and_one_of_them_migrates() {
     assert_eq!(stores.len(), 4);
     assert_eq!(
         versions(&database),
-        "1,2,3,4,5,6,7,8,9",
+        "1,2,3,4,5,6,7,8,9,10",
         "each version recorded once"
     );
     let id = stores[0].create("demo", "default").await.unwrap();
@@ -122,6 +122,7 @@ async fn a_version_2_database_loses_its_foreign_keys_and_keeps_its_messages_and_
              DROP TABLE approvals; DROP TABLE approved_tools;
              ALTER TABLE messages DROP COLUMN search_text;
              DROP TABLE compactions; DROP TABLE run_feeds; DROP TABLE run_events;
+             ALTER TABLE conversations DROP COLUMN rojo_kept_from;
              DELETE FROM rojos_schema_versions WHERE version >= 3;",
         )
         .unwrap();
@@ -132,9 +133,9 @@ async fn a_version_2_database_loses_its_foreign_keys_and_keeps_its_messages_and_
 
     let migrated = PostgresStore::migrate(&options).await.unwrap();
 
-    assert_eq!(migrated, Migration { from: 2, to: 9 });
+    assert_eq!(migrated, Migration { from: 2, to: 10 });
     assert_eq!(foreign_keys(&database), "");
-    assert_eq!(versions(&database), "1,2,3,4,5,6,7,8,9");
+    assert_eq!(versions(&database), "1,2,3,4,5,6,7,8,9,10");
     store.append(&id, vec![user("after")]).await.unwrap();
     assert_eq!(
         store.get(&id).await.unwrap().unwrap().messages,
@@ -172,14 +173,15 @@ async fn a_version_3_database_gains_given_titles_and_keeps_its_derived_ones() {
              DROP TABLE approvals; DROP TABLE approved_tools;
              ALTER TABLE messages DROP COLUMN search_text;
              DROP TABLE compactions; DROP TABLE run_feeds; DROP TABLE run_events;
+             ALTER TABLE conversations DROP COLUMN rojo_kept_from;
              DELETE FROM rojos_schema_versions WHERE version >= 4;",
         )
         .unwrap();
 
     let migrated = PostgresStore::migrate(&options).await.unwrap();
 
-    assert_eq!(migrated, Migration { from: 3, to: 9 });
-    assert_eq!(versions(&database), "1,2,3,4,5,6,7,8,9");
+    assert_eq!(migrated, Migration { from: 3, to: 10 });
+    assert_eq!(versions(&database), "1,2,3,4,5,6,7,8,9,10");
     let store = PostgresStore::open(&options).unwrap();
     let title = |list: Vec<rojos_conversations::ConversationSummary>| list[0].title.clone();
     assert_eq!(
@@ -220,7 +222,7 @@ async fn a_database_from_a_newer_build_is_refused_and_left_alone() {
             POSTGRES_SCHEMA_VERSION
         )
     );
-    assert_eq!(versions(&database), format!("1,2,3,4,5,6,7,8,9,{newer}"));
+    assert_eq!(versions(&database), format!("1,2,3,4,5,6,7,8,9,10,{newer}"));
 }
 
 #[tokio::test]
@@ -289,6 +291,7 @@ async fn a_version_5_database_keys_its_approvals_by_approval_id_and_keeps_their_
                             ('{id}', 'denied', 'delete_path', 'deny', 'no');
                  ALTER TABLE messages DROP COLUMN search_text;
                  DROP TABLE compactions; DROP TABLE run_feeds; DROP TABLE run_events;
+                 ALTER TABLE conversations DROP COLUMN rojo_kept_from;
              DELETE FROM rojos_schema_versions WHERE version >= 6;"
             ),
         )
@@ -296,7 +299,7 @@ async fn a_version_5_database_keys_its_approvals_by_approval_id_and_keeps_their_
 
     let migrated = PostgresStore::migrate(&options).await.unwrap();
 
-    assert_eq!(migrated, Migration { from: 5, to: 9 });
+    assert_eq!(migrated, Migration { from: 5, to: 10 });
     let approvals = store.approvals();
     assert_eq!(
         approvals.state(&id, "denied").await.unwrap(),
@@ -352,6 +355,7 @@ async fn a_version_6_database_has_its_stored_messages_made_searchable() {
             &database,
             "ALTER TABLE messages DROP COLUMN search_text;
              DROP TABLE compactions; DROP TABLE run_feeds; DROP TABLE run_events;
+             ALTER TABLE conversations DROP COLUMN rojo_kept_from;
              DELETE FROM rojos_schema_versions WHERE version >= 7;",
         )
         .unwrap();
@@ -370,5 +374,60 @@ async fn a_version_6_database_has_its_stored_messages_made_searchable() {
             .trim(),
         "2",
         "a text PostgreSQL cannot hold (NUL) is left unindexed"
+    );
+}
+
+#[tokio::test]
+async fn a_version_9_database_knows_the_rojo_of_no_turn_it_held_and_of_every_later_one() {
+    let database = cluster().create_database().unwrap();
+    let options = pg_options(&database);
+    let store = PostgresStore::connect(&options).await.unwrap();
+    let old = store.create("demo", "careful").await.unwrap();
+    store
+        .append(&old, vec![user("one"), user("two"), user("three")])
+        .await
+        .unwrap();
+    let empty = store.create("demo", "careful").await.unwrap();
+    // Back to version 9 as it shipped: a follow-up ran under the rojo its request named.
+    cluster()
+        .psql(
+            &database,
+            "ALTER TABLE conversations DROP COLUMN rojo_kept_from;
+             DELETE FROM rojos_schema_versions WHERE version >= 10;",
+        )
+        .unwrap();
+
+    let migrated = PostgresStore::migrate(&options).await.unwrap();
+
+    assert_eq!(migrated, Migration { from: 9, to: 10 });
+    let kept_from = |head: Option<ConversationHead>| head.unwrap().rojo_kept_from;
+    assert_eq!(
+        kept_from(store.head(&old).await.unwrap()),
+        3,
+        "no message stored before is known to be its rojo's"
+    );
+    assert_eq!(kept_from(store.head(&empty).await.unwrap()), 0);
+    let new = store.create("demo", "careful").await.unwrap();
+    store.append(&new, vec![user("hello")]).await.unwrap();
+    assert_eq!(kept_from(store.head(&new).await.unwrap()), 0);
+    // Messages that replace older ones (an edit, a regenerate) are known; every read of
+    // the head says so.
+    store
+        .replace_from(&old, 1, Step::new(&[user("two, edited")]).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(kept_from(store.head(&old).await.unwrap()), 1);
+    let page = store.page(&old, 0, 1 << 20).await.unwrap().unwrap();
+    assert_eq!(
+        (page.head.rojo.as_str(), page.head.rojo_kept_from),
+        ("careful", 1)
+    );
+    let resumed = store.resume(&old).await.unwrap().unwrap();
+    assert_eq!(resumed.head.rojo_kept_from, 1);
+    assert_eq!(resumed.messages.len(), 2);
+    assert_eq!(
+        store.get(&old).await.unwrap().unwrap().messages.len(),
+        2,
+        "the whole conversation reads with the column in place"
     );
 }

@@ -2,8 +2,8 @@
 //! migration, and refusal of files this build must not touch.
 
 use rojos_conversations::{
-    ApprovalState, Approvals, ConversationStore, Decided, Decision, SqliteOptions, SqliteStore,
-    StoreError, SCHEMA_VERSION,
+    ApprovalState, Approvals, ConversationHead, ConversationStore, Decided, Decision,
+    SqliteOptions, SqliteStore, Step, StoreError, SCHEMA_VERSION,
 };
 
 use crate::support::{assistant, chain, db_path, open_temp, raw, user};
@@ -95,6 +95,7 @@ async fn a_version_5_file_has_its_stored_messages_indexed_for_search() {
     raw(&db_path(&dir))
         .execute_batch(
             "DROP TABLE compactions;
+             ALTER TABLE conversations DROP COLUMN rojo_kept_from;
              DROP TABLE search_trigrams; DROP TABLE search_docs; DROP TABLE search_projects;
              PRAGMA user_version = 5;",
         )
@@ -213,6 +214,7 @@ async fn a_version_2_file_gains_given_titles_and_keeps_its_derived_ones() {
         .execute_batch(
             "ALTER TABLE conversations DROP COLUMN custom_title;
              DROP TABLE approvals; DROP TABLE approved_tools; DROP TABLE compactions;
+             ALTER TABLE conversations DROP COLUMN rojo_kept_from;
              DROP TABLE search_trigrams; DROP TABLE search_docs; DROP TABLE search_projects;
              PRAGMA user_version = 2;",
         )
@@ -221,7 +223,7 @@ async fn a_version_2_file_gains_given_titles_and_keeps_its_derived_ones() {
     let store = SqliteStore::open(&path).unwrap();
 
     assert_eq!(user_version(&path), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 7);
+    assert_eq!(SCHEMA_VERSION, 8);
     let approvals: i64 = raw(&path)
         .query_row(
             "SELECT count(*) FROM sqlite_schema WHERE name IN ('approvals', 'approved_tools')",
@@ -252,6 +254,7 @@ async fn a_version_4_file_keys_its_approvals_by_approval_id_and_keeps_their_stat
     raw(&path)
         .execute_batch(&format!(
             "DROP TABLE compactions;
+             ALTER TABLE conversations DROP COLUMN rojo_kept_from;
              DROP TABLE search_trigrams; DROP TABLE search_docs; DROP TABLE search_projects;
              DROP TABLE approvals;
              CREATE TABLE approvals (
@@ -298,4 +301,54 @@ async fn a_version_4_file_keys_its_approvals_by_approval_id_and_keeps_their_stat
         Some(ApprovalState::Pending),
         "a call id asked again is a row of its own"
     );
+}
+
+#[tokio::test]
+async fn a_version_7_file_knows_the_rojo_of_no_turn_it_held_and_of_every_later_one() {
+    let (dir, store) = open_temp();
+    let old = store.create("demo", "careful").await.unwrap();
+    for message in [
+        user("one"),
+        assistant("answer one"),
+        user("two"),
+        assistant("answer two"),
+    ] {
+        store.append(&old, vec![message]).await.unwrap();
+    }
+    let empty = store.create("demo", "careful").await.unwrap();
+    drop(store);
+    let path = db_path(&dir);
+    // Back to version 7 as it shipped: a follow-up ran under the rojo its request named.
+    raw(&path)
+        .execute_batch(
+            "ALTER TABLE conversations DROP COLUMN rojo_kept_from;
+             PRAGMA user_version = 7;",
+        )
+        .unwrap();
+
+    let store = SqliteStore::open(&path).unwrap();
+
+    assert_eq!(user_version(&path), SCHEMA_VERSION);
+    let kept_from = |head: Option<ConversationHead>| head.unwrap().rojo_kept_from;
+    assert_eq!(
+        kept_from(store.head(&old).await.unwrap()),
+        4,
+        "no message stored before is known to be its rojo's"
+    );
+    assert_eq!(kept_from(store.head(&empty).await.unwrap()), 0);
+    // A later turn is known, and so is every turn of a new conversation.
+    store.append(&old, vec![user("three")]).await.unwrap();
+    assert_eq!(kept_from(store.head(&old).await.unwrap()), 4);
+    let new = store.create("demo", "careful").await.unwrap();
+    store.append(&new, vec![user("hello")]).await.unwrap();
+    assert_eq!(kept_from(store.head(&new).await.unwrap()), 0);
+    // Messages that replace older ones (an edit, a regenerate) are known.
+    store
+        .replace_from(&old, 2, Step::new(&[user("two, edited")]).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(kept_from(store.head(&old).await.unwrap()), 2);
+    let page = store.page(&old, 0, 1 << 20).await.unwrap().unwrap();
+    assert_eq!(page.head.rojo_kept_from, 2);
+    assert_eq!(page.head.rojo, "careful");
 }

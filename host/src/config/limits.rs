@@ -1,40 +1,17 @@
 //! `[server]` and `[limits]` keys that bound the server as a whole: the HTTP side's
-//! time-outs and connections, a run's budgets, the MCP sessions, how long a run nobody follows
-//! goes on, the file tools' limits and the runtime's threads.
+//! time-outs and connections (read into the accept loop's `HttpLimits`), a run's budgets,
+//! the MCP sessions, how long a run nobody follows goes on, the file tools' limits and the
+//! runtime's threads.
 
 use std::{net::SocketAddr, num::NonZeroUsize, time::Duration};
 
+use rojos_http_server::HttpLimits;
 use rojos_plugin_api::Limits;
 
 use super::{
     keys::{at_least, invalid, seconds_key, ConfigError},
     raw::{RawLimits, RawServer},
 };
-
-/// `[server]` keys that protect the HTTP side from slow or idle clients.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HttpLimits {
-    /// A connection that has not sent a complete request head within this is closed.
-    pub header_read_timeout: Duration,
-    /// A keep-alive connection with no request for this long is closed.
-    pub idle_timeout: Duration,
-    /// Connections open at once; past it the oldest connection not in a request is closed.
-    pub max_connections: usize,
-    /// A client that reads none of its response for this long is disconnected (a chat's run
-    /// is then cancelled as on a disconnect).
-    pub stream_write_timeout: Duration,
-}
-
-impl Default for HttpLimits {
-    fn default() -> Self {
-        HttpLimits {
-            header_read_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(60),
-            max_connections: 2048,
-            stream_write_timeout: Duration::from_secs(30),
-        }
-    }
-}
 
 /// `[limits]` budgets of one run (one user message and everything it leads to).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -373,6 +373,7 @@ mod tests {
             rojo: rojo.into(),
             message_count: 1,
             stored_bytes: 10,
+            rojo_kept_from: 0,
         }
     }
 

@@ -37,6 +37,10 @@ const NEXT_FROM: HeaderName = HeaderName::from_static("rojos-next-from");
 /// conversation's rojo").
 const ROJO: HeaderName = HeaderName::from_static("rojos-rojo");
 
+/// The header giving the index of the first message from which every turn is known to have
+/// run under that rojo, sent only when it is not 0 (`docs/api.md`, "A conversation's rojo").
+const ROJO_KEPT_FROM: HeaderName = HeaderName::from_static("rojos-rojo-kept-from");
+
 #[derive(Debug, Deserialize)]
 pub(super) struct PageQuery {
     /// The index of the page's first message (0: the first message).
@@ -66,6 +70,10 @@ pub(super) async fn get(
     // A rojo's name is a TOML key of `rojos.toml`; one that is no header text is left out.
     if let Ok(rojo) = HeaderValue::from_str(&page.head.rojo) {
         response.headers_mut().insert(ROJO, rojo);
+    }
+    if page.head.rojo_kept_from > 0 {
+        let kept_from = HeaderValue::from(page.head.rojo_kept_from);
+        response.headers_mut().insert(ROJO_KEPT_FROM, kept_from);
     }
     if let Some(next) = page.next {
         let headers = response.headers_mut();

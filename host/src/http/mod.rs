@@ -1,6 +1,7 @@
 //! The HTTP API: every route on one screen. Handlers turn requests into calls on the state;
 //! failures before a response starts become an [`error::ApiError`] (`{"error": "..."}`).
-//! `server` is the accept loop that serves the router with the connection limits.
+//! `server` is the accept loop that serves the router with the connection limits (the crate
+//! `rojos-http-server`).
 
 mod always_allowed;
 mod approvals;
@@ -21,7 +22,7 @@ mod replace;
 mod rojos;
 mod runs;
 pub mod search_slots;
-pub(crate) mod server;
+pub mod server;
 mod stored;
 mod tools;
 pub mod transfers;

@@ -8,15 +8,17 @@
 //! limits. Streamable HTTP is mounted in `http::mcp`, behind the API's bearer tokens; its
 //! sessions hold places of `sessions` (per token and in all, bound to the token that opened
 //! them), through rmcp's session manager wrapped in `session_manager`.
-//! `client` is the other direction: MCP servers as tool sources.
+//! `client` is the other direction, MCP servers as tool sources: the crate
+//! `rojos-mcp-client` (`mcp-client/`), re-exported here.
 
 mod admission;
-pub mod client;
 mod server;
 mod session_manager;
 mod sessions;
 mod stdio;
 mod tools;
+
+pub use rojos_mcp_client as client;
 
 pub use admission::{AdmittedCall, CallAdmission, CallRefused, McpAdmission};
 pub use server::{McpTarget, RojosMcpServer, TargetSource};

@@ -84,7 +84,7 @@ fn log_format_json_writes_one_json_object_per_line() {
             .collect();
         assert_eq!(loaded.len(), 5, "{ran}");
         assert_eq!(loaded[0]["level"], "INFO");
-        assert_eq!(loaded[0]["target"], "rojos::plugins::loader");
+        assert_eq!(loaded[0]["target"], "rojos_plugin_host::loader");
         assert!(loaded[0]["tool"].is_string() && loaded[0]["timestamp"].is_string());
         assert!(loaded[0]["spans"][0]["path"].is_string(), "{}", loaded[0]);
     }

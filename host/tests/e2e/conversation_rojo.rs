@@ -1,7 +1,10 @@
 //! A conversation's rojo (`docs/api.md`, "A conversation's rojo"): a follow-up, a
 //! regenerate or an edit that leaves `rojo` out runs under the rojo the conversation was
 //! started with, never `default`; naming another rojo is refused with `409` saying what to
-//! do; `GET /conversations/{id}` names the rojo in `Rojos-Rojo`.
+//! do; `GET /conversations/{id}` names the rojo in `Rojos-Rojo`, and a conversation stored
+//! before the store kept each turn's rojo (an earlier build ran a follow-up under the rojo its
+//! request named) says from which message on its turns are known to be that rojo's in
+//! `Rojos-Rojo-Kept-From`.
 
 use serde_json::json;
 
@@ -117,4 +120,63 @@ async fn naming_the_conversations_own_rojo_continues_it() {
     let listed = host.get("/conversations?projectId=demo").await;
     let listed: serde_json::Value = listed.json().await.unwrap();
     assert_eq!(listed[0]["rojo"], "careful");
+}
+
+/// `Rojos-Rojo-Kept-From` of `conversation`, if sent.
+async fn kept_from(host: &TestHost, conversation: &str) -> Option<String> {
+    let page = host.get(&format!("/conversations/{conversation}")).await;
+    assert_eq!(page.status(), 200);
+    page.headers()
+        .get("rojos-rojo-kept-from")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+#[tokio::test]
+async fn a_conversation_stored_by_an_earlier_build_says_which_turns_rojo_is_not_known() {
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::text("one"),
+        Turn::text("two"),
+        Turn::text("three"),
+    ])
+    .await;
+    let config = with_delete(&upstream, TWO_ROJOS);
+    let host = TestHost::start(config.clone()).await;
+    let mut conversation = String::new();
+    for message in ["hi", "again"] {
+        let mut body = json!({"projectId": "demo", "rojo": "careful", "message": message});
+        if !conversation.is_empty() {
+            body["conversationId"] = json!(conversation);
+        }
+        conversation = Stream::read(host.chat(body).await).await.done().0;
+    }
+    assert_eq!(
+        kept_from(&host, &conversation).await,
+        None,
+        "every turn of a conversation this build stored is its rojo's"
+    );
+
+    // The database back to the version before the store kept it, as an earlier build left
+    // it; the host migrates it when it starts again.
+    let db = rusqlite::Connection::open(host.dir.path().join("storage").join("rojos.db"))
+        .expect("open the host's database");
+    db.execute_batch(
+        "ALTER TABLE conversations DROP COLUMN rojo_kept_from; PRAGMA user_version = 7;",
+    )
+    .expect("back to version 7");
+    drop(db);
+    let host = host.restart(config).await;
+
+    assert_eq!(kept_from(&host, &conversation).await.as_deref(), Some("4"));
+    // A follow-up runs under the conversation's rojo and is known to.
+    let third = Stream::read(
+        host.chat(json!({"projectId": "demo", "conversationId": conversation, "message": "more"}))
+            .await,
+    )
+    .await;
+    assert_eq!(third.text(), "three");
+    assert_eq!(kept_from(&host, &conversation).await.as_deref(), Some("4"));
+    let stored = host.stored_messages(&conversation).await;
+    assert_eq!(stored.len(), 6);
+    upstream.assert_consumed();
 }

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use crate::several_hosts::Deployment;
 use crate::support::{
-    host::{chat_at, client, get_at, HostConfig, TOKEN},
+    host::{chat_at, get_at, stop_at, HostConfig},
     ndjson::{read_until, Event, Stream},
     upstream::{ScriptedUpstream, Turn},
 };
@@ -36,16 +36,6 @@ fn chat_text(lines: &[Value]) -> String {
         .filter(|e| e["type"] == "CHAT")
         .map(|e| e["text"].as_str().expect("text"))
         .collect()
-}
-
-/// `POST url/conversations/{conversation}/stop`.
-async fn stop_at(url: &str, conversation: &str) -> reqwest::Response {
-    client()
-        .post(format!("{url}/conversations/{conversation}/stop"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .expect("stop is answered")
 }
 
 /// `GET url/conversations/{conversation}/events`, with `after` when given.

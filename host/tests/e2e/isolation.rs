@@ -2,12 +2,14 @@
 //! abort, an exit, an endless loop, 3 GiB, reading another project or the system, the
 //! environment, the network, a fork, a write outside the root, the server's environ) ends
 //! with an error result the model reads, while a bystander conversation in another project,
-//! caught mid-run, completes untouched; the next call gets a new worker.
+//! caught mid-run, completes untouched; the next call gets a new worker. A result longer than
+//! the worker's channel carries is cut, not taken for a crash.
 
 use serde_json::{json, Value};
 
 use crate::support::{
     host::{HostConfig, TestHost},
+    hostile,
     ndjson::{read_until, Stream},
     plugin_lib,
     upstream::{ScriptedUpstream, Turn},
@@ -257,9 +259,10 @@ async fn no_write_outside_the_root() {
     );
 }
 
-/// The built-in file tools work unchanged from a worker: a file is created, replaced and
-/// read back, and no temporary file is left beside it. (A write once linked its unnamed
-/// temporary file into place through `/proc`, which the worker's sandbox does not reach.)
+/// The built-in file tools work unchanged from a worker: a file is created, replaced and read
+/// back, and no temporary file is left beside it (a write once linked its unnamed temporary
+/// file into place through `/proc`, which the worker's sandbox does not reach); and undo
+/// takes the run's changes back, as the server recorded them around the worker's calls.
 #[tokio::test]
 async fn the_file_tools_create_and_replace_files_from_a_worker() {
     let upstream = ScriptedUpstream::start(vec![
@@ -301,4 +304,46 @@ async fn the_file_tools_create_and_replace_files_from_a_worker() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(left, ["a.txt"], "nothing but the file");
+
+    // The server recorded each change around the worker's call: undo takes the run back.
+    let (conversation, _) = run.done();
+    let (status, body) = crate::undo::undo(&host, &conversation, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        !root.join("docs/a.txt").exists(),
+        "the file the run created is gone again"
+    );
+}
+
+/// A result longer than the worker's channel carries (64 MiB a frame) reaches the model cut,
+/// as one from the server's process is, with the marker saying so: the worker is not taken
+/// for crashed, and its next call runs in it.
+#[tokio::test]
+async fn a_result_longer_than_a_frame_is_cut_not_taken_for_a_crash() {
+    let upstream = ScriptedUpstream::start(Vec::new()).await;
+    let mut config = HostConfig::builtins().upstream(&upstream);
+    config.load.push(plugin_lib("rojos_test_hostile_tool"));
+    config.plugins.push_str("isolation = \"worker\"\n");
+    // Time to make, encode and send 70 MiB in a debug build.
+    config.call_timeout_secs = 120.0;
+    let host = TestHost::start(config).await;
+    let (ok, first) = hostile::call(&host, &upstream, "victim", json!({"act": "pid"})).await;
+    assert!(ok, "{first}");
+    let (ok, result) = hostile::call(
+        &host,
+        &upstream,
+        "victim",
+        json!({"act": "big_result", "bytes": 70 << 20}),
+    )
+    .await;
+    assert!(ok, "{}", &result[..result.len().min(300)]);
+    assert!(result.starts_with("xxxx"), "{}", &result[..300]);
+    assert!(
+        result.len() < 1 << 20,
+        "cut to max_result_bytes: {} bytes",
+        result.len()
+    );
+    let (ok, again) = hostile::call(&host, &upstream, "victim", json!({"act": "pid"})).await;
+    assert!(ok, "{again}");
+    assert_eq!(again, first, "the same worker served the next call");
 }

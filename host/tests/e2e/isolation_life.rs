@@ -2,7 +2,8 @@
 //! `exec` of the server's binary (its manifest is read in a worker the zygote forks); a call
 //! its client stops, or leaves under `unattended_run_secs = 0`, ends the worker running it; a
 //! project folder removed and made again at the same path gets a new worker, which sees the
-//! new folder.
+//! new folder; a second call on a project runs in its worker beside one that hangs; a worker
+//! whose plugin used up its descriptors still answers.
 
 use std::{
     os::unix::fs::PermissionsExt,
@@ -13,7 +14,7 @@ use std::{
 use serde_json::{json, Value};
 
 use crate::support::{
-    host::{client, HostConfig, TestHost, TOKEN},
+    host::{HostConfig, TestHost},
     hostile::{call, processes, worker_pid},
     ndjson::read_until,
     plugin_lib,
@@ -115,10 +116,7 @@ async fn hanging_call(
     project: &str,
 ) -> (reqwest::Response, u32) {
     std::fs::create_dir_all(host.project_root(project)).unwrap();
-    upstream.push([
-        Turn::tool_calls(&[("c1", "hang_tool", json!({}))]),
-        Turn::text("never asked"),
-    ]);
+    upstream.push([Turn::tool_calls(&[("c1", "hang_tool", json!({}))])]);
     let mut response = host
         .chat(json!({"projectId": project, "message": "hang"}))
         .await;
@@ -137,6 +135,39 @@ async fn hanging_call(
 }
 
 #[tokio::test]
+async fn a_second_call_on_a_project_runs_in_its_worker_beside_one_that_hangs() {
+    let links = tempfile::tempdir().unwrap();
+    let program = program(links.path(), "rojos-life-beside");
+    let upstream = ScriptedUpstream::start(Vec::new()).await;
+    let host = host(&upstream, &program, "").await;
+    let (hanging, pid) = hanging_call(&host, &upstream, &program, "p").await;
+
+    upstream.push([
+        Turn::tool_calls(&[("c2", "hang_tool", json!({"seconds": 0}))]),
+        Turn::text("the second call returned"),
+    ]);
+    let second = tokio::time::timeout(Duration::from_secs(60), async {
+        let response = host
+            .chat(json!({"projectId": "p", "message": "do not hang"}))
+            .await;
+        response.text().await.unwrap()
+    })
+    .await
+    .expect("the second call waited behind the hanging one for a minute");
+    assert!(
+        second.contains(r#"\"slept\":0.0"#) && second.contains(r#""stopReason":"completed""#),
+        "the second call was answered while the first still ran: {second}"
+    );
+    assert_eq!(
+        processes(&program, "plugin-worker"),
+        [pid],
+        "one worker served both calls on the project"
+    );
+    assert!(!has_ended(pid), "the hanging call still runs");
+    drop(hanging);
+}
+
+#[tokio::test]
 async fn a_call_its_client_stops_ends_the_worker_running_it() {
     let links = tempfile::tempdir().unwrap();
     let program = program(links.path(), "rojos-life-stop");
@@ -145,12 +176,7 @@ async fn a_call_its_client_stops_ends_the_worker_running_it() {
     let (response, pid) = hanging_call(&host, &upstream, &program, "demo").await;
     let conversation = host.only_conversation().await;
 
-    let stopped = client()
-        .post(format!("{}/conversations/{conversation}/stop", host.url))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
+    let stopped = host.stop_run(&conversation).await;
     assert_eq!(stopped.status(), 202);
     until("the worker running the stopped call has ended", || {
         has_ended(pid)
@@ -218,4 +244,46 @@ async fn a_project_folder_made_again_at_its_path_gets_a_new_worker_that_sees_it(
     );
     let second = worker_pid(&host, &upstream, "p").await;
     assert_ne!(first, second, "a new worker serves the new folder");
+}
+
+/// A plugin that uses up its worker's descriptors slows nothing but itself: the worker's next
+/// serving thread, which can open no epoll set to wait in, reads the socket directly instead
+/// and answers a call while the other two sleep.
+#[tokio::test]
+async fn a_worker_with_no_descriptors_left_still_answers_on_a_new_thread() {
+    let links = tempfile::tempdir().unwrap();
+    let program = program(links.path(), "rojos-life-no-files");
+    let upstream = ScriptedUpstream::start(Vec::new()).await;
+    let host = host(&upstream, &program, "").await;
+    let pid = worker_pid(&host, &upstream, "p").await;
+    let (ok, held) = call(&host, &upstream, "p", json!({"act": "exhaust_files"})).await;
+    assert!(ok && held.starts_with("holding "), "{held}");
+    let serving = threads(pid);
+
+    // Two calls that sleep take the worker's two serving threads; it starts a third.
+    let mut sleeping = Vec::new();
+    for id in ["s1", "s2"] {
+        upstream.push([Turn::tool_calls(&[(
+            id,
+            "hostile_tool",
+            json!({"act": "sleep", "seconds": 60}),
+        )])]);
+        let mut response = host.chat(json!({"projectId": "p", "message": id})).await;
+        read_until(&mut response, "TOOL_CALL").await;
+        sleeping.push(response);
+    }
+    until("the worker started a third serving thread", || {
+        threads(pid) > serving
+    })
+    .await;
+
+    let (ok, answered_in) = tokio::time::timeout(
+        Duration::from_secs(30),
+        call(&host, &upstream, "p", json!({"act": "pid"})),
+    )
+    .await
+    .expect("the third thread answered no call while the others slept");
+    assert!(ok, "{answered_in}");
+    assert_eq!(answered_in, pid.to_string(), "the same worker answered");
+    drop(sleeping);
 }

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::support::{
     demo_message as message,
-    host::{client, HostConfig, TestHost, TOKEN},
+    host::{HostConfig, TestHost},
     ndjson::{read_until, Stream},
     upstream::{ScriptedUpstream, Turn},
 };
@@ -23,15 +23,6 @@ fn lines_read(seen: &str) -> Vec<Value> {
         .lines()
         .map(|line| serde_json::from_str(line).expect("an event line"))
         .collect()
-}
-
-async fn stop(host: &TestHost, conversation: &str) -> reqwest::Response {
-    client()
-        .post(format!("{}/conversations/{conversation}/stop", host.url))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .expect("stop")
 }
 
 /// Waits (generously) until the upstream saw `count` responses dropped mid-stream.
@@ -145,7 +136,7 @@ async fn stop_is_an_explicit_request_that_every_follower_sees() {
         .get(&format!("/conversations/{conversation}/events"))
         .await;
 
-    let stopped = stop(&host, &conversation).await;
+    let stopped = host.stop_run(&conversation).await;
     assert_eq!(stopped.status(), 202);
     let rest = response.text().await.unwrap();
     assert!(
@@ -164,7 +155,7 @@ async fn stop_is_an_explicit_request_that_every_follower_sees() {
         stored.last().unwrap()["content"],
         "(no answer: the run was stopped)"
     );
-    let again = stop(&host, &conversation).await;
+    let again = host.stop_run(&conversation).await;
     assert_eq!(again.status(), 409);
     let body: Value = again.json().await.unwrap();
     assert!(

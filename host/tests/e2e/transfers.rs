@@ -13,21 +13,12 @@ use std::time::{Duration, Instant};
 
 use crate::support::binary::RunningBinary;
 use crate::support::host::{HostConfig, TestHost, DEMO_TOKEN, TOKEN};
+use crate::support::status_kib;
 
 /// Uploads and downloads started at once, as the attack did.
 const CLIENTS: usize = 50;
 /// The size of each: 10 MiB, the default upload limit.
 const SIZE: usize = 10 << 20;
-
-/// A field of `/proc/<pid>/status` in KiB (`VmRSS`, `VmHWM`).
-fn status_kib(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the status");
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {field} in:\n{status}"))
-}
 
 /// A connection to `address` with the request head `head` sent, reads and writes given up
 /// after 30 s (a guard against a test that would hang, not a measure).

@@ -10,6 +10,7 @@ use crate::{
         binary::RunningBinary,
         host::{chat_at, client, TOKEN},
         ndjson::Stream,
+        status_kib,
         upstream::{ScriptedUpstream, Turn},
     },
     undo::{config_with, tree},
@@ -20,16 +21,6 @@ const FILES: usize = 100;
 const SIZE: usize = 1 << 20;
 /// How much the server's peak may grow over its resident memory before: far below the data.
 const BOUND_MIB: u64 = 32;
-
-/// A field of `/proc/<pid>/status` in KiB (`VmRSS`, `VmHWM`).
-fn status_kib(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the status");
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {field} in:\n{status}"))
-}
 
 #[tokio::test]
 async fn recording_and_undoing_a_100_mib_delete_stays_far_below_the_data_in_memory() {

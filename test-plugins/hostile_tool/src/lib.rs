@@ -11,8 +11,11 @@
 //! (what the library's constructor saw when the dynamic loader ran it: its process, and
 //! whether it could open `/etc/passwd`, as an unconfined process can), `ids` (its real,
 //! effective and saved uids and gids, and how many supplementary groups it has),
-//! `setuid_root` (tries to become uid 0 again) and `write_root` (creates a file at a relative
-//! `path` in the project, through the root descriptor).
+//! `setuid_root` (tries to become uid 0 again), `write_root` (creates a file at a relative
+//! `path` in the project, through the root descriptor), `exhaust_files` (opens descriptors
+//! until the process may open no more, and keeps them), `big_result` (a result of `bytes`
+//! bytes), `stderr_line` (one line of `bytes` bytes on stderr, never ended) and
+//! `stderr_lines` (a line that is not UTF-8, then `bytes` short lines, on stderr).
 
 use std::{
     ffi::CString,
@@ -34,13 +37,20 @@ static CTOR_OPENED: AtomicBool = AtomicBool::new(false);
 #[link_section = ".init_array"]
 static CONSTRUCTOR: extern "C" fn() = at_load;
 
-/// Runs inside `dlopen`, before any symbol is looked up: notes where, and how confined.
+/// Runs inside `dlopen`, before any symbol is looked up: notes where, and how confined, and
+/// says so on stderr.
 extern "C" fn at_load() {
     CTOR_OPENED.store(
         std::fs::File::open("/etc/passwd").is_ok(),
         Ordering::Relaxed,
     );
     CTOR_PID.store(std::process::id(), Ordering::Relaxed);
+    // A "note: " line, which the server skips when it names a worker's death by its last
+    // line (as it skips Rust's hint about backtraces), so the crash tests read their cause.
+    eprintln!(
+        "note: hostile_tool's constructor ran in process {}",
+        std::process::id()
+    );
 }
 
 /// The hostile tool.
@@ -56,6 +66,8 @@ struct Args {
     port: u16,
     #[serde(default)]
     seconds: f64,
+    #[serde(default)]
+    bytes: usize,
 }
 
 impl Tool for HostileTool {
@@ -66,7 +78,8 @@ impl Tool for HostileTool {
                 "act": {"type": "string"},
                 "path": {"type": "string"},
                 "port": {"type": "integer"},
-                "seconds": {"type": "number"}
+                "seconds": {"type": "number"},
+                "bytes": {"type": "integer"}
             },
             "required": ["act"],
             "additionalProperties": false
@@ -116,6 +129,40 @@ impl Tool for HostileTool {
                     .map_err(failed)
             }
             "pid" => Ok(std::process::id().to_string()),
+            // One line of `bytes` bytes on stderr, with no end (at most 1 GiB).
+            "stderr_line" => {
+                use std::io::Write;
+                let chunk = [b'e'; 1 << 16];
+                let mut left = args.bytes.min(1 << 30);
+                let mut stderr = std::io::stderr().lock();
+                while left > 0 {
+                    let n = left.min(chunk.len());
+                    stderr.write_all(&chunk[..n]).map_err(failed)?;
+                    left -= n;
+                }
+                Ok(format!("wrote {} bytes", args.bytes.min(1 << 30)))
+            }
+            // A line that is not UTF-8, then `bytes` short lines, on stderr.
+            "stderr_lines" => {
+                use std::io::Write;
+                let mut stderr = std::io::stderr().lock();
+                stderr.write_all(b"\xff\xfe not UTF-8\n").map_err(failed)?;
+                for n in 0..args.bytes.min(1 << 20) {
+                    writeln!(stderr, "hostile line {n}").map_err(failed)?;
+                }
+                Ok("written".to_owned())
+            }
+            // A result of `bytes` bytes (at most 1 GiB).
+            "big_result" => Ok("x".repeat(args.bytes.min(1 << 30))),
+            // Uses up the worker's descriptors (`worker_open_files`) and keeps them.
+            "exhaust_files" => {
+                let mut kept = 0u32;
+                // SAFETY: `dup` of the call's root descriptor; the copies are leaked on purpose.
+                while unsafe { libc::dup(ctx.root_fd) } >= 0 {
+                    kept += 1;
+                }
+                Ok(format!("holding {kept} more descriptors"))
+            }
             "sleep" => {
                 std::thread::sleep(std::time::Duration::from_secs_f64(
                     args.seconds.clamp(0.0, 60.0),

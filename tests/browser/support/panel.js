@@ -65,7 +65,7 @@ export async function waitIdle(page) {
 
 /** The conversation as shown: one entry per bubble, activity line, error or note. */
 export async function transcript(page) {
-  return page.$$eval('#thread > :not(#empty):not(.typing):not(.turn-actions):not(.undo-bar):not(.changes-card):not([hidden])', (items) =>
+  return page.$$eval('#thread > :not(#empty):not(.typing):not(.turn-actions):not(.undo-bar):not(.changes-card):not(.turn-rojo):not([hidden])', (items) =>
     items.map((e) => {
       if (e.classList.contains('activity')) {
         return {

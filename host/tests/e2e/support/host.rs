@@ -262,6 +262,11 @@ impl TestHost {
             .expect("request reaches the host")
     }
 
+    /// Stops `conversation`'s run (`POST /conversations/{id}/stop`).
+    pub async fn stop_run(&self, conversation: &str) -> reqwest::Response {
+        stop_at(&self.url, conversation).await
+    }
+
     /// The project's root folder on disk.
     pub fn project_root(&self, project: &str) -> PathBuf {
         self.dir.path().join("storage").join(project).join("root")
@@ -277,6 +282,16 @@ impl TestHost {
     pub async fn stored_messages(&self, conversation: &str) -> Vec<serde_json::Value> {
         stored_messages_at(&self.url, conversation).await
     }
+}
+
+/// `POST url/conversations/{conversation}/stop` with the all-projects token.
+pub async fn stop_at(url: &str, conversation: &str) -> reqwest::Response {
+    client()
+        .post(format!("{url}/conversations/{conversation}/stop"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("stop is answered")
 }
 
 /// `POST url/chat` with the all-projects token and `body`, to the server at `url` (a test

@@ -71,3 +71,13 @@ pub fn builtin_libs() -> Vec<PathBuf> {
         .map(|t| plugin_lib(&format!("rojos_tool_{t}")))
         .collect()
 }
+
+/// A field of `/proc/<pid>/status` in KiB (`VmRSS`, `VmHWM`).
+pub fn status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in:\n{status}"))
+}

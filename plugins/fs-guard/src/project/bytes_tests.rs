@@ -95,7 +95,7 @@ pub(super) fn write_bytes_never_replaces_a_file_that_appears_after_the_check_on(
     let dir = fx.project_dir();
     let folder = dir.open_folder(".").unwrap();
     fx.write("late.txt", b"first");
-    let (kind, message) = kind_of(super::change::create_new_file(
+    let (kind, message) = kind_of(super::atomic_write::create_new_file(
         &folder, "late.txt", "late.txt", b"second",
     ));
     assert_eq!(kind, ErrorKind::REFUSED);

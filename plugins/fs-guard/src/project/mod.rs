@@ -2,9 +2,11 @@
 //! tools perform on it, after the syntactic checks of `path`. Each path is resolved once, by
 //! the kernel, beneath the root (`openat2` with `RESOLVE_BENEATH`), so no path the model sends
 //! reaches outside it. The operations come in two halves: `read` (meta, text, listing) and
-//! `change` (write, create, delete, move). Creations, replacements, moves and deletions act
-//! on the last name through an open handle of its parent folder, and a recursive delete walks
-//! down by folder handles opened with `O_NOFOLLOW` (see `tree`).
+//! `change` (write, create, delete, move; with `change_target`, what stands at a name before a
+//! change, and `atomic_write`, a file written whole through a temporary one). Creations,
+//! replacements, moves and deletions act on the last name through an open handle of its
+//! parent folder, and a recursive delete walks down by folder handles opened with
+//! `O_NOFOLLOW` (see `tree`).
 
 use std::os::fd::BorrowedFd;
 
@@ -15,7 +17,9 @@ use serde_json::{json, Value};
 
 use crate::error::{describe_type, PathError, Shown};
 
+mod atomic_write;
 mod change;
+mod change_target;
 mod entry;
 mod first_names;
 mod move_fallback;

@@ -14,7 +14,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::snapshot::{not_undoable, open_folder_nofollow, recorded_entry, Budget, MAX_DEPTH};
-use super::{change::create_new_file_from, tree, ProjectDir, KEPT_MODE_BITS};
+use super::{atomic_write::create_new_file_from, tree, ProjectDir, KEPT_MODE_BITS};
 use crate::error::{from_io, PathError, Shown};
 use crate::path::{check_path, Entry, PathUse};
 

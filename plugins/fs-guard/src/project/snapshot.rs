@@ -14,7 +14,7 @@ use cap_std::fs::Dir;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use super::{change::create_new_file, tree, ProjectDir, KEPT_MODE_BITS};
+use super::{atomic_write::create_new_file, tree, ProjectDir, KEPT_MODE_BITS};
 use crate::error::{from_io, PathError, Shown};
 use crate::path::{check_path, Entry, PathUse};
 

@@ -10,7 +10,7 @@ use std::io::Write;
 use cap_std::fs::Dir;
 use rustix::fs::{AtFlags, RenameFlags};
 
-use super::change::{temp_file, VersionCheck};
+use super::atomic_write::{temp_file, VersionCheck};
 use super::{move_fallback, IfExists, ProjectDir, Written};
 use crate::error::{from_io, Current, PathError, Shown};
 use crate::path::{check_path, PathUse, Split};
