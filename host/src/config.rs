@@ -38,23 +38,24 @@ mod provider;
 mod raw;
 mod rojo;
 mod store;
-mod tools;
 mod transfers;
 mod workers;
 
-pub use approve::{ApprovalRule, DEFAULT_APPROVAL_TIMEOUT};
+pub use approve::DEFAULT_APPROVAL_TIMEOUT;
 pub use auth::{ProjectScope, TokenConfig};
 pub use keys::{ConfigError, EnvLookup};
-pub use limits::{McpSessionLimits, RunBudgets, DEFAULT_UNATTENDED_RUN};
+pub use limits::{McpSessionLimits, DEFAULT_UNATTENDED_RUN};
 pub use plugins::PluginsConfig;
 pub use provider::ProviderConfig;
-pub use rojo::RojoConfig;
+pub use rojos_agent::{
+    rojo::{ApprovalRule, RojoConfig, ToolSelection},
+    RunBudgets,
+};
 pub use rojos_http_server::HttpLimits;
 pub use rojos_mcp_client::config::{
     HttpServer, McpServerConfig, McpTransport, PerProject, StdioServer,
 };
 pub use store::StoreConfig;
-pub use tools::ToolSelection;
 pub use transfers::{TransferLimits, TRANSFER_BUFFER_BYTES};
 
 use keys::{at_least, invalid, seconds_key};

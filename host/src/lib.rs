@@ -13,16 +13,17 @@
 //!   a sandboxed worker), the drop-in folder: the crate `rojos-plugin-host`.
 //! - [`names`]: the list of valid names an "unknown name" message shows.
 //! - [`registry`]: the loaded tools as an atomically swapped snapshot; the OpenAI `tools`
-//!   array. It sits above [`plugins`] and `mcp::client` and consumes their tools (a
-//!   `RegisteredTool` of either kind); neither names it.
+//!   array (the agent's, the crate `rojos-agent`, re-exported).
 //! - [`probe`]: `rojos probe`, a provider's streaming and tool-call check.
 //! - [`live`]: rojos and providers, reloaded when `rojos.toml` is edited (on the folder
 //!   watcher the drop-in folder also uses, the crate `rojos-watcher`).
 //! - [`providers`]: the providers as the user knows them; their background checks, status
-//!   and the choice of each rojo's provider; one-sentence advice for each failure.
+//!   and the choice of each rojo's provider (the advice for each failure and the context
+//!   windows are the agent's, re-exported).
 //! - [`state`]: [`state::AppState`], built once at start.
 //! - [`store`]: opening (and migrating) the conversation store `[store]` chooses.
-//! - [`agent`]: the agent loop: model turns, tool calls, events, stored history.
+//! - [`agent`]: the agent loop: model turns, tool calls, events, stored history (the crate
+//!   `rojos-agent`, re-exported; `config` reads a rojo and its budgets into its types).
 //! - [`http`]: the routes, authentication, API errors and the NDJSON body; `http::server`,
 //!   the accept loop with its limits on slow and idle connections (the crate
 //!   `rojos-http-server`, re-exported with the metrics it counts into).
@@ -30,7 +31,8 @@
 //!   through the agent's confined call path (served over HTTP at `/mcp/{projectId}`); and
 //!   `mcp::client`, the MCP servers of `[mcp.servers.*]` (stdio or Streamable HTTP) as tool
 //!   sources (the crate `rojos-mcp-client`, re-exported).
-//! - [`metrics`]: the Prometheus counters and histograms `GET /metrics` renders.
+//! - [`metrics`]: the Prometheus counters and histograms `GET /metrics` renders (the crate
+//!   `rojos-metrics`, re-exported).
 //! - [`runtime`]: the tokio runtime the server runs on (tasks woken from other threads first).
 //!
 //! [`serve`] runs the server on a bound listener until `shutdown` completes; the binary and
@@ -42,7 +44,6 @@ pub mod agent;
 pub mod checkpoints;
 pub mod cli;
 pub mod config;
-mod error_chain;
 mod hex;
 pub mod http;
 pub mod live;
@@ -92,7 +93,9 @@ pub async fn serve(
     let agent = std::sync::Arc::clone(&state.agent);
     let cancel = agent.shutdown.clone();
     let limits = state.config.http;
-    let metrics = std::sync::Arc::clone(&state.metrics);
+    let metrics = std::sync::Arc::new(http::server::ConnectionCounts(std::sync::Arc::clone(
+        &state.metrics,
+    )));
     agent.tasks.spawn(providers::monitor::run(
         std::sync::Arc::clone(&state.live),
         std::sync::Arc::clone(&state.statuses),

@@ -1,12 +1,13 @@
 //! A rojo's `approve` key: which of its tools wait for the user's decision before they run
 //! (`docs/configuration.md`, "Approvals"), and `[limits] approval_timeout_secs`.
 
-use std::{collections::BTreeSet, time::Duration};
+use std::time::Duration;
+
+use rojos_agent::rojo::{ApprovalRule, ToolSelection};
 
 use super::{
     keys::{invalid, ConfigError},
     raw::RawNames,
-    tools::ToolSelection,
 };
 
 /// How long a call waits for a decision unless `[limits] approval_timeout_secs` says
@@ -15,40 +16,6 @@ pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Longest accepted `approval_timeout_secs`: a day.
 pub(super) const MAX_APPROVAL_TIMEOUT_SECS: f64 = 86_400.0;
-
-/// Which tools of a rojo need the user's approval.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum ApprovalRule {
-    /// None (the default): every call runs at once.
-    #[default]
-    Nothing,
-    /// `"destructive"`: every plugin tool whose manifest says destructive (MCP tools only by
-    /// name: their annotations are hints a server sets for itself).
-    Destructive,
-    /// These tool names.
-    Only(BTreeSet<String>),
-}
-
-impl ApprovalRule {
-    /// Whether a call of `name` (`destructive`: its manifest says so) needs approval.
-    pub fn requires(&self, name: &str, destructive: bool) -> bool {
-        match self {
-            ApprovalRule::Nothing => false,
-            ApprovalRule::Destructive => destructive,
-            ApprovalRule::Only(names) => names.contains(name),
-        }
-    }
-
-    /// The names listed, for the check against the loaded tools.
-    pub(super) fn names(&self) -> impl Iterator<Item = &String> {
-        match self {
-            ApprovalRule::Only(names) => Some(names.iter()),
-            _ => None,
-        }
-        .into_iter()
-        .flatten()
-    }
-}
 
 /// `rojos.NAME.approve`: absent, `"destructive"`, or a list of tool names.
 pub(super) fn parse(rojo: &str, raw: Option<&RawNames>) -> Result<ApprovalRule, ConfigError> {
@@ -92,6 +59,8 @@ pub(super) fn check(
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
 
     #[test]

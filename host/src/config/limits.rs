@@ -8,37 +8,12 @@ use std::{net::SocketAddr, num::NonZeroUsize, time::Duration};
 use rojos_http_server::HttpLimits;
 use rojos_plugin_api::Limits;
 
+use rojos_agent::RunBudgets;
+
 use super::{
     keys::{at_least, invalid, seconds_key, ConfigError},
     raw::{RawLimits, RawServer},
 };
-
-/// `[limits]` budgets of one run (one user message and everything it leads to).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RunBudgets {
-    /// Tool calls run per model turn; further calls get an error result naming the limit.
-    pub max_tool_calls_per_turn: usize,
-    /// Tool-result bytes given to the model per model turn.
-    pub max_turn_result_bytes: usize,
-    /// Tool-result bytes given to the model per run.
-    pub max_run_result_bytes: usize,
-    /// Bytes of one model turn from the provider (text plus tool-call arguments).
-    pub max_model_turn_bytes: usize,
-    /// Stored size of a conversation (its messages' JSON); past it a new message is refused.
-    pub max_conversation_bytes: usize,
-}
-
-impl Default for RunBudgets {
-    fn default() -> Self {
-        RunBudgets {
-            max_tool_calls_per_turn: 32,
-            max_turn_result_bytes: 1 << 20,
-            max_run_result_bytes: 2 << 20,
-            max_model_turn_bytes: 2 << 20,
-            max_conversation_bytes: 4 << 20,
-        }
-    }
-}
 
 /// `[limits]` keys bounding the sessions of `/mcp` (`docs/mcp.md`, "Sessions").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,36 +7,14 @@ use std::{
     sync::Arc,
 };
 
+use rojos_agent::rojo::{RojoConfig, ToolSelection};
+
 use super::{
-    approve::{self, ApprovalRule},
+    approve,
     keys::{invalid, ConfigError, EnvLookup},
     provider::{self, ProviderConfig},
     raw::{RawNames, RawProvider, RawRojo},
-    tools::ToolSelection,
 };
-
-/// `[rojos.NAME]`.
-#[derive(Debug, Clone)]
-pub struct RojoConfig {
-    /// The providers this rojo may talk to, in order of preference (at least one): the first
-    /// available one is used.
-    pub providers: Vec<String>,
-    /// The system prompt, if any, shared by every model turn's request.
-    pub system_prompt: Option<Arc<str>>,
-    /// Which tools it may use.
-    pub tools: ToolSelection,
-    /// Model turns per user message: at least one, so every run makes a turn and ends with
-    /// `DONE`.
-    pub max_steps: NonZeroU32,
-    /// Which tools wait for the user's approval (`approve`).
-    pub approve: ApprovalRule,
-    /// The model's context window in tokens (`context_tokens`), over its provider's.
-    pub context_tokens: Option<u64>,
-    /// How full the window may get, in percent, before older messages are shortened and
-    /// summarised (`compact_at_percent`, default 80); 0 never does, and a conversation that
-    /// outgrows the window then ends with the provider's error.
-    pub compact_at_percent: u8,
-}
 
 pub(super) fn parse_providers(
     raw: &BTreeMap<String, RawProvider>,

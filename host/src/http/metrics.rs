@@ -18,6 +18,8 @@ pub(super) async fn get(_caller: Caller, State(state): State<AppState>) -> Respo
             .filter(|t| t.quarantined().is_some())
             .map(|t| t.name()),
     );
-    let text = state.metrics.render(registry.tools().count());
+    let text = state
+        .metrics
+        .render(registry.tools().count(), crate::logging::dropped_lines());
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response()
 }

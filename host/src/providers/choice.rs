@@ -81,7 +81,7 @@ pub fn select(board: &StatusBoard, settings: &Settings, rojo: &RojoConfig) -> Se
             Status::Ready { model } => {
                 let client = known.client.clone().or_else(|| provider.client.clone());
                 if let Some(client) = client {
-                    let mut reference = ProviderRef::of_live(name, provider);
+                    let mut reference = crate::providers::named_live(name, provider);
                     reference.model.clone_from(model);
                     let status = known.status.clone();
                     return Selection {
@@ -101,7 +101,7 @@ pub fn select(board: &StatusBoard, settings: &Settings, rojo: &RojoConfig) -> Se
                 if let Some(client) = presumed_ready(provider) {
                     return Selection {
                         chosen: Some(Chosen {
-                            provider: ProviderRef::of_live(name, provider),
+                            provider: crate::providers::named_live(name, provider),
                             client: client.clone(),
                             status: Status::Checking,
                         }),

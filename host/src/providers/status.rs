@@ -88,7 +88,7 @@ impl StatusBoard {
     /// check.
     pub fn known(&self, name: &str, provider: &LiveProvider) -> Known {
         if provider.config.missing_key {
-            let reference = super::ProviderRef::of_live(name, provider);
+            let reference = super::named_live(name, provider);
             return Known {
                 status: Status::Unavailable {
                     fix: advice::missing_key(&reference),

@@ -1,0 +1,91 @@
+//! A rojo, as the agent runs it: [`RojoConfig`] (its providers, prompt, tools, step limit,
+//! approvals and context window, read from `[rojos.NAME]` by the host's config), which tools
+//! it enables ([`ToolSelection`]) and which wait for the user's approval ([`ApprovalRule`]).
+
+use std::{collections::BTreeSet, num::NonZeroU32, sync::Arc};
+
+/// `[rojos.NAME]`.
+#[derive(Debug, Clone)]
+pub struct RojoConfig {
+    /// The providers this rojo may talk to, in order of preference (at least one): the first
+    /// available one is used.
+    pub providers: Vec<String>,
+    /// The system prompt, if any, shared by every model turn's request.
+    pub system_prompt: Option<Arc<str>>,
+    /// Which tools it may use.
+    pub tools: ToolSelection,
+    /// Model turns per user message: at least one, so every run makes a turn and ends with
+    /// `DONE`.
+    pub max_steps: NonZeroU32,
+    /// Which tools wait for the user's approval (`approve`).
+    pub approve: ApprovalRule,
+    /// The model's context window in tokens (`context_tokens`), over its provider's.
+    pub context_tokens: Option<u64>,
+    /// How full the window may get, in percent, before older messages are shortened and
+    /// summarised (`compact_at_percent`, default 80); 0 never does, and a conversation that
+    /// outgrows the window then ends with the provider's error.
+    pub compact_at_percent: u8,
+}
+
+/// A rojo's enabled tools.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolSelection {
+    /// `"*"`: every loaded tool.
+    All,
+    /// Only these names.
+    Only(BTreeSet<String>),
+}
+
+impl ToolSelection {
+    /// Whether the tool `name` is enabled.
+    pub fn allows(&self, name: &str) -> bool {
+        match self {
+            ToolSelection::All => true,
+            ToolSelection::Only(set) => {
+                set.contains(name) || set.iter().any(|entry| server_wildcard(entry, name))
+            }
+        }
+    }
+}
+
+/// Whether `entry` is `SERVER__*` (every tool of an MCP server, `docs/mcp.md`) and `name`
+/// one of that server's tools.
+fn server_wildcard(entry: &str, name: &str) -> bool {
+    entry
+        .strip_suffix('*')
+        .is_some_and(|prefix| prefix.ends_with("__") && name.starts_with(prefix))
+}
+
+/// Which tools of a rojo need the user's approval.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ApprovalRule {
+    /// None (the default): every call runs at once.
+    #[default]
+    Nothing,
+    /// `"destructive"`: every plugin tool whose manifest says destructive (MCP tools only by
+    /// name: their annotations are hints a server sets for itself).
+    Destructive,
+    /// These tool names.
+    Only(BTreeSet<String>),
+}
+
+impl ApprovalRule {
+    /// Whether a call of `name` (`destructive`: its manifest says so) needs approval.
+    pub fn requires(&self, name: &str, destructive: bool) -> bool {
+        match self {
+            ApprovalRule::Nothing => false,
+            ApprovalRule::Destructive => destructive,
+            ApprovalRule::Only(names) => names.contains(name),
+        }
+    }
+
+    /// The names listed, for the check against the loaded tools.
+    pub fn names(&self) -> impl Iterator<Item = &String> {
+        match self {
+            ApprovalRule::Only(names) => Some(names.iter()),
+            _ => None,
+        }
+        .into_iter()
+        .flatten()
+    }
+}

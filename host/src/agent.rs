@@ -1,0 +1,4 @@
+//! The agent loop: the crate `rojos-agent` (its map is at its root), under the path the host's
+//! modules name it by.
+
+pub use rojos_agent::*;
