@@ -34,8 +34,9 @@ pub struct RemoteFollower {
 }
 
 impl RemoteFollower {
-    /// Follows the run `first` (a read of the conversation's feed) shows, from line `after`;
-    /// gives up when the store cannot be read for `patience`.
+    /// Follows the run `first` (a read of the conversation's feed) shows, from line `after`,
+    /// which may be past what the store holds yet (the running host publishes a moment after
+    /// its own clients read); gives up when the store cannot be read for `patience`.
     pub fn new(
         shared: Arc<dyn SharedFeeds>,
         conversation: ConversationId,
@@ -102,6 +103,14 @@ impl RemoteFollower {
                         return Some(Bytes::from(chunk));
                     }
                     if self.next >= read.last_seq {
+                        if read.done && self.next > read.last_seq {
+                            // Asked from an event the run, now ended, never made.
+                            return Some(self.fail(&format!(
+                                "after={} is past the run's last event ({}); ask from an event \
+                                 number the run gave (or 0 for all of it)",
+                                self.next, read.last_seq
+                            )));
+                        }
                         if read.done {
                             self.ended = true;
                             return None;

@@ -56,7 +56,13 @@ pub(super) async fn events(
                 return Ok(StatusCode::NO_CONTENT.into_response());
             }
             let after = query.after.unwrap_or(0);
-            check_after(after, read.last_seq)?;
+            // The running host publishes a run's events a moment after its own clients read
+            // them (`agent::relay`): a client that read event N there and comes here may be
+            // ahead of the store while the run goes on. Its follower waits for the store to
+            // catch up; only an ended run's last event is final.
+            if read.done {
+                check_after(after, read.last_seq)?;
+            }
             let follower =
                 RemoteFollower::new(Arc::clone(shared), id, &read, after, state.agent.run_lease);
             return Ok(ndjson::remote_response(

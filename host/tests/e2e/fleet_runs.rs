@@ -4,7 +4,9 @@
 //! twice), stopped from the second, read to its end from the second after its client left,
 //! a client following on the second keeps it attended, and a follower on the second learns
 //! it was lost when the first host dies mid-run, and the run's own end when the first host
-//! is stopped gracefully. A conversation compacted on one host goes
+//! is stopped gracefully. A client ahead of the store (it read an event on the first host
+//! before the first host published it) is followed on the second until the store catches
+//! up. A conversation compacted on one host goes
 //! on on the other, and on a restarted one, with the summary kept (not asked of the model
 //! again). With `[store] share_runs = false` a run is followed and stopped only on its own
 //! host: the other answers as for a run it cannot see.
@@ -119,6 +121,77 @@ async fn a_run_on_one_host_is_followed_from_event_n_and_stopped_from_the_other()
     for url in [&host_a, &host_b] {
         assert_eq!(stop_at(url, &conversation).await.status(), 409);
     }
+}
+
+/// What `response` streams until nothing more comes for `quiet`.
+async fn read_until_quiet(response: &mut reqwest::Response, quiet: Duration) -> String {
+    let mut seen = String::new();
+    while let Ok(chunk) = tokio::time::timeout(quiet, response.chunk()).await {
+        match chunk.expect("the stream reads") {
+            Some(bytes) => seen.push_str(std::str::from_utf8(&bytes).expect("UTF-8")),
+            None => break,
+        }
+    }
+    seen
+}
+
+/// The lines of an NDJSON body numbered past `after`, as JSON.
+fn lines_after(body: &str, after: u64) -> Vec<Value> {
+    lines_read(body)
+        .into_iter()
+        .filter(|line| line["seq"].as_u64().expect("a seq") > after)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_ahead_of_the_store_is_followed_on_the_other_host_until_the_store_catches_up() {
+    let text = "word ".repeat(20);
+    let held = Turn::text_in_pieces(&text, 5).held();
+    let (deployment, upstream) = deployment(vec![held], "").await;
+    let [host_a, host_b] = deployment.urls.clone();
+
+    // Host A has given its client every event it has (the model's answer is held back), and
+    // has published them: nothing comes for longer than a publish takes.
+    let mut on_a = chat_at(&host_a, &json!({"projectId": "demo", "message": "go"})).await;
+    assert_eq!(on_a.status(), 200);
+    let seen = read_until_quiet(&mut on_a, Duration::from_millis(800)).await;
+    let read = lines_read(&seen);
+    let conversation = read[0]["conversationId"].as_str().unwrap().to_owned();
+    let last = read.last().unwrap()["seq"].as_u64().unwrap();
+
+    // A client that read one event more on host A than the store holds yet (host A publishes
+    // a moment after its own clients read) rejoins on host B: it is followed, not refused.
+    let ahead = events_at(&host_b, &conversation, Some(last + 1)).await;
+    assert_eq!(ahead.status(), 200, "{:?}", ahead.text().await);
+    // A client that claims an event the run never makes is followed too, and told at the end.
+    let far_ahead = events_at(&host_b, &conversation, Some(last + 1_000)).await;
+    assert_eq!(far_ahead.status(), 200);
+
+    upstream.release();
+    let rest_a = on_a.text().await.expect("A's stream ends");
+    let whole_a = seen + &rest_a;
+    assert_eq!(Stream::parse(&whole_a).done().1, "completed");
+    let ahead = ahead.text().await.expect("B's stream ends");
+    assert_eq!(
+        Stream::parse(&ahead).seqs.0,
+        last + 2,
+        "right after the one it has"
+    );
+    assert_eq!(
+        lines_read(&ahead),
+        lines_after(&whole_a, last + 1),
+        "B gives what A gave after that event: nothing lost, nothing twice"
+    );
+    let far_ahead = Stream::read(far_ahead).await;
+    let errors = far_ahead.errors();
+    assert!(
+        errors.len() == 1 && errors[0].contains("is past the run's last event"),
+        "{errors:?}"
+    );
+    assert_eq!(far_ahead.done().1, "internal_error");
+    // Once the run has ended, its last event is final: a later event is refused at once.
+    let past = events_at(&host_b, &conversation, Some(last + 1_000)).await;
+    assert_eq!(past.status(), 400);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
