@@ -231,7 +231,7 @@ pub struct RegistryHandle {
     /// tools before they are listed (`LiveConfig::check_tools`).
     mcp_servers: Vec<String>,
     /// Counts replacements, so MCP sessions learn that their offered list may have changed
-    /// (`mcp::server`).
+    /// (the crate `rojos-mcp-server`).
     changes: watch::Sender<u64>,
 }
 

@@ -44,7 +44,7 @@ mod workers;
 pub use approve::DEFAULT_APPROVAL_TIMEOUT;
 pub use auth::{ProjectScope, TokenConfig};
 pub use keys::{ConfigError, EnvLookup};
-pub use limits::{McpSessionLimits, DEFAULT_UNATTENDED_RUN};
+pub use limits::DEFAULT_UNATTENDED_RUN;
 pub use plugins::PluginsConfig;
 pub use provider::ProviderConfig;
 pub use rojos_agent::{
@@ -55,6 +55,7 @@ pub use rojos_http_server::HttpLimits;
 pub use rojos_mcp_client::config::{
     HttpServer, McpServerConfig, McpTransport, PerProject, StdioServer,
 };
+pub use rojos_mcp_server::McpSessionLimits;
 pub use store::StoreConfig;
 pub use transfers::{TransferLimits, TRANSFER_BUFFER_BYTES};
 

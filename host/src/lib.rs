@@ -28,7 +28,8 @@
 //!   the accept loop with its limits on slow and idle connections (the crate
 //!   `rojos-http-server`, re-exported with the metrics it counts into).
 //! - [`mcp`]: Rojos as an MCP server: a rojo's tools listed and called on one project
-//!   through the agent's confined call path (served over HTTP at `/mcp/{projectId}`); and
+//!   through the agent's confined call path (served over HTTP at `/mcp/{projectId}`; the
+//!   crate `rojos-mcp-server`, re-exported, reading the live `rojos.toml` as its `Rojos`); and
 //!   `mcp::client`, the MCP servers of `[mcp.servers.*]` (stdio or Streamable HTTP) as tool
 //!   sources (the crate `rojos-mcp-client`, re-exported).
 //! - [`metrics`]: the Prometheus counters and histograms `GET /metrics` renders (the crate

@@ -199,7 +199,7 @@ pub struct Live {
     /// Told of each reload, so the providers that changed are checked at once.
     reloads: tokio::sync::Notify,
     /// Counts reloads, for any number of watchers (MCP sessions whose rojo's tools may have
-    /// changed, `mcp::server`).
+    /// changed: the crate `rojos-mcp-server`, through `mcp::Rojos`).
     changes: tokio::sync::watch::Sender<u64>,
 }
 

@@ -69,7 +69,7 @@ fn serve_mcp(state: AppState, target: rojos::mcp::McpTarget) -> anyhow::Result<(
     let runtime = rojos::runtime::runtime(state.config.worker_threads)?;
     runtime.block_on(rojos::mcp::serve_stdio(
         std::sync::Arc::clone(&state.agent),
-        std::sync::Arc::clone(&state.live),
+        state.live.clone(),
         target,
     ))?;
     Ok(())

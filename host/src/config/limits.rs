@@ -9,32 +9,12 @@ use rojos_http_server::HttpLimits;
 use rojos_plugin_api::Limits;
 
 use rojos_agent::RunBudgets;
+use rojos_mcp_server::McpSessionLimits;
 
 use super::{
     keys::{at_least, invalid, seconds_key, ConfigError},
     raw::{RawLimits, RawServer},
 };
-
-/// `[limits]` keys bounding the sessions of `/mcp` (`docs/mcp.md`, "Sessions").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct McpSessionLimits {
-    /// Sessions open at once, all tokens together (`503` beyond).
-    pub max_sessions: usize,
-    /// Sessions open at once per token (`429` beyond).
-    pub max_sessions_per_token: usize,
-    /// A session with no request for this long is ended.
-    pub idle: Duration,
-}
-
-impl Default for McpSessionLimits {
-    fn default() -> Self {
-        McpSessionLimits {
-            max_sessions: 512,
-            max_sessions_per_token: 16,
-            idle: Duration::from_secs(300),
-        }
-    }
-}
 
 /// The most worker threads `[server] worker_threads` may ask for: far more than any machine's
 /// cores, so a typo (an extra digit or three) is refused, not a thousand idle threads started.

@@ -32,7 +32,7 @@ use super::{auth::Caller, error::ApiError, limits::ChatLimits};
 use crate::{
     mcp::{
         opening, AdmittedCall, BoundSessionManager, CallAdmission, CallRefused, McpAdmission,
-        McpSessions, McpTarget, RojosMcpServer, SessionRefused, TargetSource,
+        McpSessions, McpTarget, Rojos, RojosMcpServer, SessionRefused, TargetSource,
     },
     metrics::Metrics,
     state::AppState,
@@ -60,11 +60,11 @@ pub(super) struct McpQuery {
 /// The MCP route: rmcp's Streamable HTTP service behind [`admit`].
 pub(super) fn routes(state: &AppState) -> Router<AppState> {
     let agent = Arc::clone(&state.agent);
-    let live = Arc::clone(&state.live);
+    let rojos: Arc<dyn Rojos> = state.live.clone();
     let factory = move || {
         Ok(RojosMcpServer::new(
             Arc::clone(&agent),
-            Arc::clone(&live),
+            Arc::clone(&rojos),
             TargetSource::PerHttpRequest,
         ))
     };

@@ -18,7 +18,7 @@ use rmcp::{
     },
 };
 
-use super::sessions::{McpSessions, Reservation};
+use crate::sessions::{McpSessions, Reservation};
 
 tokio::task_local! {
     /// The place taken for the session the current request's `initialize` opens.

@@ -21,13 +21,13 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
 };
 
-use super::{admission::McpAdmission, tools::mcp_tool};
-use crate::{
-    agent::{Agent, SingleCallError},
-    config::ToolSelection,
-    live::Live,
-    storage::ProjectId,
+use rojos_agent::{
+    rojo::{ApprovalRule, ToolSelection},
+    Agent, SingleCallError,
 };
+use rojos_project_storage::ProjectId;
+
+use crate::{admission::McpAdmission, rojos::Rojos, tools::mcp_tool};
 
 /// The project and rojo an MCP request works on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,17 +56,17 @@ const INSTRUCTIONS: &str = "Tools on the files of one Rojos project, confined to
 #[derive(Debug, Clone)]
 pub struct RojosMcpServer {
     agent: Arc<Agent>,
-    live: Arc<Live>,
+    rojos: Arc<dyn Rojos>,
     target: TargetSource,
 }
 
 impl RojosMcpServer {
-    /// A server running calls through `agent`, reading rojos from `live` at each request
-    /// (an edit of `rojos.toml` applies from the next request).
-    pub fn new(agent: Arc<Agent>, live: Arc<Live>, target: TargetSource) -> RojosMcpServer {
+    /// A server running calls through `agent`, reading `rojos` at each request (an edit of
+    /// `rojos.toml` applies from the next request).
+    pub fn new(agent: Arc<Agent>, rojos: Arc<dyn Rojos>, target: TargetSource) -> RojosMcpServer {
         RojosMcpServer {
             agent,
-            live,
+            rojos,
             target,
         }
     }
@@ -81,7 +81,7 @@ impl RojosMcpServer {
         match &self.target {
             TargetSource::Fixed(target) => Ok(target.clone()),
             TargetSource::PerHttpRequest => extensions
-                .get::<axum::http::request::Parts>()
+                .get::<http::request::Parts>()
                 .and_then(|parts| parts.extensions.get::<McpTarget>())
                 .cloned()
                 .ok_or_else(|| {
@@ -92,21 +92,15 @@ impl RojosMcpServer {
 
     /// The tools `rojo` enables now; an error once the rojo is gone from `rojos.toml`.
     fn enabled_tools(&self, rojo: &str) -> Result<ToolSelection, ErrorData> {
-        let settings = self.live.settings();
-        settings
-            .rojo(rojo)
-            .map(|config| config.tools.clone())
-            .map_err(|unknown| ErrorData::invalid_request(unknown.to_string(), None))
+        self.rojos
+            .enabled_tools(rojo)
+            .map_err(|unknown| ErrorData::invalid_request(unknown, None))
     }
 
     /// Which of `rojo`'s tools need the user's approval now (refused here: `docs/mcp.md`,
     /// "Approvals").
-    fn approval_rule(&self, rojo: &str) -> crate::config::ApprovalRule {
-        let settings = self.live.settings();
-        settings
-            .rojo(rojo)
-            .map(|config| config.approve.clone())
-            .unwrap_or_default()
+    fn approval_rule(&self, rojo: &str) -> ApprovalRule {
+        self.rojos.approval_rule(rojo)
     }
 
     /// A digest of the tool definitions `rojo` offers now (none once the rojo is gone): what
@@ -136,7 +130,7 @@ impl RojosMcpServer {
         Fut: Future<Output = bool>,
     {
         let mut registry = self.agent.registry.changes();
-        let mut settings = self.live.changes();
+        let mut settings = self.rojos.changes();
         let mut last = self.offered(rojo);
         tokio::pin!(ended);
         loop {
@@ -172,7 +166,7 @@ async fn session_ended(peer: rmcp::Peer<RoleServer>) {
 fn admission(context: &RequestContext<RoleServer>) -> Option<McpAdmission> {
     context
         .extensions
-        .get::<axum::http::request::Parts>()
+        .get::<http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<McpAdmission>())
         .cloned()
 }

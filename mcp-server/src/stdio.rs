@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use rmcp::{service::ServerInitializeError, transport::stdio, ServiceExt};
 
-use super::{McpTarget, RojosMcpServer, TargetSource};
-use crate::{agent::Agent, live::Live};
+use rojos_agent::Agent;
+
+use crate::{rojos::Rojos, McpTarget, RojosMcpServer, TargetSource};
 
 /// Why the stdio server stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -28,10 +29,10 @@ pub enum StdioError {
 /// [`StdioError`] when the session could not start or ended abnormally.
 pub async fn serve_stdio(
     agent: Arc<Agent>,
-    live: Arc<Live>,
+    rojos: Arc<dyn Rojos>,
     target: McpTarget,
 ) -> Result<(), StdioError> {
-    let server = RojosMcpServer::new(agent, live, TargetSource::Fixed(target));
+    let server = RojosMcpServer::new(agent, rojos, TargetSource::Fixed(target));
     let running = server
         .serve(stdio())
         .await

@@ -11,9 +11,32 @@
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, MutexGuard},
+    time::Duration,
 };
 
-use crate::{config::McpSessionLimits, metrics::Metrics};
+use rojos_metrics::Metrics;
+
+/// `[limits]` keys bounding the sessions of `/mcp` (`docs/mcp.md`, "Sessions"), read by the
+/// host's config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct McpSessionLimits {
+    /// Sessions open at once, all tokens together (`503` beyond).
+    pub max_sessions: usize,
+    /// Sessions open at once per token (`429` beyond).
+    pub max_sessions_per_token: usize,
+    /// A session with no request for this long is ended.
+    pub idle: Duration,
+}
+
+impl Default for McpSessionLimits {
+    fn default() -> Self {
+        McpSessionLimits {
+            max_sessions: 512,
+            max_sessions_per_token: 16,
+            idle: Duration::from_secs(300),
+        }
+    }
+}
 
 /// Which limit refused a new session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
