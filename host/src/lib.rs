@@ -4,7 +4,7 @@
 //!
 //! - [`cli`]: the `rojos` command line and its subcommands (`check`, `tools`, `probe`,
 //!   `init`, `migrate`); [`logging`]: the log on stderr (text or JSON, colours only on a terminal).
-//! - [`config`]: `rojos.toml`, raw then validated.
+//! - [`config`]: `rojos.toml`, raw then validated (the crate `rojos-config`, re-exported).
 //! - [`secret`]: API keys and tokens that never show in logs.
 //! - [`storage`]: `<storage>/<projectId>/root/`, opened as capabilities; [`storage::ProjectId`].
 //! - [`checkpoints`]: undo of a run's file changes: the earlier state of the paths a

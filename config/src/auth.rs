@@ -6,7 +6,8 @@ use super::{
     keys::{invalid, ConfigError, EnvLookup},
     raw::RawToken,
 };
-use crate::{secret::Secret, storage::ProjectId};
+use rojos_llm::Secret;
+use rojos_project_storage::ProjectId;
 
 /// One bearer token and the projects it may touch.
 #[derive(Debug, Clone)]

@@ -93,7 +93,7 @@ fn parse_rojo(
                     "must be 0 (never compact) to 100",
                 ))
             }
-            p => p.unwrap_or(crate::agent::context::DEFAULT_COMPACT_AT_PERCENT),
+            p => p.unwrap_or(rojos_agent::context::DEFAULT_COMPACT_AT_PERCENT),
         },
     })
 }

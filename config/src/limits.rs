@@ -73,10 +73,8 @@ const MAX_UNATTENDED_RUN_SECS: f64 = 86_400.0;
 
 /// `[limits] unattended_run_secs`: how long a run goes on with nobody following it; `0`
 /// stops it as soon as its last client leaves.
-pub(super) fn parse_unattended(
-    value: Option<f64>,
-) -> Result<crate::agent::Unattended, ConfigError> {
-    use crate::agent::Unattended;
+pub(super) fn parse_unattended(value: Option<f64>) -> Result<rojos_agent::Unattended, ConfigError> {
+    use rojos_agent::Unattended;
     match value {
         None => Ok(Unattended::After(DEFAULT_UNATTENDED_RUN)),
         Some(0.0) => Ok(Unattended::StopAtOnce),

@@ -89,11 +89,11 @@ pub(super) fn parse(
 /// refused.
 pub(super) fn context_tokens(key: &str, given: Option<u64>) -> Result<Option<u64>, ConfigError> {
     match given {
-        Some(n) if n < crate::agent::context::MIN_CONTEXT_TOKENS => Err(invalid(
+        Some(n) if n < rojos_agent::context::MIN_CONTEXT_TOKENS => Err(invalid(
             format!("{key}.context_tokens"),
             format!(
                 "must be at least {} (the model's context window, in tokens)",
-                crate::agent::context::MIN_CONTEXT_TOKENS
+                rojos_agent::context::MIN_CONTEXT_TOKENS
             ),
         )),
         given => Ok(given),

@@ -13,7 +13,7 @@ use super::{
     keys::{invalid, seconds_key, ConfigError, EnvLookup},
     raw::RawMcpServer,
 };
-use crate::secret::Secret;
+use rojos_llm::Secret;
 
 /// Parses every `[mcp.servers.*]` table.
 pub(super) fn parse_servers(
@@ -147,8 +147,8 @@ fn parse_http(
         env,
     )?);
     for (header, value) in &headers {
-        let valid = axum::http::HeaderName::try_from(header.as_str()).is_ok()
-            && axum::http::HeaderValue::try_from(value.expose()).is_ok();
+        let valid = http::HeaderName::try_from(header.as_str()).is_ok()
+            && http::HeaderValue::try_from(value.expose()).is_ok();
         if !valid {
             return Err(invalid(
                 format!("{key}.headers.{header}"),

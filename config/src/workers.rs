@@ -9,7 +9,7 @@ use super::{
     keys::{invalid, ConfigError},
     raw::RawPlugins,
 };
-use crate::plugins::{Isolation, WorkerStart};
+use rojos_plugin_host::{Isolation, WorkerStart};
 
 /// The parsed keys.
 pub(super) struct Workers {

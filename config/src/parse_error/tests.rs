@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::config::{ConfigError, ConfigFile};
+use crate::{ConfigError, ConfigFile};
 
 const SECRET: &str = "sekrit-4f9a-77c1";
 

@@ -23,13 +23,13 @@ pub struct PluginsConfig {
     /// How many calls of one plugin may run at once.
     pub max_concurrent_calls: usize,
     /// Where the `load` plugins run (drop-ins always run in workers).
-    pub isolation: crate::plugins::Isolation,
+    pub isolation: rojos_plugin_host::Isolation,
     /// The workers' sandbox and limits.
     pub sandbox: rojos_plugin_worker::SandboxSettings,
     /// How long a worker with no calls stays.
     pub worker_idle: Duration,
     /// How a new worker is started (`worker_start`).
-    pub worker_start: crate::plugins::WorkerStart,
+    pub worker_start: rojos_plugin_host::WorkerStart,
     /// When a plugin whose workers keep dying is quarantined (`None`: never).
     pub quarantine: Option<rojos_plugin_worker::QuarantineRule>,
 }
