@@ -43,6 +43,9 @@ fn main() -> ExitCode {
 }
 
 fn serve(state: AppState) -> anyhow::Result<()> {
+    state
+        .metrics
+        .read_log_drops_from(rojos::logging::dropped_lines);
     if let Err(e) = rojos::raise_open_files_limit() {
         tracing::warn!(error = %e, "cannot raise the open files limit");
     }

@@ -124,7 +124,7 @@ mod tests {
     #[test]
     fn every_metric_rendered_has_a_row_in_the_api_doc() {
         let doc = api_doc();
-        let text = super::super::Metrics::new().render(0, 0);
+        let text = super::super::Metrics::new().render(0);
         for line in text.lines() {
             let Some(declared) = line.strip_prefix("# TYPE rojos_") else {
                 continue;

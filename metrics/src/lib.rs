@@ -90,6 +90,8 @@ pub struct Metrics {
     connections_open: Gauge,
     connections_closed: Family<ReasonLabels, Counter>,
     log_lines_dropped: Counter,
+    /// Where the log writer's count of dropped lines is read (`read_log_drops_from`).
+    log_drops: std::sync::OnceLock<fn() -> u64>,
     mcp_sessions_open: Gauge,
 }
 
@@ -124,6 +126,7 @@ impl Metrics {
             connections_open: Gauge::default(),
             connections_closed: Family::default(),
             log_lines_dropped: Counter::default(),
+            log_drops: std::sync::OnceLock::new(),
             mcp_sessions_open: Gauge::default(),
             registry: Registry::default(),
         };
@@ -332,16 +335,23 @@ impl Metrics {
         }
     }
 
-    /// Every metric in the Prometheus text format, with `plugins_loaded` tools in the registry
-    /// and `log_lines_dropped` log lines dropped so far by the log writer.
-    pub fn render(&self, plugins_loaded: usize, log_lines_dropped: u64) -> String {
+    /// Reads the log writer's count of dropped lines from `source` at each scrape (the
+    /// binary's log; a server without one counts none). Only the first source set is kept.
+    pub fn read_log_drops_from(&self, source: fn() -> u64) {
+        let _ = self.log_drops.set(source);
+    }
+
+    /// Every metric in the Prometheus text format, with `plugins_loaded` tools in the registry.
+    pub fn render(&self, plugins_loaded: usize) -> String {
         self.plugins_loaded
             .set(i64::try_from(plugins_loaded).unwrap_or(i64::MAX));
         // The log writer keeps its own count; the counter catches up with it (atomically:
         // two scrapes at once must not both add the difference).
-        self.log_lines_dropped
-            .inner()
-            .fetch_max(log_lines_dropped, std::sync::atomic::Ordering::Relaxed);
+        if let Some(dropped) = self.log_drops.get() {
+            self.log_lines_dropped
+                .inner()
+                .fetch_max(dropped(), std::sync::atomic::Ordering::Relaxed);
+        }
         let mut text = String::new();
         prometheus_client::encoding::prometheus_text::encode(&mut text, &self.registry)
             .expect("writing to a String cannot fail");
@@ -375,6 +385,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_log_s_dropped_lines_are_read_from_its_source_at_each_scrape() {
+        let metrics = Metrics::new();
+        assert!(metrics
+            .render(0)
+            .contains("rojos_log_lines_dropped_total 0"));
+        metrics.read_log_drops_from(|| 7);
+        assert!(metrics
+            .render(0)
+            .contains("rojos_log_lines_dropped_total 7"));
+        // A second source is ignored: the binary has one log.
+        metrics.read_log_drops_from(|| 9);
+        assert!(metrics
+            .render(0)
+            .contains("rojos_log_lines_dropped_total 7"));
+    }
+
+    #[test]
     fn counts_render_in_the_prometheus_text_format() {
         let metrics = Metrics::new();
         metrics.chat_started();
@@ -386,7 +413,7 @@ mod tests {
         let open = metrics.open_stream();
         let _connection = metrics.open_connection();
         metrics.connection_closed("idle");
-        let text = metrics.render(5, 0);
+        let text = metrics.render(5);
         for line in [
             "# TYPE rojos_chats_started_total counter",
             "rojos_chats_started_total 1",
@@ -406,7 +433,7 @@ mod tests {
         }
         drop(open);
         assert!(metrics
-            .render(5, 0)
+            .render(5)
             .lines()
             .any(|l| l == "rojos_streams_open 0"));
     }
@@ -425,12 +452,12 @@ mod tests {
             .worker_threads(3)
             .build()
             .expect("runtime");
-        let text = runtime.block_on(async { metrics.render(0, 0) });
+        let text = runtime.block_on(async { metrics.render(0) });
         assert!(
             text.lines().any(|l| l == "rojos_runtime_workers 3"),
             "{text}"
         );
-        let off_runtime = metrics.render(0, 0);
+        let off_runtime = metrics.render(0);
         assert!(off_runtime.lines().any(|l| l == "rojos_runtime_workers 0"));
         assert_eq!(
             value(&off_runtime, "rojos_runtime_busy_seconds_total"),
@@ -446,7 +473,7 @@ mod tests {
             .enable_time()
             .build()
             .expect("runtime");
-        let before = runtime.block_on(async { metrics.render(0, 0) });
+        let before = runtime.block_on(async { metrics.render(0) });
         // A task that keeps a worker busy for 100 ms, then ten that each sleep, so a worker
         // parks between their wakes; one more left waiting, alive.
         runtime.block_on(async {
@@ -466,7 +493,7 @@ mod tests {
         });
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let waiting = runtime.spawn(stopped);
-        let after = runtime.block_on(async { metrics.render(0, 0) });
+        let after = runtime.block_on(async { metrics.render(0) });
         let busy = |text: &str| value(text, "rojos_runtime_busy_seconds_total").expect(text);
         let parks = |text: &str| value(text, "rojos_runtime_worker_parks_total").expect(text);
         assert!(
@@ -499,7 +526,7 @@ mod tests {
         };
         let rss_before = status("VmRSS:") * 1024.0;
         let cpu_before = cpu_seconds();
-        let text = Metrics::new().render(0, 0);
+        let text = Metrics::new().render(0);
         let cpu_after = cpu_seconds();
         let rss_after = status("VmRSS:") * 1024.0;
 

@@ -1,4 +1,4 @@
-// Replies rendered as markdown (host/assets/panel-render.js over the bundled markdown-it and
+// Replies rendered as markdown (server/assets/panel-render.js over the bundled markdown-it and
 // lowlight), in real headless Chromium against the real `rojos` binary and a scripted
 // upstream: each construct as its element, highlighted code with readable colours in both
 // schemes, hostile model text left inert, partial markdown while a reply streams, the copy

@@ -1,0 +1,53 @@
+//! What every handler answers about stored conversations: a store failure (`503` while the
+//! database cannot be reached, `500` otherwise), a conversation that is not there (`404`),
+//! and a conversation's run lease (`409` while a reply is written in it).
+
+use rojos_conversations::{ConversationId, StoreError};
+
+use super::error::ApiError;
+use crate::state::AppState;
+use rojos_agent::RunLease;
+
+/// A store failure as the answer: `503` while the database cannot be reached (logged with
+/// its cause), `500` for anything else.
+pub(super) fn internal(e: StoreError) -> ApiError {
+    if matches!(e, StoreError::Unavailable { .. }) {
+        tracing::warn!(error = %rojos_agent::error_chain(&e), "conversation store unavailable");
+        return ApiError::Unavailable(STORE_UNAVAILABLE.to_owned());
+    }
+    ApiError::internal("the conversation store failed", e)
+}
+
+/// The `503` body's text while the conversation database cannot be reached.
+pub(super) const STORE_UNAVAILABLE: &str =
+    "the conversation database cannot be reached right now; try again in a moment";
+
+/// The `404` for conversation `id`.
+pub(super) fn not_found(id: &ConversationId) -> ApiError {
+    ApiError::NotFound(format!("no conversation {id}"))
+}
+
+/// The `409` message for a conversation with a run in progress.
+const RUN_IN_PROGRESS: &str =
+    "a reply is still being written in this conversation; wait for it to finish or stop it";
+
+/// The run lease of conversation `id`: a new run takes it before it reads the history, and a
+/// change that must not run beside a reply (a delete, an undo) while it works. `404` for a
+/// conversation gone meanwhile; `409` while a reply is written, saying to wait (and, with
+/// `then`, what to do afterwards).
+pub(super) async fn lease_for_run(
+    state: &AppState,
+    id: &ConversationId,
+    then: Option<&str>,
+) -> Result<RunLease, ApiError> {
+    let lease = state.agent.lease(id).await.map_err(|e| match e {
+        StoreError::NotFound { .. } => not_found(id),
+        e => internal(e),
+    })?;
+    lease.ok_or_else(|| {
+        ApiError::Conflict(match then {
+            Some(then) => format!("{RUN_IN_PROGRESS}, then {then}"),
+            None => RUN_IN_PROGRESS.to_owned(),
+        })
+    })
+}
