@@ -23,6 +23,7 @@ use rojos_conversations::{
     StoreError,
 };
 use rojos_llm::ToolCall;
+use rojos_plugin_host::{CallRequest, FailureKind, ToolFailure};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -34,8 +35,6 @@ use super::{
     replaces::{effect, Effect},
     Event,
 };
-use rojos_plugin_host::{CallRequest, FailureKind, ToolFailure};
-
 use crate::{registry::RegisteredTool, rojo::ApprovalRule};
 
 /// How often a waiting run reads the store for a decision taken on another host.

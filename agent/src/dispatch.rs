@@ -8,16 +8,15 @@
 
 use std::{collections::HashMap, time::Duration};
 
+use rojos_checkpoints::{changed_paths, Change, Checkpoints, RunCheckpoint};
 use rojos_llm::ToolCall;
+use rojos_metrics::{Metrics, UNKNOWN_TOOL};
+use rojos_plugin_host::{model_text, CallRequest, FailureKind, ToolArgs, ToolFailure};
 
 use super::{
     budget::{Budget, Limit},
     canonical::canonical_args,
 };
-use rojos_checkpoints::{changed_paths, Change, Checkpoints, RunCheckpoint};
-use rojos_metrics::{Metrics, UNKNOWN_TOOL};
-use rojos_plugin_host::{model_text, CallRequest, FailureKind, ToolArgs, ToolFailure};
-
 use crate::{
     registry::{RegisteredTool, Registry},
     rojo::ToolSelection,

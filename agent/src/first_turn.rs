@@ -14,11 +14,10 @@ use std::{future::Future, sync::Arc, time::Instant};
 use cap_std::fs::Dir;
 use futures_util::StreamExt;
 use rojos_llm::{user_message, LlmError, MessageText, ToolDefinition, TurnEvent, TurnStream};
+use rojos_project_storage::ProjectId;
 
 use super::context::{self, Measure, Window};
 use super::{history, Agent};
-use rojos_project_storage::ProjectId;
-
 use crate::{registry::Registry, rojo::RojoConfig};
 
 /// A model turn started before its run, with what the run needs to continue it.

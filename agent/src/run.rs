@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use rojos_conversations::{Step, StoreError};
 use rojos_llm::{assistant_text_message, user_message, MessageText, Turn};
+use rojos_plugin_host::CallRequest;
 use serde_json::Value;
 use tracing::Instrument;
 
@@ -21,8 +22,6 @@ use super::feed::Feed;
 use super::{
     context, dispatch, history, Agent, Event, FirstTurn, Placement, RunRequest, StopReason,
 };
-use rojos_plugin_host::CallRequest;
-
 use crate::registry::Registry;
 
 /// The closing message stored before a new user message when the run before it ended

@@ -6,13 +6,12 @@
 use std::{sync::Arc, time::Duration};
 
 use rojos_conversations::{ConversationId, ConversationStore, RunLeases, SharedFeeds};
+use rojos_metrics::Metrics;
 use rojos_plugin_api::Limits;
+use rojos_project_storage::{ProjectId, Storage};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{approval::ApprovalDesk, context, feed::Feeds, lease::RunLease};
-use rojos_metrics::Metrics;
-use rojos_project_storage::{ProjectId, Storage};
-
 use crate::{providers::ProviderRef, registry::RegistryHandle, rojo::RojoConfig, RunBudgets};
 
 /// Everything runs share.

@@ -6,14 +6,13 @@
 use std::{sync::Arc, time::Instant};
 
 use rojos_llm::ToolCall;
+use rojos_metrics::{Metrics, UNKNOWN_TOOL};
+use rojos_plugin_host::CallRequest;
+use rojos_project_storage::ProjectId;
 use serde_json::{Map, Value};
 use tracing::Instrument;
 
 use super::{approval, dispatch, Agent};
-use rojos_metrics::{Metrics, UNKNOWN_TOOL};
-use rojos_plugin_host::CallRequest;
-use rojos_project_storage::ProjectId;
-
 use crate::rojo::{ApprovalRule, ToolSelection};
 
 /// The id the single call carries where a chat would carry the model's call id; it shows

@@ -2,12 +2,13 @@
 
 use std::collections::BTreeSet;
 
+use rojos_llm::Secret;
+use rojos_project_storage::ProjectId;
+
 use super::{
     keys::{invalid, ConfigError, EnvLookup},
     raw::RawToken,
 };
-use rojos_llm::Secret;
-use rojos_project_storage::ProjectId;
 
 /// One bearer token and the projects it may touch.
 #[derive(Debug, Clone)]

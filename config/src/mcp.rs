@@ -5,6 +5,7 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
+use rojos_llm::Secret;
 use rojos_mcp_client::config::{
     HttpServer, McpServerConfig, McpTransport, PerProject, StdioServer, PROJECT_ROOT,
 };
@@ -13,7 +14,6 @@ use super::{
     keys::{invalid, seconds_key, ConfigError, EnvLookup},
     raw::RawMcpServer,
 };
-use rojos_llm::Secret;
 
 /// Parses every `[mcp.servers.*]` table.
 pub(super) fn parse_servers(

@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
+use rojos_plugin_host::{Isolation, WorkerStart};
 use rojos_plugin_worker::{QuarantineRule, SandboxSettings};
 
 use super::{
     keys::{invalid, ConfigError},
     raw::RawPlugins,
 };
-use rojos_plugin_host::{Isolation, WorkerStart};
 
 /// The parsed keys.
 pub(super) struct Workers {

@@ -4,7 +4,14 @@
 
 use std::sync::Arc;
 
+use rojos_agent::registry::{RegisteredTool, Registry, RegistryHandle, ToolSources};
+use rojos_agent::Agent;
+use rojos_config::{Config, ConfigError, ConfigFile};
 use rojos_conversations::StoreError;
+use rojos_mcp_client::McpClients;
+use rojos_metrics::Metrics;
+use rojos_plugin_host::{check_folder, DropIn, FolderError, LoadError, Loader};
+use rojos_project_storage::Storage;
 use rojos_watcher::WatchGuard;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
@@ -13,13 +20,6 @@ use crate::{
     live::{Live, ProviderError, Settings},
     providers::status::StatusBoard,
 };
-use rojos_agent::registry::{RegisteredTool, Registry, RegistryHandle, ToolSources};
-use rojos_agent::Agent;
-use rojos_config::{Config, ConfigError, ConfigFile};
-use rojos_mcp_client::McpClients;
-use rojos_metrics::Metrics;
-use rojos_plugin_host::{check_folder, DropIn, FolderError, LoadError, Loader};
-use rojos_project_storage::Storage;
 
 /// The folder under the storage directory that keeps quarantine records
 /// (`rojos_plugin_worker::record`): a name no project id can take (they start with a letter

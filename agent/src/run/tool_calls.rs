@@ -4,13 +4,13 @@
 use std::time::Instant;
 
 use rojos_llm::{tool_message, ToolCall, Turn};
+use rojos_plugin_host::{model_text, CallRequest, FailureKind, ToolFailure};
 use serde_json::Value;
 use tracing::Instrument;
 
 use super::Run;
 use crate::registry::Registry;
 use crate::{approval, dispatch, Event};
-use rojos_plugin_host::{model_text, CallRequest, FailureKind, ToolFailure};
 
 impl Run<'_> {
     /// Runs `turn`'s tool calls in the order given; returns their `tool` messages, after the

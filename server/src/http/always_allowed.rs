@@ -9,11 +9,11 @@ use axum::{
     Json,
 };
 use rojos_conversations::ConversationId;
+use rojos_project_storage::ProjectId;
 use serde_json::{json, Value};
 
 use super::{auth::Caller, error::ApiError, stored::internal};
 use crate::state::AppState;
-use rojos_project_storage::ProjectId;
 
 /// The conversation `id` names, once the caller may see its project.
 async fn allowed_conversation(

@@ -9,14 +9,14 @@ use axum::{
     extract::{rejection::JsonRejection, Path, State},
     Json,
 };
+use rojos_agent::DecideError;
 use rojos_conversations::{ConversationId, Decision, DENY_REASON_MAX_CHARS};
+use rojos_project_storage::ProjectId;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{auth::Caller, error::ApiError, stored::internal};
 use crate::state::AppState;
-use rojos_agent::DecideError;
-use rojos_project_storage::ProjectId;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -12,14 +12,14 @@ use axum::{
     extract::{FromRef, FromRequestParts},
     http::request::Parts,
 };
+use rojos_config::{ProjectScope, TokenConfig};
+use rojos_llm::Secret;
+use rojos_project_storage::ProjectId;
 use sha2::{Digest, Sha256};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
 use super::error::ApiError;
 use crate::hex::hex;
-use rojos_config::{ProjectScope, TokenConfig};
-use rojos_llm::Secret;
-use rojos_project_storage::ProjectId;
 
 /// The token table.
 #[derive(Debug)]

@@ -11,8 +11,11 @@ use axum::{
     response::Response,
     Json,
 };
+use rojos_agent::{context::Window, Placement, RunRequest};
+use rojos_config::RojoConfig;
 use rojos_conversations::{ConversationHead, ConversationId, Step};
 use rojos_llm::user_message;
+use rojos_project_storage::ProjectId;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -28,9 +31,6 @@ use crate::{
     providers::{choice, ProviderRef},
     state::AppState,
 };
-use rojos_agent::{context::Window, Placement, RunRequest};
-use rojos_config::RojoConfig;
-use rojos_project_storage::ProjectId;
 
 /// The request body.
 #[derive(Debug, Deserialize)]

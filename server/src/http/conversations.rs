@@ -20,6 +20,7 @@ use axum::{
     Json,
 };
 use rojos_conversations::{Compaction, ConversationHead, ConversationId, StoreError};
+use rojos_project_storage::ProjectId;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -29,7 +30,6 @@ use super::{
     stored::{internal, lease_for_run, not_found},
 };
 use crate::state::AppState;
-use rojos_project_storage::ProjectId;
 
 /// The header giving the index of the next page's first message (absent on the last page).
 const NEXT_FROM: HeaderName = HeaderName::from_static("rojos-next-from");

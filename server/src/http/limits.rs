@@ -10,10 +10,10 @@ use std::{
     time::{Duration, Instant},
 };
 
+use rojos_metrics::Metrics;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::error::ApiError;
-use rojos_metrics::Metrics;
 
 /// What a caller refused for concurrency is asked to wait, in seconds: chats end all the time.
 const BUSY_RETRY_AFTER_SECS: u64 = 1;

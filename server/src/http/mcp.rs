@@ -25,17 +25,17 @@ use rmcp::transport::streamable_http_server::{
     session::local::{LocalSessionManager, SessionConfig},
     StreamableHttpServerConfig, StreamableHttpService,
 };
-use serde::Deserialize;
-use serde_json::{json, Value};
-
-use super::{auth::Caller, error::ApiError, limits::ChatLimits};
-use crate::state::AppState;
 use rojos_mcp_server::{
     opening, AdmittedCall, BoundSessionManager, CallAdmission, CallRefused, McpAdmission,
     McpSessions, McpTarget, Rojos, RojosMcpServer, SessionRefused, TargetSource,
 };
 use rojos_metrics::Metrics;
 use rojos_project_storage::ProjectId;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{auth::Caller, error::ApiError, limits::ChatLimits};
+use crate::state::AppState;
 
 /// The header naming a handshake session (the transport's `Mcp-Session-Id`).
 const SESSION_HEADER: &str = "mcp-session-id";

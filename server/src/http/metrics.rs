@@ -6,10 +6,10 @@ use axum::{
     http::header,
     response::{IntoResponse, Response},
 };
+use rojos_metrics::CONTENT_TYPE;
 
 use super::auth::Caller;
 use crate::state::AppState;
-use rojos_metrics::CONTENT_TYPE;
 
 pub(super) async fn get(_caller: Caller, State(state): State<AppState>) -> Response {
     let registry = state.registry.snapshot();

@@ -1,12 +1,12 @@
 //! A conversation opened for a run (by `POST /chat`, new or continued, or replacing its last
 //! message), and the size check its new message passes first.
 
+use rojos_agent::{FirstTurn, Placement, RunLease};
 use rojos_conversations::ConversationId;
 use serde_json::Value;
 
 use super::error::ApiError;
 use crate::state::AppState;
-use rojos_agent::{FirstTurn, Placement, RunLease};
 
 /// A conversation ready for a run: the stored messages the run continues, the conversation's
 /// stored size as the store counts it, the run's lease on it, the user message, and where

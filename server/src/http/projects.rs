@@ -4,10 +4,10 @@
 //! first chat in it creates it.
 
 use axum::{extract::State, Json};
+use rojos_project_storage::ProjectId;
 
 use super::{auth::Caller, error::ApiError};
 use crate::state::AppState;
-use rojos_project_storage::ProjectId;
 
 pub(super) async fn list(
     caller: Caller,

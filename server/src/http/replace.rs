@@ -4,6 +4,7 @@
 //! deletion and the new user message are one transaction, made under the run's lease), and
 //! the model sees the history before it. `docs/api.md`, "Regenerate and edit".
 
+use rojos_agent::Placement;
 use rojos_conversations::ConversationHead;
 use serde_json::Value;
 
@@ -13,7 +14,6 @@ use super::{
     stored::{internal, lease_for_run},
 };
 use crate::state::AppState;
-use rojos_agent::Placement;
 
 /// What a chat does with its message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

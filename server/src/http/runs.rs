@@ -6,21 +6,21 @@
 //! another host is followed and stopped through the store (`agent::remote`, `agent::relay`).
 //! See `docs/api.md`, "Runs", and `agent::feed`.
 
+use std::sync::Arc;
+
 use axum::{
     extract::{rejection::QueryRejection, Path, Query, State},
     http::StatusCode,
     response::{IntoResponse, Response},
     Json,
 };
-use std::sync::Arc;
-
+use rojos_agent::{feed::Feed, RemoteFollower, StopCause};
 use rojos_conversations::ConversationId;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::{auth::Caller, conversations::owned_head, error::ApiError, ndjson, stored};
 use crate::state::AppState;
-use rojos_agent::{feed::Feed, RemoteFollower, StopCause};
 
 /// The query of `GET /conversations/{id}/events`.
 #[derive(Debug, Deserialize)]

@@ -2,11 +2,11 @@
 //! database cannot be reached, `500` otherwise), a conversation that is not there (`404`),
 //! and a conversation's run lease (`409` while a reply is written in it).
 
+use rojos_agent::RunLease;
 use rojos_conversations::{ConversationId, StoreError};
 
 use super::error::ApiError;
 use crate::state::AppState;
-use rojos_agent::RunLease;
 
 /// A store failure as the answer: `503` while the database cannot be reached (logged with
 /// its cause), `500` for anything else.

@@ -11,11 +11,11 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
+use rojos_config::{TransferLimits, TRANSFER_BUFFER_BYTES};
+use rojos_metrics::Metrics;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::error::ApiError;
-use rojos_config::{TransferLimits, TRANSFER_BUFFER_BYTES};
-use rojos_metrics::Metrics;
 
 /// What a caller refused for the transfer caps is asked to wait, in seconds.
 const BUSY_RETRY_AFTER_SECS: u64 = 2;

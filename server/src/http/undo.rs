@@ -11,14 +11,14 @@ use axum::{
     response::{IntoResponse, Response},
     Json,
 };
+use rojos_checkpoints::{Before, BeforeError, UndoError};
 use rojos_conversations::ConversationId;
+use rojos_project_storage::ProjectId;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::{auth::Caller, conversations::owned_head, error::ApiError, stored::lease_for_run};
 use crate::state::AppState;
-use rojos_checkpoints::{Before, BeforeError, UndoError};
-use rojos_project_storage::ProjectId;
 
 /// The body of `POST /conversations/{id}/undo`.
 #[derive(Debug, Default, Deserialize)]

@@ -7,14 +7,13 @@
 //! `user` message never follows a `tool` message. The model reads both on its next turn
 //! (`docs/api.md`, "Undo of file changes").
 
-use rojos_conversations::{ConversationId, Step, StoreError};
-use serde_json::{json, Value};
-
-use rojos_llm::assistant_text_message;
-
-use crate::state::AppState;
 use rojos_agent::INTERRUPTED;
 use rojos_checkpoints::Summary;
+use rojos_conversations::{ConversationId, Step, StoreError};
+use rojos_llm::assistant_text_message;
+use serde_json::{json, Value};
+
+use crate::state::AppState;
 
 /// Most characters of the undone run's message quoted in the record.
 const QUOTED_CHARS: usize = 120;

@@ -7,11 +7,11 @@
 
 use std::{sync::Arc, time::Duration};
 
+use rojos_config::RojoConfig;
 use rojos_llm::Client;
 
 use super::{check, status::Status, status::StatusBoard, ProviderRef};
 use crate::{live::LiveProvider, live::Settings};
-use rojos_config::RojoConfig;
 
 /// How long a chat waits for checks still running.
 const CHAT_WAIT: Duration = Duration::from_secs(3);

@@ -12,9 +12,9 @@ pub mod monitor;
 pub mod status;
 
 pub use rojos_agent::providers::{advice, window, ProviderRef};
+use rojos_config::ProviderConfig;
 
 use crate::live::{endpoint_host, LiveProvider};
-use rojos_config::ProviderConfig;
 
 /// The provider `name` configured as `config`.
 pub fn named(name: &str, config: &ProviderConfig) -> ProviderRef {

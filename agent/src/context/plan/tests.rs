@@ -1,6 +1,7 @@
+use serde_json::json;
+
 use super::*;
 use crate::context::WindowSource;
-use serde_json::json;
 
 fn text(v: Value) -> MessageText {
     MessageText::new(&v)

@@ -8,10 +8,10 @@ use std::io::Read;
 
 use axum::body::{Body, Bytes};
 use futures_util::stream;
+use rojos_config::TRANSFER_BUFFER_BYTES;
 use rojos_fs_guard::OpenedFile;
 
 use crate::http::transfers::TransferPermit;
-use rojos_config::TRANSFER_BUFFER_BYTES;
 
 /// Where a download stands between two pieces.
 struct Reading {

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use futures_util::StreamExt;
+use rojos_config::TRANSFER_BUFFER_BYTES;
 use rojos_fs_guard::{PathError, StagedWrite};
 use tokio::time::Instant;
 
 use crate::http::error::ApiError;
-use rojos_config::TRANSFER_BUFFER_BYTES;
 
 /// Why a body could not be received whole.
 #[derive(Debug)]
