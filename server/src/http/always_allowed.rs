@@ -9,10 +9,13 @@ use axum::{
     Json,
 };
 use rojos_conversations::ConversationId;
-use rojos_project_storage::ProjectId;
 use serde_json::{json, Value};
 
-use super::{auth::Caller, error::ApiError, stored::internal};
+use super::{
+    auth::Caller,
+    error::ApiError,
+    stored::{internal, owned_head},
+};
 use crate::state::AppState;
 
 /// The conversation `id` names, once the caller may see its project.
@@ -22,16 +25,7 @@ async fn allowed_conversation(
     id: &str,
 ) -> Result<ConversationId, ApiError> {
     let id = ConversationId::parse(id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    let head = state
-        .agent
-        .store
-        .head(&id)
-        .await
-        .map_err(internal)?
-        .ok_or_else(|| ApiError::NotFound(format!("no conversation {id}")))?;
-    let project = ProjectId::parse(&head.project_id)
-        .map_err(|e| ApiError::internal("the stored project id is invalid", e))?;
-    caller.authorize(&project)?;
+    owned_head(caller, state, &id).await?;
     Ok(id)
 }
 

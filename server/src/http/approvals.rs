@@ -11,11 +11,14 @@ use axum::{
 };
 use rojos_agent::DecideError;
 use rojos_conversations::{ConversationId, Decision, DENY_REASON_MAX_CHARS};
-use rojos_project_storage::ProjectId;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{auth::Caller, error::ApiError, stored::internal};
+use super::{
+    auth::Caller,
+    error::ApiError,
+    stored::{internal, owned_head},
+};
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize)]
@@ -75,16 +78,7 @@ pub(super) async fn decide(
     }
     let Json(body) = body.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let decision = decision_of(body)?;
-    let head = state
-        .agent
-        .store
-        .head(&id)
-        .await
-        .map_err(internal)?
-        .ok_or_else(|| ApiError::NotFound(format!("no conversation {id}")))?;
-    let project = ProjectId::parse(&head.project_id)
-        .map_err(|e| ApiError::internal("the stored project id is invalid", e))?;
-    caller.authorize(&project)?;
+    owned_head(&caller, &state, &id).await?;
     let decided = match state.agent.approvals.decide(&id, &key, &decision).await {
         Ok(decided) => decided,
         Err(e @ (DecideError::NotPending(_) | DecideError::Ambiguous)) => {

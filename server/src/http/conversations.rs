@@ -27,7 +27,7 @@ use serde_json::Value;
 use super::{
     auth::Caller,
     error::ApiError,
-    stored::{internal, lease_for_run, not_found},
+    stored::{internal, lease_for_run, not_found, owned_head},
 };
 use crate::state::AppState;
 
@@ -235,24 +235,4 @@ async fn forget_checkpoints(state: &AppState, head: &ConversationHead, id: &Conv
     if let Err(e) = state.agent.checkpoints.forget(&project, id).await {
         tracing::warn!(error = %e, conversation_id = %id, "the deleted conversation's checkpoints were not removed");
     }
-}
-
-/// The conversation's head, once the caller is known to be allowed on its project: `404`
-/// for an unknown one, `403` for one of another project.
-pub(super) async fn owned_head(
-    caller: &Caller,
-    state: &AppState,
-    id: &ConversationId,
-) -> Result<ConversationHead, ApiError> {
-    let head = state
-        .agent
-        .store
-        .head(id)
-        .await
-        .map_err(internal)?
-        .ok_or_else(|| not_found(id))?;
-    let project = ProjectId::parse(&head.project_id)
-        .map_err(|e| ApiError::internal("the stored project id is invalid", e))?;
-    caller.authorize(&project)?;
-    Ok(head)
 }

@@ -19,7 +19,7 @@ use rojos_conversations::ConversationId;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{auth::Caller, conversations::owned_head, error::ApiError, ndjson, stored};
+use super::{auth::Caller, error::ApiError, ndjson, stored};
 use crate::state::AppState;
 
 /// The query of `GET /conversations/{id}/events`.
@@ -38,7 +38,7 @@ pub(super) async fn events(
 ) -> Result<Response, ApiError> {
     let id = ConversationId::parse(&id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
-    owned_head(&caller, &state, &id).await?;
+    stored::owned_head(&caller, &state, &id).await?;
     let local = state.agent.feeds.get(&id);
     if let Some(feed) = local.as_ref().filter(|feed| !feed.is_done()) {
         return follow_here(&state, feed, query.after);
@@ -111,7 +111,7 @@ pub(super) async fn stop(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = ConversationId::parse(&id).map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    owned_head(&caller, &state, &id).await?;
+    stored::owned_head(&caller, &state, &id).await?;
     let mut stopped = state
         .agent
         .feeds

@@ -1,11 +1,13 @@
 //! What every handler answers about stored conversations: a store failure (`503` while the
 //! database cannot be reached, `500` otherwise), a conversation that is not there (`404`),
-//! and a conversation's run lease (`409` while a reply is written in it).
+//! a conversation's run lease (`409` while a reply is written in it), and a conversation's
+//! head for a caller allowed on its project ([`owned_head`]: `404`, `403`).
 
 use rojos_agent::RunLease;
-use rojos_conversations::{ConversationId, StoreError};
+use rojos_conversations::{ConversationHead, ConversationId, StoreError};
+use rojos_project_storage::ProjectId;
 
-use super::error::ApiError;
+use super::{auth::Caller, error::ApiError};
 use crate::state::AppState;
 
 /// A store failure as the answer: `503` while the database cannot be reached (logged with
@@ -50,4 +52,24 @@ pub(super) async fn lease_for_run(
             None => RUN_IN_PROGRESS.to_owned(),
         })
     })
+}
+
+/// The conversation's head, once the caller is known to be allowed on its project: `404`
+/// for an unknown one, `403` for one of another project.
+pub(super) async fn owned_head(
+    caller: &Caller,
+    state: &AppState,
+    id: &ConversationId,
+) -> Result<ConversationHead, ApiError> {
+    let head = state
+        .agent
+        .store
+        .head(id)
+        .await
+        .map_err(internal)?
+        .ok_or_else(|| not_found(id))?;
+    let project = ProjectId::parse(&head.project_id)
+        .map_err(|e| ApiError::internal("the stored project id is invalid", e))?;
+    caller.authorize(&project)?;
+    Ok(head)
 }

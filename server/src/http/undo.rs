@@ -17,7 +17,11 @@ use rojos_project_storage::ProjectId;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{auth::Caller, conversations::owned_head, error::ApiError, stored::lease_for_run};
+use super::{
+    auth::Caller,
+    error::ApiError,
+    stored::{lease_for_run, owned_head},
+};
 use crate::state::AppState;
 
 /// The body of `POST /conversations/{id}/undo`.
