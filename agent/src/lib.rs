@@ -19,7 +19,7 @@
 //! Beside the loop, what it runs with: `registry`, the loaded tools (plugins' and MCP
 //! servers') as a swapped snapshot and the `tools` array a rojo offers; `rojo`, a rojo as the
 //! loop reads it ([`rojo::RojoConfig`], [`rojo::ToolSelection`], [`rojo::ApprovalRule`]) and
-//! [`RunBudgets`], which the host fills in from `rojos.toml`; `providers`, a provider as
+//! [`RunBudgets`], which `rojos-config` fills in from `rojos.toml`; `providers`, a provider as
 //! messages name it ([`providers::ProviderRef`]), the one-sentence advice for each failure
 //! and what context window its model has; `context`, the window's budget and compaction;
 //! [`error_chain`], an error and its causes on one line.

@@ -1,5 +1,5 @@
 //! A rojo, as the agent runs it: [`RojoConfig`] (its providers, prompt, tools, step limit,
-//! approvals and context window, read from `[rojos.NAME]` by the host's config), which tools
+//! approvals and context window, read from `[rojos.NAME]` by `rojos-config`), which tools
 //! it enables ([`ToolSelection`]) and which wait for the user's approval ([`ApprovalRule`]).
 
 use std::{collections::BTreeSet, num::NonZeroU32, sync::Arc};

@@ -6,11 +6,11 @@
 //! protocol handler (rmcp's `ServerHandler`): `tools/list` and `tools/call` for the
 //! [`McpTarget`] of each request; `stdio` serves one fixed target on stdin and stdout
 //! (`rojos mcp`); `admission` is how a transport puts each `tools/call` under its caller's
-//! limits; `rojos`, what the server reads of the host's live `rojos.toml` ([`Rojos`]).
-//! Streamable HTTP is mounted by the host (`rojos::http::mcp`), behind the API's bearer
-//! tokens; its sessions hold places of `sessions` (per token and in all, bound to the token
-//! that opened them), through rmcp's session manager wrapped in `session_manager`. The other
-//! direction, MCP servers as tool sources, is the crate `rojos-mcp-client`.
+//! limits; `rojos`, what it reads of the live `rojos.toml` ([`Rojos`]). Streamable HTTP is
+//! mounted by the server (`rojos_server::http::mcp`), behind the API's bearer tokens; its
+//! sessions hold places of `sessions` (per token and in all, bound to the token that opened
+//! them), through rmcp's session manager wrapped in `session_manager`. The other direction,
+//! MCP servers as tool sources, is the crate `rojos-mcp-client`.
 
 mod admission;
 mod rojos;

@@ -1,6 +1,6 @@
-//! [`Rojos`]: what the MCP server reads of the host's live `rojos.toml` at each request: a
-//! rojo's enabled tools and approvals, and a tick at each reload. The host implements it on
-//! its live settings, so an edit applies from the next request.
+//! [`Rojos`]: what the MCP server reads of the live `rojos.toml` at each request: a rojo's
+//! enabled tools and approvals, and a tick at each reload. The server implements it on its
+//! live settings (`rojos_server::live`), so an edit applies from the next request.
 
 use rojos_agent::rojo::{ApprovalRule, ToolSelection};
 use tokio::sync::watch;

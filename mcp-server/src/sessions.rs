@@ -17,7 +17,7 @@ use std::{
 use rojos_metrics::Metrics;
 
 /// `[limits]` keys bounding the sessions of `/mcp` (`docs/mcp.md`, "Sessions"), read by the
-/// host's config.
+/// config (`rojos-config`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct McpSessionLimits {
     /// Sessions open at once, all tokens together (`503` beyond).
