@@ -2,8 +2,10 @@
 //! keep their own counts), updated by the agent loop and the HTTP layer, rendered by
 //! `GET /metrics` in the Prometheus text format (0.0.4). Label values are bounded: stop
 //! reasons, error kinds and the names of loaded tools only (a name the model made up is
-//! counted as `unknown`). Read at each scrape: the process's standard figures (`process`)
-//! and the runtime's (`runtime`).
+//! counted as `unknown`): `labels` lists every value each label may take. Read at each
+//! scrape: the process's standard figures (`process`) and the runtime's (`runtime`), written
+//! by `scrape`. The log writer's dropped lines are read from the source the binary sets
+//! ([`Metrics::read_log_drops_from`]).
 
 mod labels;
 mod process;
