@@ -12,7 +12,7 @@ use crate::{
     live::ProviderError,
     mcp::McpTarget,
     names,
-    providers::advice,
+    providers::{self, advice},
     state::{AppState, StartError},
     storage::ProjectId,
 };
@@ -139,7 +139,7 @@ pub(super) fn probe_client(live: &LiveConfig, name: &str) -> Result<rojos_llm::C
             known: names::listed(live.providers.keys()),
         });
     };
-    let provider = crate::providers::named(name, config);
+    let provider = providers::named(name, config);
     if config.missing_key {
         return Err(CliError::MissingKey {
             name: name.to_owned(),

@@ -62,7 +62,7 @@ impl Checked {
 
 /// Checks provider `name`.
 pub async fn check(name: &str, provider: &LiveProvider) -> Checked {
-    let reference = crate::providers::named_live(name, provider);
+    let reference = super::named_live(name, provider);
     if provider.config.missing_key {
         return Checked::unavailable(advice::missing_key(&reference), None);
     }

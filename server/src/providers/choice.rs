@@ -82,7 +82,7 @@ pub fn select(board: &StatusBoard, settings: &Settings, rojo: &RojoConfig) -> Se
             Status::Ready { model } => {
                 let client = known.client.clone().or_else(|| provider.client.clone());
                 if let Some(client) = client {
-                    let mut reference = crate::providers::named_live(name, provider);
+                    let mut reference = super::named_live(name, provider);
                     reference.model.clone_from(model);
                     let status = known.status.clone();
                     return Selection {
@@ -102,7 +102,7 @@ pub fn select(board: &StatusBoard, settings: &Settings, rojo: &RojoConfig) -> Se
                 if let Some(client) = presumed_ready(provider) {
                     return Selection {
                         chosen: Some(Chosen {
-                            provider: crate::providers::named_live(name, provider),
+                            provider: super::named_live(name, provider),
                             client: client.clone(),
                             status: Status::Checking,
                         }),
