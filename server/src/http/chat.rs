@@ -25,7 +25,7 @@ use super::{
     ndjson,
     opened::{Opened, SizeCheck},
     replace,
-    stored::{internal, lease_for_run},
+    stored::{self, internal, lease_for_run},
 };
 use crate::{
     providers::{choice, ProviderRef},
@@ -339,13 +339,7 @@ pub(super) async fn head_in_project(
     project: &ProjectId,
     id: &ConversationId,
 ) -> Result<ConversationHead, ApiError> {
-    let head = state
-        .agent
-        .store
-        .head(id)
-        .await
-        .map_err(internal)?
-        .ok_or_else(|| ApiError::NotFound(format!("no conversation {id}")))?;
+    let head = stored::head(state, id).await?;
     if head.project_id != project.as_str() {
         return Err(ApiError::Forbidden(format!(
             "conversation {id} belongs to another project"

@@ -1,7 +1,7 @@
 //! What every handler answers about stored conversations: a store failure (`503` while the
 //! database cannot be reached, `500` otherwise), a conversation that is not there (`404`),
 //! a conversation's run lease (`409` while a reply is written in it), and a conversation's
-//! head for a caller allowed on its project ([`owned_head`]: `404`, `403`).
+//! head ([`head`]; [`owned_head`] for a caller allowed on its project, else `403`).
 
 use rojos_agent::RunLease;
 use rojos_conversations::{ConversationHead, ConversationId, StoreError};
@@ -61,15 +61,23 @@ pub(super) async fn owned_head(
     state: &AppState,
     id: &ConversationId,
 ) -> Result<ConversationHead, ApiError> {
-    let head = state
+    let head = head(state, id).await?;
+    let project = ProjectId::parse(&head.project_id)
+        .map_err(|e| ApiError::internal("the stored project id is invalid", e))?;
+    caller.authorize(&project)?;
+    Ok(head)
+}
+
+/// The head of conversation `id`, whoever asks: `404` when there is none.
+pub(super) async fn head(
+    state: &AppState,
+    id: &ConversationId,
+) -> Result<ConversationHead, ApiError> {
+    state
         .agent
         .store
         .head(id)
         .await
         .map_err(internal)?
-        .ok_or_else(|| not_found(id))?;
-    let project = ProjectId::parse(&head.project_id)
-        .map_err(|e| ApiError::internal("the stored project id is invalid", e))?;
-    caller.authorize(&project)?;
-    Ok(head)
+        .ok_or_else(|| not_found(id))
 }
