@@ -32,5 +32,10 @@ mod tests {
             listed(&many),
             "t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12 and 3 more"
         );
+        assert_eq!(
+            listed(&many[..SHOWN]),
+            "t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12",
+            "exactly as many names as are shown: no count"
+        );
     }
 }

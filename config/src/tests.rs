@@ -276,6 +276,36 @@ fn defaults_fill_what_the_file_leaves_out() {
     assert_eq!(c.max_conversation_page_bytes, 1 << 20);
     assert_eq!(c.max_upload_bytes, 10 << 20);
     assert_eq!(c.transfers, TransferLimits::default());
+    assert_eq!(c.checkpoint_bytes, 256 << 20);
+    assert_eq!(c.checkpoint_record_bytes, 64 << 20);
+    assert_eq!(c.checkpoint_memory_bytes, 512 << 20);
+}
+
+#[test]
+fn a_context_window_below_the_least_any_request_needs_is_refused_for_a_provider_and_a_rojo() {
+    let least = rojos_agent::context::MIN_CONTEXT_TOKENS;
+    let provider = |tokens: u64| {
+        GOOD.replace(
+            "api_key_env = \"TEST_KEY\"",
+            &format!("api_key_env = \"TEST_KEY\"\ncontext_tokens = {tokens}"),
+        )
+    };
+    let rojo = |tokens: u64| format!("{GOOD}context_tokens = {tokens}\n");
+
+    let e = error(&provider(least - 1));
+    assert!(e.contains("providers.local.context_tokens"), "{e}");
+    assert!(e.contains(&format!("must be at least {least}")), "{e}");
+    let e = error(&rojo(least - 1));
+    assert!(e.contains("rojos.default.context_tokens"), "{e}");
+    assert!(e.contains(&format!("must be at least {least}")), "{e}");
+
+    let live = parse_live(&provider(least)).unwrap();
+    assert_eq!(live.providers["local"].context_tokens, Some(least));
+    let live = parse_live(&rojo(least)).unwrap();
+    assert_eq!(live.rojos["default"].context_tokens, Some(least));
+    let live = parse_live(GOOD).unwrap();
+    assert_eq!(live.providers["local"].context_tokens, None);
+    assert_eq!(live.rojos["default"].context_tokens, None);
 }
 
 #[test]
