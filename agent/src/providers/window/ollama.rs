@@ -136,6 +136,12 @@ mod tests {
             max: Some(2_048),
         };
         assert_eq!(window(small).map(|w| w.tokens), Some(2_048));
+        // A model that takes exactly the smallest default says nothing either.
+        let at_default = Shown {
+            num_ctx: None,
+            max: Some(crate::context::OLLAMA_DEFAULT_TOKENS),
+        };
+        assert_eq!(window(at_default), None);
         let odd = Shown {
             num_ctx: Some(65_536),
             max: Some(32_768),
