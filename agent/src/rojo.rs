@@ -89,3 +89,43 @@ impl ApprovalRule {
         .flatten()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> BTreeSet<String> {
+        list.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_selection_enables_its_names_and_a_server_wildcard_only_that_servers_tools() {
+        assert!(ToolSelection::All.allows("anything"));
+        let only = ToolSelection::Only(names(&["list_files", "docs__*", "bare*"]));
+        assert!(only.allows("list_files"));
+        assert!(!only.allows("read_file"), "a name not listed");
+        assert!(only.allows("docs__search"), "a tool of the server `docs`");
+        assert!(!only.allows("other__search"), "another server's tool");
+        assert!(
+            !only.allows("docs_search"),
+            "one underscore is not the server separator"
+        );
+        assert!(!only.allows("bare_tool"), "a star without `__` is no wildcard");
+        assert!(
+            !ToolSelection::Only(BTreeSet::new()).allows("list_files"),
+            "nothing listed, nothing enabled"
+        );
+    }
+
+    #[test]
+    fn approval_is_needed_for_nothing_destructive_tools_or_the_names_listed() {
+        assert!(!ApprovalRule::Nothing.requires("delete_path", true));
+        assert!(ApprovalRule::Destructive.requires("delete_path", true));
+        assert!(!ApprovalRule::Destructive.requires("list_files", false));
+        let only = ApprovalRule::Only(names(&["write_text_content"]));
+        assert!(only.requires("write_text_content", false));
+        assert!(!only.requires("delete_path", true), "only the names listed");
+        assert_eq!(only.names().collect::<Vec<_>>(), ["write_text_content"]);
+        assert_eq!(ApprovalRule::Destructive.names().count(), 0);
+    }
+}
