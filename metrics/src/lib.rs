@@ -440,6 +440,34 @@ mod tests {
             .any(|l| l == "rojos_streams_open 0"));
     }
 
+    #[test]
+    fn model_turns_limits_mcp_sessions_and_quarantined_plugins_render() {
+        let metrics = Metrics::new();
+        metrics.model_turn_started();
+        metrics.model_turn_started();
+        metrics.model_turn_ended(Duration::from_millis(250));
+        metrics.limited("rate");
+        metrics.mcp_sessions_open(3);
+        metrics.quarantined(["crashy", "loopy"]);
+        let text = metrics.render(0);
+        for line in [
+            "rojos_model_turns_total 2",
+            "rojos_model_turn_duration_seconds_count 1",
+            "rojos_model_turn_duration_seconds_sum 0.25",
+            r#"rojos_requests_limited_total{limit="rate"} 1"#,
+            "rojos_mcp_sessions_open 3",
+            r#"rojos_plugins_quarantined{tool="crashy"} 1"#,
+            r#"rojos_plugins_quarantined{tool="loopy"} 1"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
+        }
+        // Each scrape says which are quarantined now.
+        metrics.quarantined(["loopy"]);
+        let text = metrics.render(0);
+        assert!(!text.contains(r#"tool="crashy""#), "{text}");
+        assert!(text.contains(r#"rojos_plugins_quarantined{tool="loopy"} 1"#));
+    }
+
     /// The value of the unlabelled series `name` in `text`.
     fn value(text: &str, name: &str) -> Option<f64> {
         text.lines()
