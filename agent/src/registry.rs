@@ -369,6 +369,11 @@ impl ToolSources {
     }
 }
 
+/// A list's definitions by name.
+fn definitions(tools: &[RegisteredTool]) -> BTreeMap<&str, &Value> {
+    tools.iter().map(|t| (t.name(), t.definition())).collect()
+}
+
 /// What changed between two lists of one server's tools.
 #[derive(Debug, PartialEq, Eq)]
 struct ListChange {
@@ -380,8 +385,11 @@ struct ListChange {
 impl ListChange {
     /// The change from `old` to `new`, or `None` when they offer the same.
     fn between(old: &[RegisteredTool], new: &[RegisteredTool]) -> Option<ListChange> {
-        let old: BTreeMap<&str, &Value> = old.iter().map(|t| (t.name(), t.definition())).collect();
-        let new: BTreeMap<&str, &Value> = new.iter().map(|t| (t.name(), t.definition())).collect();
+        Self::of(&definitions(old), &definitions(new))
+    }
+
+    /// The change between two lists of definitions by name.
+    fn of(old: &BTreeMap<&str, &Value>, new: &BTreeMap<&str, &Value>) -> Option<ListChange> {
         let names = |keep: &dyn Fn(&&str) -> bool, from: &BTreeMap<&str, &Value>| {
             from.keys()
                 .filter(|n| keep(n))
@@ -389,9 +397,12 @@ impl ListChange {
                 .collect::<Vec<_>>()
         };
         let change = ListChange {
-            added: names(&|n| !old.contains_key(n), &new),
-            removed: names(&|n| !new.contains_key(n), &old),
-            changed: names(&|n| old.get(n).is_some_and(|d| Some(d) != new.get(n)), &old),
+            added: names(&|n| !old.contains_key(n), new),
+            removed: names(&|n| !new.contains_key(n), old),
+            changed: names(
+                &|n| matches!((old.get(n), new.get(n)), (Some(was), Some(is)) if was != is),
+                old,
+            ),
         };
         let same =
             change.added.is_empty() && change.removed.is_empty() && change.changed.is_empty();
@@ -418,5 +429,37 @@ mod tests {
         let (registry, errors) = Registry::build(Vec::new());
         assert!(errors.is_empty());
         assert!(registry.definitions(&ToolSelection::All).is_empty());
+    }
+
+    #[test]
+    fn a_list_change_names_the_tools_added_removed_and_changed_and_none_is_no_change() {
+        fn list<'a>(tools: &[(&'a str, &'a Value)]) -> BTreeMap<&'a str, &'a Value> {
+            tools.iter().copied().collect()
+        }
+        let (one, two) = (&serde_json::json!({"v": 1}), &serde_json::json!({"v": 2}));
+        let old = list(&[("s__kept", one), ("s__gone", one), ("s__edited", one)]);
+        let new = list(&[("s__kept", one), ("s__edited", two), ("s__new", one)]);
+        let change = ListChange::of(&old, &new).expect("a change");
+        assert_eq!(
+            change,
+            ListChange {
+                added: vec!["s__new".into()],
+                removed: vec!["s__gone".into()],
+                changed: vec!["s__edited".into()],
+            }
+        );
+        assert_eq!(change.to_string(), "+s__new \u{2212}s__gone ~s__edited");
+        assert_eq!(ListChange::of(&old, &old.clone()), None, "the same list");
+        for (old, new, what) in [
+            (list(&[]), list(&[("s__a", one)]), "only added"),
+            (list(&[("s__a", one)]), list(&[]), "only removed"),
+            (
+                list(&[("s__a", one)]),
+                list(&[("s__a", two)]),
+                "only changed",
+            ),
+        ] {
+            assert!(ListChange::of(&old, &new).is_some(), "{what}");
+        }
     }
 }

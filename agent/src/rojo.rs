@@ -110,7 +110,10 @@ mod tests {
             !only.allows("docs_search"),
             "one underscore is not the server separator"
         );
-        assert!(!only.allows("bare_tool"), "a star without `__` is no wildcard");
+        assert!(
+            !only.allows("bare_tool"),
+            "a star without `__` is no wildcard"
+        );
         assert!(
             !ToolSelection::Only(BTreeSet::new()).allows("list_files"),
             "nothing listed, nothing enabled"
