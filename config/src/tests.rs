@@ -207,6 +207,19 @@ fn tools_accept_a_star_or_a_list_and_unknown_names_are_refused() {
     );
     let star = parse_live(&GOOD.replace(r#"tools = ["list_files"]"#, r#"tools = "*""#)).unwrap();
     assert_eq!(star.rojos["default"].tools, ToolSelection::All);
+    let one =
+        parse_live(&GOOD.replace(r#"tools = ["list_files"]"#, r#"tools = "list_files""#)).unwrap();
+    assert_eq!(
+        one.rojos["default"].tools,
+        ToolSelection::Only(BTreeSet::from(["list_files".to_owned()])),
+        "one name, not a star"
+    );
+    let listed_star = parse_live(&GOOD.replace(
+        r#"tools = ["list_files"]"#,
+        r#"tools = ["list_files", "*"]"#,
+    ))
+    .unwrap();
+    assert_eq!(listed_star.rojos["default"].tools, ToolSelection::All);
     assert!(c.check_tools(&["list_files"], &[]).is_ok());
     let e = c
         .check_tools(&["delete_path", "move_path"], &[])
@@ -279,6 +292,22 @@ fn defaults_fill_what_the_file_leaves_out() {
     assert_eq!(c.checkpoint_bytes, 256 << 20);
     assert_eq!(c.checkpoint_record_bytes, 64 << 20);
     assert_eq!(c.checkpoint_memory_bytes, 512 << 20);
+}
+
+#[test]
+fn a_rojo_compacts_at_a_percent_from_0_to_100() {
+    let at = |text: &str| {
+        parse_live(&format!("{GOOD}{text}")).map(|live| live.rojos["default"].compact_at_percent)
+    };
+    assert_eq!(
+        at("").unwrap(),
+        rojos_agent::context::DEFAULT_COMPACT_AT_PERCENT
+    );
+    assert_eq!(at("compact_at_percent = 0\n").unwrap(), 0);
+    assert_eq!(at("compact_at_percent = 100\n").unwrap(), 100);
+    let e = at("compact_at_percent = 101\n").unwrap_err().to_string();
+    assert!(e.contains("rojos.default.compact_at_percent"), "{e}");
+    assert!(e.contains("must be 0 (never compact) to 100"), "{e}");
 }
 
 #[test]
