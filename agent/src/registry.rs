@@ -370,7 +370,7 @@ impl ToolSources {
 }
 
 /// A list's definitions by name.
-fn definitions(tools: &[RegisteredTool]) -> BTreeMap<&str, &Value> {
+fn definitions_by_name(tools: &[RegisteredTool]) -> BTreeMap<&str, &Value> {
     tools.iter().map(|t| (t.name(), t.definition())).collect()
 }
 
@@ -385,7 +385,7 @@ struct ListChange {
 impl ListChange {
     /// The change from `old` to `new`, or `None` when they offer the same.
     fn between(old: &[RegisteredTool], new: &[RegisteredTool]) -> Option<ListChange> {
-        Self::of(&definitions(old), &definitions(new))
+        Self::of(&definitions_by_name(old), &definitions_by_name(new))
     }
 
     /// The change between two lists of definitions by name.
