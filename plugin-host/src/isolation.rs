@@ -6,8 +6,8 @@
 use std::{os::fd::AsFd, path::PathBuf, sync::Arc, time::Duration};
 
 use rojos_plugin_worker::{
-    Call, Ended, Outcome, PoolSettings, ProjectKey, QuarantineRule, SandboxSettings, WorkerPool,
-    Zygote,
+    Call, Ended, LaneCall, LaneStop, Outcome, PoolSettings, ProjectKey, QuarantineRule,
+    SandboxSettings, WorkerPool, Zygote,
 };
 use serde::Deserialize;
 
@@ -108,7 +108,8 @@ impl WorkerSettings {
 ///
 /// A call with `around` runs all three on one blocking thread, which waits there for the
 /// worker's answer, as the in-process path does (`invoke`): one hand-off to a thread and back
-/// per call instead of two.
+/// per call instead of two. That thread sends the call over the worker's lane and reads the
+/// answer itself when it can ([`WorkerPool::call_on_lane`]): the answer then wakes only it.
 pub(super) async fn call_in_worker(
     pool: &Arc<WorkerPool>,
     name: &str,
@@ -129,10 +130,12 @@ pub(super) async fn call_in_worker(
             // and with it the worker's call, as it does for a call without `around`.
             let stop = sent.stop.child_token();
             let _stop_on_drop = stop.clone().drop_guard();
+            let lane_stop = Arc::new(LaneStop::default());
+            let _stop_lane_on_drop = StopLaneOnDrop(Arc::clone(&lane_stop));
             let runtime = tokio::runtime::Handle::current();
             let start = Arc::new(Start::default());
             let mut thread = tokio::task::spawn_blocking({
-                let start = Arc::clone(&start);
+                let (start, lane_stop) = (Arc::clone(&start), Arc::clone(&lane_stop));
                 move || {
                     work.before()
                         .map_err(|refusal| ToolFailure::new(FailureKind::Refused, refusal))?;
@@ -142,22 +145,50 @@ pub(super) async fn call_in_worker(
                         work.after();
                         return Ok(None);
                     }
-                    let outcome =
-                        runtime.block_on(worker_call(&pool, key, &args, &sent, &stop, deadline));
+                    let call = Call {
+                        limits: sent.limits,
+                        create_only: &sent.create_only,
+                        args: &args,
+                    };
+                    let outcome = match pool.call_on_lane(&key, call, deadline, &lane_stop) {
+                        LaneCall::Done(outcome) => Some(outcome),
+                        LaneCall::Stopped => None,
+                        LaneCall::Unavailable => {
+                            runtime.block_on(worker_call(&pool, key, &args, &sent, &stop, deadline))
+                        }
+                    };
                     // The plugin's code is no longer running (it returned, or its worker is gone).
                     work.after();
                     Ok(Some(outcome))
                 }
             });
-            let joined =
-                match wait_for_thread(&mut thread, &start, Some(&request.stop), deadline).await {
-                    Waited::Joined(joined) => joined,
-                    Waited::NotStarted { stopped } => {
-                        return Err(not_started(name, request.timeout, stopped));
+            let waited = {
+                let waiting = wait_for_thread(&mut thread, &start, Some(&request.stop), deadline);
+                tokio::pin!(waiting);
+                tokio::select! {
+                    waited = &mut waiting => waited,
+                    // A thread waiting on the lane does not hear the stop: its worker is ended.
+                    () = request.stop.cancelled() => {
+                        lane_stop.stop();
+                        waiting.await
                     }
-                    // The worker's call has the same deadline: the thread is about to end.
-                    Waited::PastDeadline => thread.await,
-                };
+                }
+            };
+            let joined = match waited {
+                Waited::Joined(joined) => joined,
+                Waited::NotStarted { stopped } => {
+                    return Err(not_started(name, request.timeout, stopped));
+                }
+                // The worker's call has the same deadline: the thread is about to end. A worker
+                // that keeps its lane's answer coming a byte at a time is ended.
+                Waited::PastDeadline => match tokio::time::timeout(LANE_GRACE, &mut thread).await {
+                    Ok(joined) => joined,
+                    Err(_) => {
+                        lane_stop.stop();
+                        thread.await
+                    }
+                },
+            };
             match joined {
                 Ok(Ok(Some(outcome))) => outcome,
                 // The deadline passed as `before` ended.
@@ -215,6 +246,19 @@ pub(super) async fn call_in_worker(
             FailureKind::Host,
             format!("the tool plugin '{name}' could not be started: {e}"),
         )),
+    }
+}
+
+/// How long past its deadline a call on a worker's lane may still be answering before its
+/// worker is ended: its own time-out on the lane ends it first unless the worker trickles.
+const LANE_GRACE: Duration = Duration::from_secs(1);
+
+/// Stops a lane's call ([`LaneStop`]) when the call is dropped: its run was stopped.
+struct StopLaneOnDrop(Arc<LaneStop>);
+
+impl Drop for StopLaneOnDrop {
+    fn drop(&mut self) {
+        self.0.stop();
     }
 }
 

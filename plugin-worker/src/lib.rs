@@ -16,7 +16,8 @@
 //!   a frame.
 //! - [`spawn`], [`supervisor`], [`pool`], [`probe`]: the server's side — starting a worker,
 //!   talking to one and noticing its death, one worker per project and library, and reading
-//!   a manifest at load time.
+//!   a manifest at load time; [`lane`]: a worker's second socket, for a call whose server
+//!   thread waits for the answer itself.
 //! - [`zygote`], [`zygote_handle`]: the fork server that starts workers without an `exec`
 //!   (the zygote process, and the server's handle on it); `process` is a worker's process
 //!   either way.
@@ -24,6 +25,7 @@
 //!   log, bounded.
 
 pub mod answer;
+pub mod lane;
 pub mod module;
 pub mod pool;
 pub mod probe;
@@ -39,7 +41,8 @@ pub mod worker;
 pub mod zygote;
 pub mod zygote_handle;
 
-pub use pool::{Outcome, PoolSettings, ProjectKey, QuarantineRule, WorkerPool};
+pub use lane::LaneStop;
+pub use pool::{LaneCall, Outcome, PoolSettings, ProjectKey, QuarantineRule, WorkerPool};
 pub use protocol::Call;
 pub use sandbox::SandboxSettings;
 pub use supervisor::Ended;

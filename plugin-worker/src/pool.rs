@@ -19,10 +19,11 @@ use std::{
 use tokio::sync::OnceCell;
 
 use crate::{
+    lane::LaneStop,
     protocol::{Call, Start},
     record,
     sandbox::{identity, SandboxSettings},
-    supervisor::{Ended, Launch, StartError, Worker},
+    supervisor::{Answer, Ended, Launch, OnLane, StartError, Worker},
     zygote_handle::Zygote,
 };
 
@@ -105,6 +106,18 @@ pub enum Outcome {
         /// The wait left.
         wait: Duration,
     },
+}
+
+/// How a call offered to a worker's lane went ([`WorkerPool::call_on_lane`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LaneCall {
+    /// Not sent: the project has no running worker, or its lane is taken; make the call
+    /// with [`WorkerPool::call`].
+    Unavailable,
+    /// Stopped ([`LaneStop`]) before it was sent, or while it ran (its worker was ended).
+    Stopped,
+    /// How it ended.
+    Done(Outcome),
 }
 
 type Slot = Arc<OnceCell<Arc<Worker>>>;
@@ -229,20 +242,57 @@ impl WorkerPool {
         let answer = tokio::time::timeout_at(deadline, worker.call(call)).await;
         abandoned.armed = false;
         match answer {
-            Ok(Ok(result)) => Outcome::Returned(result),
-            Ok(Err(ended)) => {
+            Ok(answer) => self.settle(project, &worker, answer),
+            Err(_) => {
+                worker.kill();
                 self.forget(project, &worker);
+                Outcome::TimedOut
+            }
+        }
+    }
+
+    /// [`WorkerPool::call`] from a blocking thread, over the lane of `project`'s worker
+    /// ([`Worker::call_on_lane`]): this thread sends the call and reads the answer itself.
+    /// [`LaneCall::Unavailable`] when the project has no running worker (its start is
+    /// [`WorkerPool::call`]'s) or another call holds the lane.
+    pub fn call_on_lane(
+        &self,
+        project: &ProjectKey,
+        call: Call<'_>,
+        deadline: tokio::time::Instant,
+        stop: &LaneStop,
+    ) -> LaneCall {
+        if let Some(reason) = self.quarantined() {
+            return LaneCall::Done(Outcome::Quarantined(reason));
+        }
+        let Some(worker) = self.live_worker(project) else {
+            return LaneCall::Unavailable;
+        };
+        match worker.call_on_lane(call, deadline.into_std(), stop) {
+            OnLane::Unavailable => LaneCall::Unavailable,
+            OnLane::Stopped => LaneCall::Stopped,
+            OnLane::TimedOut => {
+                worker.kill();
+                self.forget(project, &worker);
+                LaneCall::Done(Outcome::TimedOut)
+            }
+            OnLane::Answered(answer) => LaneCall::Done(self.settle(project, &worker, answer)),
+        }
+    }
+
+    /// The outcome of `worker`'s `answer`: a worker that ended is dropped from the pool, and
+    /// its death counted once.
+    fn settle(&self, project: &ProjectKey, worker: &Arc<Worker>, answer: Answer) -> Outcome {
+        match answer {
+            Ok(result) => Outcome::Returned(result),
+            Err(ended) => {
+                self.forget(project, worker);
                 if let Ended::Died(cause) = &ended {
                     if worker.count_death() {
                         self.died(project, cause);
                     }
                 }
                 Outcome::Ended(ended)
-            }
-            Err(_) => {
-                worker.kill();
-                self.forget(project, &worker);
-                Outcome::TimedOut
             }
         }
     }
@@ -254,10 +304,16 @@ impl WorkerPool {
 
     /// Whether `project` has a worker that has not ended (no start, so no back-off, needed).
     fn has_live_worker(&self, project: &ProjectKey) -> bool {
+        self.live_worker(project).is_some()
+    }
+
+    /// `project`'s worker, if it has one that has not ended.
+    fn live_worker(&self, project: &ProjectKey) -> Option<Arc<Worker>> {
         lock(&self.workers)
             .get(project)
             .and_then(|slot| slot.get())
-            .is_some_and(|w| !w.has_ended())
+            .filter(|w| !w.has_ended())
+            .cloned()
     }
 
     /// How many workers are alive.
@@ -292,6 +348,8 @@ impl WorkerPool {
                     library: self.settings.library.clone(),
                     project_id: Some(project.id.clone()),
                     sandbox,
+                    // Set by `Worker::start`, which makes the lane.
+                    lane: false,
                 };
                 let launch = match &self.settings.zygote {
                     Some(zygote) => Launch::Fork(zygote),

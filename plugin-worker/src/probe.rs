@@ -110,7 +110,7 @@ pub fn manifest(
     let mut child = match zygote {
         Some(zygote) => {
             let pid = zygote
-                .fork_blocking(theirs.as_fd(), stderr.as_fd(), None)
+                .fork_blocking(theirs.as_fd(), stderr.as_fd(), None, None)
                 .map_err(start_failed)?;
             drop(stderr);
             let pid = Pid::from_raw(pid).ok_or_else(|| ProbeError::Start("process id 0".into()))?;
@@ -120,7 +120,7 @@ pub fn manifest(
         }
         None => {
             let (mut command, inherited) =
-                spawn::command(program, theirs.as_fd(), None).map_err(start_failed)?;
+                spawn::command(program, theirs.as_fd(), None, None).map_err(start_failed)?;
             command.stderr(Stdio::from(stderr));
             let child = command.spawn().map_err(start_failed)?;
             drop(inherited);
@@ -137,6 +137,7 @@ pub fn manifest(
                 library: library.to_owned(),
                 project_id: None,
                 sandbox,
+                lane: false,
             }))
         })
         .and_then(|()| channel.recv::<FromWorker>());

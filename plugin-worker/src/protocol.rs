@@ -8,7 +8,9 @@
 //! stopped by ending the worker, never by asking.
 //!
 //! Besides the socket (descriptor [`SOCKET_FD`]), a worker that serves a project inherits the
-//! project's root folder, opened by the server, as descriptor [`ROOT_FD`].
+//! project's root folder, opened by the server, as descriptor [`ROOT_FD`], and a second
+//! socketpair's end, its lane, as [`LANE_FD`]: the same frames, one call at a time, for a
+//! server thread that waits for the answer itself (`crate::lane`).
 
 use std::{
     io::{Read, Write},
@@ -27,6 +29,8 @@ use crate::{module::ModuleError, sandbox::SandboxSettings};
 pub const SOCKET_FD: RawFd = 3;
 /// The project root a worker serves, when it serves one.
 pub const ROOT_FD: RawFd = 4;
+/// The worker's end of its lane, when it has one ([`Start::lane`]).
+pub const LANE_FD: RawFd = 5;
 /// The largest frame either side accepts: a tool's result is capped far below this by the
 /// server's own limits, so a longer frame is a broken or hostile peer.
 pub const MAX_FRAME: usize = 64 << 20;
@@ -41,6 +45,9 @@ pub struct Start {
     pub project_id: Option<String>,
     /// The sandbox and limits to apply before the library is opened.
     pub sandbox: SandboxSettings,
+    /// Whether descriptor [`LANE_FD`] is the worker's lane.
+    #[serde(default)]
+    pub lane: bool,
 }
 
 /// A message from the server to a worker.

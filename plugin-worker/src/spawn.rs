@@ -1,25 +1,25 @@
 //! Starting a worker: the server's own binary (`rojos plugin-worker`) with an empty
-//! environment, the socket as descriptor [`SOCKET_FD`] and the project root, if any, as
-//! [`ROOT_FD`]; nothing else is inherited (every other descriptor of the server is
-//! close-on-exec).
+//! environment, the socket as descriptor [`SOCKET_FD`], the project root, if any, as
+//! [`ROOT_FD`] and its lane, if any, as [`LANE_FD`]; nothing else is inherited (every other
+//! descriptor of the server is close-on-exec).
 
 use std::{
     os::{
-        fd::{AsRawFd, BorrowedFd, OwnedFd},
+        fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd},
         unix::process::CommandExt,
     },
     path::Path,
     process::{Command, Stdio},
 };
 
-use crate::protocol::{ROOT_FD, SOCKET_FD};
+use crate::protocol::{LANE_FD, ROOT_FD, SOCKET_FD};
 
 /// The subcommand that makes the server's binary a worker.
 pub const SUBCOMMAND: &str = "plugin-worker";
 
-/// A command that starts `program` as a worker on `socket` (the worker's end) and `root`.
-/// The descriptors are duplicated (close-on-exec) and moved into place in the child; the
-/// returned guard keeps the duplicates open until the child has started.
+/// A command that starts `program` as a worker on `socket` (the worker's end), `root` and
+/// `lane`. The descriptors are duplicated (close-on-exec) and moved into place in the child;
+/// the returned guard keeps the duplicates open until the child has started.
 ///
 /// # Errors
 ///
@@ -28,8 +28,9 @@ pub fn command(
     program: &Path,
     socket: BorrowedFd<'_>,
     root: Option<BorrowedFd<'_>>,
+    lane: Option<BorrowedFd<'_>>,
 ) -> std::io::Result<(Command, Inherited)> {
-    command_as(program, SUBCOMMAND, socket, root)
+    command_as(program, SUBCOMMAND, socket, root, lane)
 }
 
 /// [`command`] for another of the binary's hidden subcommands (the zygote's).
@@ -42,14 +43,19 @@ pub fn command_as(
     subcommand: &str,
     socket: BorrowedFd<'_>,
     root: Option<BorrowedFd<'_>>,
+    lane: Option<BorrowedFd<'_>>,
 ) -> std::io::Result<(Command, Inherited)> {
-    // Above the targets, so moving one into place never overwrites the other.
-    let socket = rustix::io::fcntl_dupfd_cloexec(socket, 10)?;
-    let root = root
-        .map(|root| rustix::io::fcntl_dupfd_cloexec(root, 10))
-        .transpose()?;
-    let socket_raw = socket.as_raw_fd();
-    let root_raw = root.as_ref().map(AsRawFd::as_raw_fd);
+    // Above the targets, so moving one into place never overwrites another.
+    let mut moved = Vec::with_capacity(3);
+    for (fd, target) in [(Some(socket), SOCKET_FD), (root, ROOT_FD), (lane, LANE_FD)] {
+        if let Some(fd) = fd {
+            moved.push((rustix::io::fcntl_dupfd_cloexec(fd, 10)?, target));
+        }
+    }
+    let pairs: Vec<(RawFd, RawFd)> = moved
+        .iter()
+        .map(|(fd, target)| (fd.as_raw_fd(), *target))
+        .collect();
     let mut command = Command::new(program);
     command
         .arg(subcommand)
@@ -61,11 +67,8 @@ pub fn command_as(
     // clears close-on-exec on the new descriptor, and the sources (close-on-exec) close at exec.
     unsafe {
         command.pre_exec(move || {
-            if libc::dup2(socket_raw, SOCKET_FD) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if let Some(root_raw) = root_raw {
-                if libc::dup2(root_raw, ROOT_FD) < 0 {
+            for (source, target) in &pairs {
+                if libc::dup2(*source, *target) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
             }
@@ -75,7 +78,7 @@ pub fn command_as(
     Ok((
         command,
         Inherited {
-            _fds: (socket, root),
+            _fds: moved.into_iter().map(|(fd, _)| fd).collect(),
         },
     ))
 }
@@ -83,5 +86,5 @@ pub fn command_as(
 /// The duplicated descriptors a started child inherits; drop it once the child has started.
 #[derive(Debug)]
 pub struct Inherited {
-    _fds: (OwnedFd, Option<OwnedFd>),
+    _fds: Vec<OwnedFd>,
 }

@@ -1,6 +1,8 @@
 //! One running worker, seen from the server: [`Worker::start`] spawns it and waits until it
 //! is sandboxed and loaded; [`Worker::call`] sends a call and waits for its answer (dropping
-//! the future tells the worker the answer is no longer wanted); [`Worker::kill`] ends it.
+//! the future tells the worker the answer is no longer wanted), [`Worker::call_on_lane`]
+//! does so from a blocking thread over the worker's lane ([`crate::lane`]); [`Worker::kill`]
+//! ends it.
 //! A task owns the process and the socket: when the worker dies, whatever the reason, every
 //! call still waiting ends with [`Ended`], naming the cause from its exit status (and the last
 //! line it wrote on stderr, e.g. Rust's "memory allocation of N bytes failed").
@@ -31,6 +33,7 @@ use tokio_util::{
 };
 
 use crate::{
+    lane::{Lane, LaneError, LaneStop},
     process::{Forked, Process},
     protocol::{codec, decode, encode, Call, CallFrame, FromWorker, Refusal, Start, ToWorker},
     spawn, status, stderr_log,
@@ -71,7 +74,8 @@ pub enum StartError {
     Died(String),
 }
 
-type Answer = Result<Result<String, String>, Ended>;
+/// A call's answer: the plugin's text or error, or how its worker ended first.
+pub type Answer = Result<Result<String, String>, Ended>;
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Answer>>>>;
 
 /// A running worker.
@@ -86,8 +90,25 @@ pub struct Worker {
     dropped: CancellationToken,
     last_used: Mutex<Instant>,
     death_counted: std::sync::atomic::AtomicBool,
+    /// The server's end of the lane, when no call is on it (`None` while one is, and for a
+    /// worker with no project).
+    lane: Mutex<Option<Lane>>,
     /// The parts of the sandbox this kernel lacks.
     pub missing: Vec<String>,
+}
+
+/// How a call offered to a worker's lane went ([`Worker::call_on_lane`]).
+#[derive(Debug)]
+pub enum OnLane {
+    /// The lane is taken by another call, or the worker has none or is ending: send the call
+    /// with [`Worker::call`].
+    Unavailable,
+    /// Stopped ([`LaneStop`]) before it was sent, or while it ran (its worker was ended).
+    Stopped,
+    /// The deadline passed first; the worker still runs the call (the caller ends it).
+    TimedOut,
+    /// The plugin's answer, or how the worker ended.
+    Answered(Answer),
 }
 
 impl Worker {
@@ -99,20 +120,34 @@ impl Worker {
     /// [`StartError`].
     pub async fn start(
         launch: Launch<'_>,
-        start: Start,
+        mut start: Start,
         root: Option<BorrowedFd<'_>>,
         label: &str,
     ) -> Result<Arc<Worker>, StartError> {
         let spawn_failed = |e: std::io::Error| StartError::Spawn(e.to_string());
         let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(spawn_failed)?;
+        // A worker that serves a project has a lane, for the calls a blocking thread waits for.
+        let (lane, lane_theirs) = match root {
+            Some(_) => {
+                let (lane, theirs) = Lane::pair().map_err(spawn_failed)?;
+                (Some(lane), Some(theirs))
+            }
+            None => (None, None),
+        };
+        start.lane = lane.is_some();
         let (mut child, stderr) = match launch {
             Launch::Exec(program) => {
-                let (command, inherited) =
-                    spawn::command(program, theirs.as_fd(), root).map_err(spawn_failed)?;
+                let (command, inherited) = spawn::command(
+                    program,
+                    theirs.as_fd(),
+                    root,
+                    lane_theirs.as_ref().map(AsFd::as_fd),
+                )
+                .map_err(spawn_failed)?;
                 let mut command = tokio::process::Command::from(command);
                 command.kill_on_drop(true);
                 let mut child = command.spawn().map_err(spawn_failed)?;
-                drop((inherited, theirs));
+                drop((inherited, theirs, lane_theirs));
                 let stderr = child
                     .stderr
                     .take()
@@ -127,7 +162,7 @@ impl Worker {
                     .transpose()
                     .map_err(spawn_failed)?;
                 let pid = zygote
-                    .fork(OwnedFd::from(theirs), write, root)
+                    .fork(OwnedFd::from(theirs), write, root, lane_theirs)
                     .await
                     .map_err(spawn_failed)?;
                 let child = Forked::new(pid).map_err(spawn_failed)?;
@@ -175,6 +210,7 @@ impl Worker {
             dropped: CancellationToken::new(),
             last_used: Mutex::new(Instant::now()),
             death_counted: std::sync::atomic::AtomicBool::new(false),
+            lane: Mutex::new(lane),
             missing,
         });
         tokio::spawn(supervise(Link {
@@ -222,6 +258,81 @@ impl Worker {
         guard.armed = false;
         *lock(&self.last_used) = Instant::now();
         answer.unwrap_or_else(|_| Err(Ended::Died("ended".to_owned())))
+    }
+
+    /// Runs one call over the worker's lane, on this (blocking) thread, until `deadline`:
+    /// [`OnLane::Unavailable`] when the lane is taken or there is none. Never call it on a
+    /// thread of the async runtime: it waits in the socket.
+    pub fn call_on_lane(
+        self: &Arc<Self>,
+        call: Call<'_>,
+        deadline: Instant,
+        stop: &LaneStop,
+    ) -> OnLane {
+        let Some(mut lane) = lock(&self.lane).take() else {
+            return OnLane::Unavailable;
+        };
+        if self.has_ended() {
+            return OnLane::Unavailable;
+        }
+        *lock(&self.last_used) = Instant::now();
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        // Waiting like a call on the socket: the worker is busy for the pool's reaper, and
+        // when it dies its supervising task tells this call why.
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id, tx);
+        if !stop.sending_to(self) {
+            lock(&self.pending).remove(&id);
+            *lock(&self.lane) = Some(lane);
+            return OnLane::Stopped;
+        }
+        let answer = lane.call(id, call, deadline);
+        stop.done();
+        let closed = matches!(answer, Err(LaneError::Closed));
+        if !closed || stop.is_stopped() {
+            lock(&self.pending).remove(&id);
+        }
+        match answer {
+            Ok(result) => {
+                *lock(&self.lane) = Some(lane);
+                *lock(&self.last_used) = Instant::now();
+                OnLane::Answered(Ok(result))
+            }
+            // The lane is dropped: the worker does not serve it.
+            Err(LaneError::NotSent) => OnLane::Unavailable,
+            Err(LaneError::TimedOut) => OnLane::TimedOut,
+            Err(LaneError::Closed) if stop.is_stopped() => OnLane::Stopped,
+            Err(LaneError::Closed) => self.told_at_death(id, rx, deadline),
+            Err(LaneError::Broken(what)) => {
+                self.kill();
+                OnLane::Answered(Err(Ended::Died(format!(
+                    "broke the call protocol ({what}) and was ended"
+                ))))
+            }
+        }
+    }
+
+    /// The answer of lane call `id`, whose lane closed: the worker is dying, and its
+    /// supervising task tells the call how it ended, as it tells every call waiting. A worker
+    /// that closed its lane but lives on is ended at `deadline`.
+    fn told_at_death(&self, id: u64, told: oneshot::Receiver<Answer>, deadline: Instant) -> OnLane {
+        let told = match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => runtime
+                .block_on(tokio::time::timeout_at(deadline.into(), told))
+                .ok(),
+            Err(_) => Some(told.blocking_recv()),
+        };
+        match told {
+            Some(Ok(answer)) => OnLane::Answered(answer),
+            Some(Err(_)) => OnLane::Answered(Err(Ended::Died("ended".to_owned()))),
+            None => {
+                lock(&self.pending).remove(&id);
+                self.kill();
+                OnLane::Answered(Err(Ended::Died(
+                    "closed its call channel while running this call, and was ended".to_owned(),
+                )))
+            }
+        }
     }
 
     /// Ends the worker now (SIGKILL); its waiting calls end with [`Ended::Stopped`].

@@ -10,7 +10,8 @@
 //! with `EPOLLEXCLUSIVE`: a frame wakes one of them, not all, and the one running a call
 //! never has to wake another to read in its place. So calls on one project still run side by
 //! side, and a cancel or the socket's close is seen at once, by a thread that was already
-//! waiting. A thread is started only when every thread is busy with a call.
+//! waiting. A thread is started only when every thread is busy with a call. One more thread
+//! serves the worker's lane (`crate::lane`), one call at a time.
 
 use std::{
     collections::HashSet,
@@ -28,7 +29,7 @@ use rojos_plugin_api::{CallContext, Limits, ToolModuleRef};
 use crate::{
     answer, module,
     protocol::{
-        BlockingChannel, FrameReader, FrameWriter, FromWorker, Refusal, ToWorker, ROOT_FD,
+        BlockingChannel, FrameReader, FrameWriter, FromWorker, Refusal, ToWorker, LANE_FD, ROOT_FD,
         SOCKET_FD,
     },
     sandbox::{self, Reach, Rule},
@@ -87,6 +88,10 @@ fn start(mut channel: BlockingChannel) -> i32 {
         // SAFETY: a worker started for a project inherits the project root as ROOT_FD.
         unsafe { OwnedFd::from_raw_fd(ROOT_FD) }
     });
+    let lane = start.lane.then(|| {
+        // SAFETY: a worker started with a lane inherits its end as LANE_FD.
+        UnixStream::from(unsafe { OwnedFd::from_raw_fd(LANE_FD) })
+    });
     // Opened before the sandbox, while the worker may still be root: a worker that becomes
     // its project's user may not reach the server's private copy by its path, so it opens
     // the library through this descriptor (docs/security.md).
@@ -144,8 +149,39 @@ fn start(mut channel: BlockingChannel) -> i32 {
             ..Calls::default()
         }),
     });
+    if let Some(lane) = lane {
+        serve_lane(&serving, lane);
+    }
     // `root` stays open (the plugins reach it as ROOT_FD): serving never returns.
     serve(&serving)
+}
+
+/// Starts the thread that serves the lane: each call it reads, it runs and answers there.
+/// It ends when the server closes the lane (or sends what is not a call).
+fn serve_lane(serving: &Arc<Serving>, lane: UnixStream) {
+    let serving = Arc::clone(serving);
+    let started = std::thread::Builder::new()
+        .name("lane".to_owned())
+        .spawn(move || {
+            let Ok(mut lane) = BlockingChannel::new(lane) else {
+                return;
+            };
+            while let Ok(ToWorker::Call {
+                id,
+                limits,
+                create_only,
+                args,
+            }) = lane.recv::<ToWorker>()
+            {
+                let result = answer::fit(run(&serving, limits, create_only, &args));
+                if lane.send(&FromWorker::Done { id, result }).is_err() {
+                    return;
+                }
+            }
+        });
+    if let Err(e) = started {
+        eprintln!("plugin worker: no thread for its lane ({e}); its calls come on its socket");
+    }
 }
 
 fn refuse(channel: &mut BlockingChannel, why: Refusal) {

@@ -8,7 +8,7 @@
 //! no modules), then waits for requests on a `SOCK_SEQPACKET` socket (one message per
 //! request, so no framing): a [`ForkRequest`] with the new worker's descriptors attached
 //! (`SCM_RIGHTS`): its end of the worker's socketpair, the write end of a pipe for its
-//! stderr, and the project root when it serves one. The zygote forks with `CLONE_PARENT`, so
+//! stderr, and the project root and its lane when it has them. The zygote forks with `CLONE_PARENT`, so
 //! the child is the server's own child (the server waits for it and kills it as it does an
 //! `exec`ed worker, through a pidfd: no pid can be reused before the server reaps it), puts
 //! the descriptors in place and becomes a worker exactly as an `exec`ed one does
@@ -30,7 +30,7 @@ use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendFlag
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    protocol::{ROOT_FD, SOCKET_FD},
+    protocol::{LANE_FD, ROOT_FD, SOCKET_FD},
     sandbox,
 };
 
@@ -48,11 +48,24 @@ pub const ZYGOTE_NAME: &str = "plugin-zygote";
 pub(crate) const MAX_MESSAGE: usize = 1024;
 
 /// Fork a worker: the descriptors attached are its socket, its stderr and, when `root` is
-/// set, its project root, in that order.
+/// set, its project root, and when `lane` is set, its lane, in that order.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub(crate) struct ForkRequest {
     /// Whether a project root is attached.
     pub(crate) root: bool,
+    /// Whether a lane is attached.
+    #[serde(default)]
+    pub(crate) lane: bool,
+}
+
+impl ForkRequest {
+    /// Where each attached descriptor goes in the worker, in the order they are attached.
+    fn targets(self) -> Vec<RawFd> {
+        let mut targets = vec![SOCKET_FD, libc::STDERR_FILENO];
+        targets.extend(self.root.then_some(ROOT_FD));
+        targets.extend(self.lane.then_some(LANE_FD));
+        targets
+    }
 }
 
 /// The zygote's answer to a [`ForkRequest`].
@@ -110,7 +123,7 @@ pub fn main() -> ExitCode {
 /// Reads one request and answers it; `Ok(false)` when the server closed the socket.
 fn serve_one(control: &OwnedFd) -> std::io::Result<bool> {
     let mut buffer = [0u8; MAX_MESSAGE];
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
     let mut ancillary = RecvAncillaryBuffer::new(&mut space);
     let received = rustix::net::recvmsg(
         control,
@@ -128,11 +141,13 @@ fn serve_one(control: &OwnedFd) -> std::io::Result<bool> {
         return Ok(false);
     }
     let reply = match serde_json::from_slice::<ForkRequest>(&buffer[..received.bytes]) {
-        Ok(request) if fds.len() == 2 + usize::from(request.root) => fork_worker(control, &fds),
+        Ok(request) if fds.len() == request.targets().len() => {
+            fork_worker(control, &fds, &request.targets())
+        }
         Ok(request) => ForkReply::Failed(format!(
             "{} descriptors came with a request for {}",
             fds.len(),
-            2 + usize::from(request.root)
+            request.targets().len()
         )),
         Err(e) => ForkReply::Failed(format!("a request not understood: {e}")),
     };
@@ -147,8 +162,8 @@ fn serve_one(control: &OwnedFd) -> std::io::Result<bool> {
     Ok(true)
 }
 
-/// Forks a worker on `fds` (socket, stderr, root): the child never returns.
-fn fork_worker(control: &OwnedFd, fds: &[OwnedFd]) -> ForkReply {
+/// Forks a worker on `fds`, each put at its number in `targets`: the child never returns.
+fn fork_worker(control: &OwnedFd, fds: &[OwnedFd], targets: &[RawFd]) -> ForkReply {
     // Above every target, so putting one in place never overwrites another.
     let mut high = Vec::with_capacity(fds.len());
     for fd in fds {
@@ -157,7 +172,6 @@ fn fork_worker(control: &OwnedFd, fds: &[OwnedFd]) -> ForkReply {
             Err(e) => return ForkReply::Failed(format!("cannot move a descriptor: {e}")),
         }
     }
-    let targets = &[SOCKET_FD, libc::STDERR_FILENO, ROOT_FD][..high.len()];
     let sources: Vec<RawFd> = high.iter().map(AsRawFd::as_raw_fd).collect();
     // What the child closes once its descriptors are in place: the copies, the received
     // originals and the control socket (a worker must never reach the zygote).

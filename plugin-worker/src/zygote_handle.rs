@@ -69,7 +69,8 @@ impl Zygote {
     }
 
     /// Forks a worker on `socket` (its end of the socketpair), `stderr` (where it writes its
-    /// messages) and `root` (its project root): the worker's pid, a child of this process.
+    /// messages), `root` (its project root) and `lane` (its end of its lane): the worker's
+    /// pid, a child of this process.
     ///
     /// # Errors
     ///
@@ -79,6 +80,7 @@ impl Zygote {
         socket: OwnedFd,
         stderr: OwnedFd,
         root: Option<OwnedFd>,
+        lane: Option<OwnedFd>,
     ) -> io::Result<i32> {
         let zygote = Arc::clone(self);
         tokio::task::spawn_blocking(move || {
@@ -86,6 +88,7 @@ impl Zygote {
                 socket.as_fd(),
                 stderr.as_fd(),
                 root.as_ref().map(AsFd::as_fd),
+                lane.as_ref().map(AsFd::as_fd),
             )
         })
         .await
@@ -103,6 +106,7 @@ impl Zygote {
         socket: BorrowedFd<'_>,
         stderr: BorrowedFd<'_>,
         root: Option<BorrowedFd<'_>>,
+        lane: Option<BorrowedFd<'_>>,
     ) -> io::Result<i32> {
         let mut running = lock(&self.running);
         let mut restarted = false;
@@ -113,7 +117,7 @@ impl Zygote {
             let Some(zygote) = running.as_mut() else {
                 continue;
             };
-            match request(&zygote.control, socket, stderr, root) {
+            match request(&zygote.control, socket, stderr, root, lane) {
                 Ok(ForkReply::Forked { pid }) => return Ok(pid),
                 Ok(ForkReply::Failed(why)) => return Err(io::Error::other(why)),
                 Err(e) => {
@@ -144,7 +148,7 @@ impl Zygote {
             None,
         )?;
         let (mut command, inherited) =
-            spawn::command_as(&self.program, SUBCOMMAND, theirs.as_fd(), None)?;
+            spawn::command_as(&self.program, SUBCOMMAND, theirs.as_fd(), None, None)?;
         // The zygote's own messages (rare: a part of its confinement the kernel lacks) go to
         // the server's stderr; each worker it forks writes to a pipe of its own.
         command.stderr(Stdio::inherit());
@@ -168,14 +172,17 @@ fn request(
     socket: BorrowedFd<'_>,
     stderr: BorrowedFd<'_>,
     root: Option<BorrowedFd<'_>>,
+    lane: Option<BorrowedFd<'_>>,
 ) -> io::Result<ForkReply> {
     let mut fds = vec![socket, stderr];
     fds.extend(root);
+    fds.extend(lane);
     let payload = serde_json::to_vec(&ForkRequest {
         root: root.is_some(),
+        lane: lane.is_some(),
     })
     .map_err(io::Error::other)?;
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
     let mut ancillary = SendAncillaryBuffer::new(&mut space);
     if !ancillary.push(SendAncillaryMessage::ScmRights(&fds)) {
         return Err(io::Error::other("no room for the descriptors"));

@@ -3,7 +3,7 @@
 //! `approvalId` (a call id the model reused in a later turn names no call, and a decision
 //! sent again changes nothing); a call id of any length can be decided; under
 //! `approve = "destructive"` a write that replaces an existing file is asked about (one that
-//! creates a file is not); and a call refused anyway (arguments that do not fit the tool's
+//! creates a file is not), as is any call of a tool its manifest marks destructive; and a call refused anyway (arguments that do not fit the tool's
 //! schema) is never asked about. The same attack through two hosts on one PostgreSQL
 //! database is in `hosts.rs`.
 
@@ -265,6 +265,32 @@ async fn approve_destructive_asks_before_a_write_replaces_a_file_not_before_one_
         "original",
         "not replaced unasked"
     );
+}
+
+/// A tool its manifest marks destructive (`delete_path`) is asked about under
+/// `approve = "destructive"` even when the call would remove nothing that exists.
+#[tokio::test]
+async fn approve_destructive_asks_before_a_destructive_tool_even_when_nothing_exists() {
+    let upstream = ScriptedUpstream::start(vec![
+        Turn::tool_calls(&[("c1", "delete_path", json!({"path": "missing.txt"}))]),
+        Turn::text("done"),
+    ])
+    .await;
+    let host = TestHost::start(with_delete(
+        &upstream,
+        "[rojos.default]\nprovider = \"scripted\"\ntools = \"*\"\napprove = \"destructive\"\n\
+         [limits]\napproval_timeout_secs = 1\n",
+    ))
+    .await;
+    std::fs::create_dir_all(host.project_root("demo")).unwrap();
+    let stream = Stream::read(
+        host.chat(json!({"projectId": "demo", "message": "go"}))
+            .await,
+    )
+    .await;
+    assert!(asked(&stream, "delete_path"), "{:?}", stream.all);
+    let results = stream.results();
+    assert!(results[0].2.contains("did not answer"), "{results:?}");
 }
 
 #[tokio::test]

@@ -60,6 +60,16 @@ fn threads(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, Iterator::count)
 }
 
+/// Whether worker `pid` has started a spare serving thread (`call`): it does so when its
+/// first serving thread takes a call.
+fn has_spare_thread(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|tasks| {
+        tasks.flatten().any(|task| {
+            std::fs::read_to_string(task.path().join("comm")).is_ok_and(|c| c.trim_end() == "call")
+        })
+    })
+}
+
 /// Polls `check` every 50 ms until it holds, or panics after a generous 60 s.
 async fn until(what: &str, mut check: impl FnMut() -> bool) {
     for _ in 0..1200 {
@@ -122,11 +132,11 @@ async fn hanging_call(
         .await;
     read_until(&mut response, "TOOL_CALL").await;
     let mut pid = 0;
-    // The worker runs the call once a second thread waits for the next frame beside it.
+    // The worker runs the call once a spare thread waits for the next frame beside it.
     until("a worker runs hang_tool's call", || {
         pid = processes(program, "plugin-worker")
             .into_iter()
-            .find(|pid| threads(*pid) >= 2)
+            .find(|pid| has_spare_thread(*pid))
             .unwrap_or(0);
         pid != 0
     })

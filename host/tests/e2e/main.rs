@@ -33,6 +33,7 @@ mod fleet_runs;
 mod hosts;
 mod init;
 mod isolation;
+mod isolation_lane;
 mod isolation_life;
 mod isolation_lifecycle;
 mod isolation_quarantine;

@@ -6,7 +6,8 @@
 //! to 127.0.0.1:`port`), `fork`, `spawn` (runs `/bin/true`), `parent_environ` (reads
 //! `/proc/<parent>/environ`), and `read_root` (a file at a relative `path` in the project,
 //! through the root descriptor, as a well-behaved tool would), `pid` (the process it runs
-//! in), `sleep` (`seconds`, then says in which process it slept) and `caps` (the process's
+//! in), `sleep` (`seconds`, then says in which process it slept; with a `path`, it first
+//! creates that file in the project, to show it has begun) and `caps` (the process's
 //! effective and permitted capabilities and how many are left in its bounding set), `ctor`
 //! (what the library's constructor saw when the dynamic loader ran it: its process, and
 //! whether it could open `/etc/passwd`, as an unconfined process can), `ids` (its real,
@@ -14,8 +15,11 @@
 //! `setuid_root` (tries to become uid 0 again), `write_root` (creates a file at a relative
 //! `path` in the project, through the root descriptor), `exhaust_files` (opens descriptors
 //! until the process may open no more, and keeps them), `big_result` (a result of `bytes`
-//! bytes), `stderr_line` (one line of `bytes` bytes on stderr, never ended) and
-//! `stderr_lines` (a line that is not UTF-8, then `bytes` short lines, on stderr).
+//! bytes), `stderr_line` (one line of `bytes` bytes on stderr, never ended),
+//! `stderr_lines` (a line that is not UTF-8, then `bytes` short lines, on stderr) and
+//! `thread` (the name of the thread it runs on). A call with a `changes` path is one that
+//! changes that file, as far as the server knows (`changes_paths`): undo's checkpoint work
+//! runs just before and after it.
 
 use std::{
     ffi::CString,
@@ -72,18 +76,21 @@ struct Args {
 
 impl Tool for HostileTool {
     fn spec() -> ToolSpec {
-        ToolSpec::new("hostile_tool", "Misbehaves as asked (test plugin).").parameters(json!({
-            "type": "object",
-            "properties": {
-                "act": {"type": "string"},
-                "path": {"type": "string"},
-                "port": {"type": "integer"},
-                "seconds": {"type": "number"},
-                "bytes": {"type": "integer"}
-            },
-            "required": ["act"],
-            "additionalProperties": false
-        }))
+        ToolSpec::new("hostile_tool", "Misbehaves as asked (test plugin).")
+            .changes_paths(&["changes"])
+            .parameters(json!({
+                "type": "object",
+                "properties": {
+                    "act": {"type": "string"},
+                    "path": {"type": "string"},
+                    "port": {"type": "integer"},
+                    "seconds": {"type": "number"},
+                    "bytes": {"type": "integer"},
+                    "changes": {"type": "string"}
+                },
+                "required": ["act"],
+                "additionalProperties": false
+            }))
     }
 
     fn call(ctx: &CallContext, args: &str) -> Result<String, ToolError> {
@@ -129,6 +136,7 @@ impl Tool for HostileTool {
                     .map_err(failed)
             }
             "pid" => Ok(std::process::id().to_string()),
+            "thread" => Ok(thread_name()),
             // One line of `bytes` bytes on stderr, with no end (at most 1 GiB).
             "stderr_line" => {
                 use std::io::Write;
@@ -164,6 +172,9 @@ impl Tool for HostileTool {
                 Ok(format!("holding {kept} more descriptors"))
             }
             "sleep" => {
+                if !args.path.is_empty() {
+                    write_in_root(ctx.root_fd, &args.path).map_err(failed)?;
+                }
                 std::thread::sleep(std::time::Duration::from_secs_f64(
                     args.seconds.clamp(0.0, 60.0),
                 ));
@@ -189,6 +200,16 @@ impl Tool for HostileTool {
             ))),
         }
     }
+}
+
+/// The calling thread's name as the kernel knows it (this library's own copy of the standard
+/// library does not know the names the worker gave its threads).
+fn thread_name() -> String {
+    let mut name = [0u8; 16];
+    // SAFETY: PR_GET_NAME writes at most 16 bytes, NUL included, into `name`.
+    unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
+    let end = name.iter().position(|b| *b == 0).unwrap_or(name.len());
+    String::from_utf8_lossy(&name[..end]).into_owned()
 }
 
 fn fork() -> Result<String, ToolError> {

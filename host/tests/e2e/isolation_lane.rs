@@ -1,0 +1,170 @@
+//! A changing call (one with undo's checkpoint work just before and after it) on a project
+//! whose worker runs travels over the worker's lane (docs/plugins.md, "Isolation"): it runs
+//! on the worker's lane thread while other calls come on the worker's socket, and a crash, a
+//! deadline or a stopped run there ends as it does on the socket: the model reads why, the
+//! worker is gone, and the next call gets a new one.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::support::{
+    host::{HostConfig, TestHost},
+    ndjson::{read_until, Stream},
+    plugin_lib,
+    upstream::{ScriptedUpstream, Turn},
+};
+
+/// A host whose built-ins and `hostile_tool` run in workers.
+async fn host(upstream: &ScriptedUpstream) -> TestHost {
+    let mut config = HostConfig::builtins().upstream(upstream);
+    config.load.push(plugin_lib("rojos_test_hostile_tool"));
+    config.plugins.push_str("isolation = \"worker\"\n");
+    TestHost::start(config).await
+}
+
+/// `hostile_tool` doing `act`, as a call that changes `<id>.txt` (so the server records the
+/// file around it; a path of its own, so no call repeats another).
+fn changing(id: &str, act: Value) -> Turn {
+    let mut args = act;
+    args["changes"] = json!(format!("{id}.txt"));
+    Turn::tool_calls(&[(id, "hostile_tool", args)])
+}
+
+/// One run in project `p` whose model makes `calls` one after another, then answers: each
+/// call's result.
+async fn run(calls: Vec<Turn>) -> (TestHost, Vec<String>) {
+    let upstream = ScriptedUpstream::start(Vec::new()).await;
+    let host = host(&upstream).await;
+    upstream.push(calls);
+    upstream.push([Turn::text("done")]);
+    std::fs::create_dir_all(host.project_root("p")).unwrap();
+    let stream = Stream::read(host.chat(json!({"projectId": "p", "message": "go"})).await).await;
+    assert_eq!(stream.text(), "done", "the run went on to its answer");
+    let results = stream
+        .results()
+        .into_iter()
+        .map(|(_, _, text)| text)
+        .collect();
+    (host, results)
+}
+
+/// Whether `pid` has ended (gone, or a zombie not reaped yet).
+fn has_ended(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).map_or(true, |status| {
+        status
+            .lines()
+            .any(|l| l.starts_with("State:") && (l.contains('Z') || l.contains('X')))
+    })
+}
+
+/// Polls `check` every 25 ms until it holds, or panics after a generous 60 s.
+async fn until(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..2400 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("still not so after 60 s: {what}");
+}
+
+fn pid(text: &str) -> u32 {
+    text.parse().unwrap_or_else(|_| panic!("not a pid: {text}"))
+}
+
+#[tokio::test]
+async fn a_changing_call_runs_on_the_workers_lane_and_other_calls_on_its_socket() {
+    let (_host, threads) = run(vec![
+        // No worker yet: the call that starts it comes on its socket.
+        changing("t1", json!({"act": "thread"})),
+        changing("t2", json!({"act": "thread"})),
+        Turn::tool_calls(&[("t3", "hostile_tool", json!({"act": "thread"}))]),
+        changing("t4", json!({"act": "thread"})),
+    ])
+    .await;
+    assert_eq!(threads.len(), 4, "{threads:?}");
+    assert_ne!(threads[0], "lane", "{threads:?}");
+    assert_eq!(threads[1], "lane", "the worker ran: {threads:?}");
+    assert_ne!(
+        threads[2], "lane",
+        "a call that changes nothing: {threads:?}"
+    );
+    assert_eq!(threads[3], "lane", "call after call: {threads:?}");
+}
+
+#[tokio::test]
+async fn a_crash_on_the_lane_fails_only_its_call_and_the_next_call_gets_a_new_worker() {
+    let (_host, results) = run(vec![
+        changing("p1", json!({"act": "pid"})),
+        changing("s1", json!({"act": "segv"})),
+        changing("p2", json!({"act": "pid"})),
+    ])
+    .await;
+    assert_eq!(
+        results[1],
+        "error: the tool plugin 'hostile_tool' crashed (SIGSEGV) while running this call; it is started again for the next call"
+    );
+    assert_ne!(pid(&results[0]), pid(&results[2]), "a new worker");
+    assert!(has_ended(pid(&results[0])));
+}
+
+#[tokio::test]
+async fn a_changing_call_past_its_deadline_on_the_lane_ends_its_worker() {
+    let (_host, results) = run(vec![
+        changing("p1", json!({"act": "pid"})),
+        changing("s1", json!({"act": "spin"})),
+    ])
+    .await;
+    assert_eq!(
+        results[1],
+        "error: tool hostile_tool did not finish within 2.0 s; its worker was stopped"
+    );
+    let worker = pid(&results[0]);
+    until("the spinning worker has ended", || has_ended(worker)).await;
+}
+
+#[tokio::test]
+async fn a_run_stopped_while_its_changing_call_runs_on_the_lane_ends_the_worker() {
+    let upstream = ScriptedUpstream::start(Vec::new()).await;
+    let mut config = HostConfig::builtins().upstream(&upstream);
+    config.load.push(plugin_lib("rojos_test_hostile_tool"));
+    config.plugins.push_str("isolation = \"worker\"\n");
+    config.call_timeout_secs = 600.0;
+    let host = TestHost::start(config).await;
+    let root = host.project_root("demo");
+    std::fs::create_dir_all(&root).unwrap();
+    upstream.push([
+        changing("p1", json!({"act": "pid"})),
+        changing(
+            "s1",
+            json!({"act": "sleep", "seconds": 60, "path": "begun.txt"}),
+        ),
+    ]);
+    let mut response = host
+        .chat(json!({"projectId": "demo", "message": "go"}))
+        .await;
+    let seen = read_until(&mut response, "TOOL_RESULT").await;
+    until("the sleeping call has begun", || {
+        root.join("begun.txt").exists()
+    })
+    .await;
+
+    let conversation = host.only_conversation().await;
+    let stopped = host.stop_run(&conversation).await;
+    assert_eq!(stopped.status(), 202);
+    let rest = tokio::time::timeout(Duration::from_secs(30), response.text())
+        .await
+        .expect("the stopped run ended before its call's 60 s")
+        .unwrap();
+    let run = Stream::parse(&format!("{seen}{rest}"));
+    let results = run.results();
+    assert!(
+        results[1]
+            .2
+            .contains("was stopped while running this call: the run was stopped"),
+        "{results:?}"
+    );
+    let worker = pid(&results[0].2);
+    until("the stopped call's worker has ended", || has_ended(worker)).await;
+}
