@@ -13,14 +13,13 @@
 use std::{
     io::ErrorKind,
     os::{fd::OwnedFd, unix::net::UnixStream},
-    sync::{Arc, Mutex},
+    sync::Mutex,
     time::Instant,
 };
 
-use crate::{
-    protocol::{BlockingChannel, Call, CallFrame, FromWorker},
-    supervisor::Worker,
-};
+use tokio_util::sync::CancellationToken;
+
+use crate::protocol::{BlockingChannel, Call, CallFrame, FromWorker};
 
 /// The server's end of a lane.
 #[derive(Debug)]
@@ -109,8 +108,8 @@ pub struct LaneStop(Mutex<StopState>);
 #[derive(Debug, Default)]
 struct StopState {
     stopped: bool,
-    /// The worker running the call, while it runs.
-    running_on: Option<Arc<Worker>>,
+    /// What ends the worker running the call, while it runs.
+    running_on: Option<CancellationToken>,
 }
 
 impl LaneStop {
@@ -118,8 +117,8 @@ impl LaneStop {
     pub fn stop(&self) {
         let mut state = lock(&self.0);
         state.stopped = true;
-        if let Some(worker) = state.running_on.take() {
-            worker.kill();
+        if let Some(kill) = state.running_on.take() {
+            kill.cancel();
         }
     }
 
@@ -128,11 +127,12 @@ impl LaneStop {
         lock(&self.0).stopped
     }
 
-    /// The call is about to be sent to `worker`: false if it was stopped first.
-    pub(crate) fn sending_to(&self, worker: &Arc<Worker>) -> bool {
+    /// The call is about to be sent to the worker that `kill` ends: false if it was stopped
+    /// first.
+    pub(crate) fn sending_to(&self, kill: &CancellationToken) -> bool {
         let mut state = lock(&self.0);
         if !state.stopped {
-            state.running_on = Some(Arc::clone(worker));
+            state.running_on = Some(kill.clone());
         }
         !state.stopped
     }

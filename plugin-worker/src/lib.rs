@@ -16,8 +16,9 @@
 //!   a frame.
 //! - [`spawn`], [`supervisor`], [`pool`], [`probe`]: the server's side — starting a worker,
 //!   talking to one and noticing its death, one worker per project and library, and reading
-//!   a manifest at load time; [`lane`]: a worker's second socket, for a call whose server
-//!   thread waits for the answer itself.
+//!   a manifest at load time; `outgoing`: the socket's writing half the callers share;
+//!   [`lane`]: a worker's second socket, for a call whose server thread waits for the
+//!   answer itself.
 //! - [`zygote`], [`zygote_handle`]: the fork server that starts workers without an `exec`
 //!   (the zygote process, and the server's handle on it); `process` is a worker's process
 //!   either way.
@@ -27,6 +28,7 @@
 pub mod answer;
 pub mod lane;
 pub mod module;
+mod outgoing;
 pub mod pool;
 pub mod probe;
 mod process;

@@ -18,22 +18,19 @@ use std::{
     time::{Duration, Instant},
 };
 
-use bytes::{Bytes, BytesMut};
 use futures_util::{SinkExt, StreamExt};
 use tokio::{
-    net::{
-        unix::{OwnedReadHalf, OwnedWriteHalf},
-        UnixStream,
-    },
-    sync::{oneshot, Notify},
+    net::{unix::OwnedReadHalf, UnixStream},
+    sync::oneshot,
 };
 use tokio_util::{
-    codec::{Encoder, Framed, FramedRead, LengthDelimitedCodec},
+    codec::{Framed, FramedRead, LengthDelimitedCodec},
     sync::CancellationToken,
 };
 
 use crate::{
     lane::{Lane, LaneError, LaneStop},
+    outgoing::Outgoing,
     process::{Forked, Process},
     protocol::{codec, decode, encode, Call, CallFrame, FromWorker, Refusal, Start, ToWorker},
     spawn, status, stderr_log,
@@ -196,11 +193,7 @@ impl Worker {
         let (read_half, write_half) = parts.io.into_split();
         let mut frames = FramedRead::new(read_half, codec());
         *frames.read_buffer_mut() = parts.read_buf;
-        let outgoing = Arc::new(Outgoing {
-            half: write_half,
-            state: Mutex::default(),
-            backlog: Notify::new(),
-        });
+        let outgoing = Arc::new(Outgoing::new(write_half));
         let worker = Arc::new(Worker {
             outgoing: Arc::clone(&outgoing),
             pending: Arc::default(),
@@ -281,7 +274,7 @@ impl Worker {
         // when it dies its supervising task tells this call why.
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(id, tx);
-        if !stop.sending_to(self) {
+        if !stop.sending_to(&self.kill) {
             lock(&self.pending).remove(&id);
             *lock(&self.lane) = Some(lane);
             return OnLane::Stopped;
@@ -378,90 +371,6 @@ impl Drop for Unwanted<'_> {
                 .outgoing
                 .send(&encode(&ToWorker::Cancel { id: self.id }));
         }
-    }
-}
-
-/// The socket's writing half, shared by the callers. A frame is written whole, without
-/// waiting, by whoever sends it; what the socket does not take at once goes to the backlog,
-/// which the supervising task writes as the socket drains, in order: a caller that gives up
-/// mid-frame never leaves half a frame behind.
-#[derive(Debug)]
-struct Outgoing {
-    half: OwnedWriteHalf,
-    state: Mutex<OutState>,
-    /// Wakes the supervising task when the backlog has bytes.
-    backlog: Notify,
-}
-
-#[derive(Debug, Default)]
-struct OutState {
-    /// Bytes of frames not written yet, in order.
-    backlog: BytesMut,
-    /// The worker has ended: nothing is sent any more.
-    closed: bool,
-}
-
-/// The worker has ended; the frame was not sent.
-struct Closed;
-
-impl Outgoing {
-    /// Sends `payload` as one frame: written now, or queued behind the backlog.
-    fn send(&self, payload: &Bytes) -> Result<(), Closed> {
-        let mut frame = BytesMut::with_capacity(payload.len() + 4);
-        if codec().encode(payload.clone(), &mut frame).is_err() {
-            // Longer than any frame the worker accepts: as good as never sent.
-            return Err(Closed);
-        }
-        let mut state = lock(&self.state);
-        if state.closed {
-            return Err(Closed);
-        }
-        if state.backlog.is_empty() {
-            match self.half.try_write(&frame) {
-                Ok(n) if n == frame.len() => return Ok(()),
-                Ok(n) => state.backlog.extend_from_slice(&frame[n..]),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    state.backlog.extend_from_slice(&frame);
-                }
-                // The worker is gone; the supervising task sees the socket close and fails
-                // the waiting calls with the cause.
-                Err(_) => return Ok(()),
-            }
-        } else {
-            state.backlog.extend_from_slice(&frame);
-        }
-        drop(state);
-        self.backlog.notify_one();
-        Ok(())
-    }
-
-    fn has_backlog(&self) -> bool {
-        !lock(&self.state).backlog.is_empty()
-    }
-
-    /// Writes what the socket takes of the backlog now.
-    fn flush_some(&self) -> std::io::Result<()> {
-        let mut state = lock(&self.state);
-        while !state.backlog.is_empty() {
-            match self.half.try_write(&state.backlog) {
-                Ok(n) => {
-                    let _ = state.backlog.split_to(n);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
-    }
-
-    /// No more frames: later sends fail with [`Closed`], and the worker reads the end of its
-    /// input (its cue to exit) even while callers still hold the worker.
-    fn close(&self) {
-        let mut state = lock(&self.state);
-        state.closed = true;
-        state.backlog.clear();
-        let stream: &UnixStream = self.half.as_ref();
-        let _ = rustix::net::shutdown(stream, rustix::net::Shutdown::Write);
     }
 }
 

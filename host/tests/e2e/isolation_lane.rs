@@ -15,12 +15,14 @@ use crate::support::{
     upstream::{ScriptedUpstream, Turn},
 };
 
-/// A host whose built-ins and `hostile_tool` run in workers.
-async fn host(upstream: &ScriptedUpstream) -> TestHost {
+/// A host whose built-ins and `hostile_tool` run in workers, on a loader of its own (so the
+/// crashes of other tests' workers do not count towards this one's quarantine).
+fn config(upstream: &ScriptedUpstream) -> HostConfig {
     let mut config = HostConfig::builtins().upstream(upstream);
     config.load.push(plugin_lib("rojos_test_hostile_tool"));
     config.plugins.push_str("isolation = \"worker\"\n");
-    TestHost::start(config).await
+    config.own_loader = true;
+    config
 }
 
 /// `hostile_tool` doing `act`, as a call that changes `<id>.txt` (so the server records the
@@ -35,7 +37,7 @@ fn changing(id: &str, act: Value) -> Turn {
 /// call's result.
 async fn run(calls: Vec<Turn>) -> (TestHost, Vec<String>) {
     let upstream = ScriptedUpstream::start(Vec::new()).await;
-    let host = host(&upstream).await;
+    let host = TestHost::start(config(&upstream)).await;
     upstream.push(calls);
     upstream.push([Turn::text("done")]);
     std::fs::create_dir_all(host.project_root("p")).unwrap();
@@ -127,9 +129,7 @@ async fn a_changing_call_past_its_deadline_on_the_lane_ends_its_worker() {
 #[tokio::test]
 async fn a_run_stopped_while_its_changing_call_runs_on_the_lane_ends_the_worker() {
     let upstream = ScriptedUpstream::start(Vec::new()).await;
-    let mut config = HostConfig::builtins().upstream(&upstream);
-    config.load.push(plugin_lib("rojos_test_hostile_tool"));
-    config.plugins.push_str("isolation = \"worker\"\n");
+    let mut config = config(&upstream);
     config.call_timeout_secs = 600.0;
     let host = TestHost::start(config).await;
     let root = host.project_root("demo");
