@@ -19,6 +19,7 @@ use std::{
 
 use tokio_util::sync::CancellationToken;
 
+use crate::lock;
 use crate::protocol::{BlockingChannel, Call, CallFrame, FromWorker};
 
 /// The server's end of a lane.
@@ -141,12 +142,6 @@ impl LaneStop {
     pub(crate) fn done(&self) {
         lock(&self.0).running_on = None;
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

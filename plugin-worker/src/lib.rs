@@ -49,3 +49,11 @@ pub use protocol::Call;
 pub use sandbox::SandboxSettings;
 pub use supervisor::Ended;
 pub use zygote_handle::Zygote;
+
+/// Locks `mutex`, even one a thread panicked while holding: what each mutex here guards is
+/// left whole between statements, so it stays usable.
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

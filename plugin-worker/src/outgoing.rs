@@ -11,6 +11,7 @@ use tokio::{
 };
 use tokio_util::codec::Encoder;
 
+use crate::lock;
 use crate::protocol::codec;
 
 /// The socket's writing half, shared by the callers. A frame is written whole, without
@@ -104,10 +105,4 @@ impl Outgoing {
         let stream: &UnixStream = self.half.as_ref();
         let _ = rustix::net::shutdown(stream, rustix::net::Shutdown::Write);
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -20,6 +20,7 @@ use tokio::sync::OnceCell;
 
 use crate::{
     lane::LaneStop,
+    lock,
     protocol::{Call, Start},
     record,
     sandbox::{identity, SandboxSettings},
@@ -475,10 +476,4 @@ async fn reap(pool: Weak<WorkerPool>, idle: Duration) {
                 .is_none_or(|w| !w.has_ended() && !w.is_idle_for(idle))
         });
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -30,6 +30,7 @@ use tokio_util::{
 
 use crate::{
     lane::{Lane, LaneError, LaneStop},
+    lock,
     outgoing::Outgoing,
     process::{Forked, Process},
     protocol::{codec, decode, encode, Call, CallFrame, FromWorker, Refusal, Start, ToWorker},
@@ -473,10 +474,4 @@ async fn exit_cause(
         (None, false) => format!("{cause} ({last})"),
         (_, true) => cause,
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -27,7 +27,7 @@ use abi_stable::std_types::{RStr, RString};
 use rojos_plugin_api::{CallContext, Limits, ToolModuleRef};
 
 use crate::{
-    answer, module,
+    answer, lock, module,
     protocol::{
         BlockingChannel, FrameReader, FrameWriter, FromWorker, Refusal, ToWorker, LANE_FD, ROOT_FD,
         SOCKET_FD,
@@ -343,10 +343,4 @@ fn run(
         .into_result()
         .map(RString::into_string)
         .map_err(RString::into_string)
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

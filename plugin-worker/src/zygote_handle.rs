@@ -20,7 +20,7 @@ use rustix::net::{
 };
 
 use crate::{
-    spawn, status,
+    lock, spawn, status,
     zygote::{ForkReply, ForkRequest, MAX_MESSAGE, SUBCOMMAND},
 };
 
@@ -200,10 +200,4 @@ fn request(
     }
     serde_json::from_slice(&answer[..length.min(MAX_MESSAGE)])
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

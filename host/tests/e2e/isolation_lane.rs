@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use crate::support::{
     host::{HostConfig, TestHost},
+    hostile::{has_ended, until},
     ndjson::{read_until, Stream},
     plugin_lib,
     upstream::{ScriptedUpstream, Turn},
@@ -49,26 +50,6 @@ async fn run(calls: Vec<Turn>) -> (TestHost, Vec<String>) {
         .map(|(_, _, text)| text)
         .collect();
     (host, results)
-}
-
-/// Whether `pid` has ended (gone, or a zombie not reaped yet).
-fn has_ended(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/status")).map_or(true, |status| {
-        status
-            .lines()
-            .any(|l| l.starts_with("State:") && (l.contains('Z') || l.contains('X')))
-    })
-}
-
-/// Polls `check` every 25 ms until it holds, or panics after a generous 60 s.
-async fn until(what: &str, mut check: impl FnMut() -> bool) {
-    for _ in 0..2400 {
-        if check() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("still not so after 60 s: {what}");
 }
 
 fn pid(text: &str) -> u32 {

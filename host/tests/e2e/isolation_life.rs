@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use crate::support::{
     host::{HostConfig, TestHost},
-    hostile::{call, processes, worker_pid},
+    hostile::{call, has_ended, processes, until, worker_pid},
     ndjson::read_until,
     plugin_lib,
     upstream::{ScriptedUpstream, Turn},
@@ -46,15 +46,6 @@ async fn host(upstream: &ScriptedUpstream, program: &Path, limits: &str) -> Test
     TestHost::start(config).await
 }
 
-/// Whether `pid` has ended (gone, or a zombie not reaped yet).
-fn has_ended(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/status")).map_or(true, |status| {
-        status
-            .lines()
-            .any(|l| l.starts_with("State:") && (l.contains('Z') || l.contains('X')))
-    })
-}
-
 /// How many threads `pid` has.
 fn threads(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, Iterator::count)
@@ -68,17 +59,6 @@ fn has_spare_thread(pid: u32) -> bool {
             std::fs::read_to_string(task.path().join("comm")).is_ok_and(|c| c.trim_end() == "call")
         })
     })
-}
-
-/// Polls `check` every 50 ms until it holds, or panics after a generous 60 s.
-async fn until(what: &str, mut check: impl FnMut() -> bool) {
-    for _ in 0..1200 {
-        if check() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("still not so after 60 s: {what}");
 }
 
 #[tokio::test]

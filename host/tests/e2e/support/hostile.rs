@@ -61,3 +61,23 @@ pub fn processes(program: &Path, comm: &str) -> Vec<u32> {
     }
     found
 }
+
+/// Whether `pid` has ended (gone, or a zombie not reaped yet).
+pub fn has_ended(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).map_or(true, |status| {
+        status
+            .lines()
+            .any(|l| l.starts_with("State:") && (l.contains('Z') || l.contains('X')))
+    })
+}
+
+/// Polls `check` every 50 ms until it holds, or panics after a generous 60 s.
+pub async fn until(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..1200 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("still not so after 60 s: {what}");
+}
