@@ -253,7 +253,8 @@ pub(super) async fn call_in_worker(
 /// worker is ended: its own time-out on the lane ends it first unless the worker trickles.
 const LANE_GRACE: Duration = Duration::from_secs(1);
 
-/// Stops a lane's call ([`LaneStop`]) when the call is dropped: its run was stopped.
+/// Stops a lane's call ([`LaneStop`]) when the call is dropped: its run was stopped. (Dropped
+/// once the call has ended, it ends nothing: no call of it runs on the lane any more.)
 struct StopLaneOnDrop(Arc<LaneStop>);
 
 impl Drop for StopLaneOnDrop {

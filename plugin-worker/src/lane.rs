@@ -83,7 +83,13 @@ impl Lane {
                 id: answered,
                 result,
             } if answered == id => Ok(result),
-            other => Err(LaneError::Broken(format!("{other:?}"))),
+            // Named, not shown: a hostile worker's frame may be megabytes long.
+            FromWorker::Done { id: answered, .. } => Err(LaneError::Broken(format!(
+                "it answered call {answered} while call {id} waited"
+            ))),
+            FromWorker::Ready { .. } | FromWorker::Refused(_) => Err(LaneError::Broken(
+                "it sent a start's answer in answer to a call".to_owned(),
+            )),
         }
     }
 }
@@ -194,10 +200,12 @@ mod tests {
             let result = Ok(String::new());
             worker.send(&FromWorker::Done { id: 99, result }).unwrap();
         });
-        assert!(matches!(
-            lane.call(1, call(), soon()),
-            Err(LaneError::Broken(_))
-        ));
+        match lane.call(1, call(), soon()) {
+            Err(LaneError::Broken(why)) => {
+                assert_eq!(why, "it answered call 99 while call 1 waited");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

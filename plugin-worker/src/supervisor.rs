@@ -257,12 +257,7 @@ impl Worker {
     /// Runs one call over the worker's lane, on this (blocking) thread, until `deadline`:
     /// [`OnLane::Unavailable`] when the lane is taken or there is none. Never call it on a
     /// thread of the async runtime: it waits in the socket.
-    pub fn call_on_lane(
-        self: &Arc<Self>,
-        call: Call<'_>,
-        deadline: Instant,
-        stop: &LaneStop,
-    ) -> OnLane {
+    pub fn call_on_lane(&self, call: Call<'_>, deadline: Instant, stop: &LaneStop) -> OnLane {
         let Some(mut lane) = lock(&self.lane).take() else {
             return OnLane::Unavailable;
         };
