@@ -8,9 +8,10 @@
 //! no modules), then waits for requests on a `SOCK_SEQPACKET` socket (one message per
 //! request, so no framing): a [`ForkRequest`] with the new worker's descriptors attached
 //! (`SCM_RIGHTS`): its end of the worker's socketpair, the write end of a pipe for its
-//! stderr, and the project root and its lane when it has them. The zygote forks with `CLONE_PARENT`, so
-//! the child is the server's own child (the server waits for it and kills it as it does an
-//! `exec`ed worker, through a pidfd: no pid can be reused before the server reaps it), puts
+//! stderr, and the project root and its lane when it has them. The zygote forks with
+//! `CLONE_PARENT`, so the child is the server's own child (the server waits for it and kills
+//! it as it does an `exec`ed worker, through a pidfd: no pid can be reused before the server
+//! reaps it), puts
 //! the descriptors in place and becomes a worker exactly as an `exec`ed one does
 //! ([`crate::worker`]): it reads its start, applies its whole sandbox (Landlock to its own
 //! project root), and only then opens the library. The zygote answers [`ForkReply`] with the
