@@ -11,11 +11,10 @@
 //! stderr, and the project root and its lane when it has them. The zygote forks with
 //! `CLONE_PARENT`, so the child is the server's own child (the server waits for it and kills
 //! it as it does an `exec`ed worker, through a pidfd: no pid can be reused before the server
-//! reaps it), puts
-//! the descriptors in place and becomes a worker exactly as an `exec`ed one does
-//! ([`crate::worker`]): it reads its start, applies its whole sandbox (Landlock to its own
-//! project root), and only then opens the library. The zygote answers [`ForkReply`] with the
-//! child's pid.
+//! reaps it), puts the descriptors in place and becomes a worker exactly as an `exec`ed one
+//! does ([`crate::worker`]): it reads its start, applies its whole sandbox (Landlock to its
+//! own project root), and only then opens the library. The zygote answers [`ForkReply`] with
+//! the child's pid.
 //!
 //! The zygote is single-threaded and holds no lock while it forks, so the child starts with
 //! every lock of the C library free. It exits when the server closes the control socket.
