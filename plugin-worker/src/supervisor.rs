@@ -295,7 +295,7 @@ impl Worker {
             Err(LaneError::Broken(what)) => {
                 self.kill();
                 OnLane::Answered(Err(Ended::Died(format!(
-                    "broke the call protocol ({what}) and was ended"
+                    "was ended: it broke the call protocol ({what})"
                 ))))
             }
         }
@@ -318,7 +318,7 @@ impl Worker {
                 lock(&self.pending).remove(&id);
                 self.kill();
                 OnLane::Answered(Err(Ended::Died(
-                    "closed its call channel while running this call, and was ended".to_owned(),
+                    "was ended: it closed its call channel".to_owned(),
                 )))
             }
         }

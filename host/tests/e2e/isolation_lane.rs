@@ -93,6 +93,38 @@ async fn a_crash_on_the_lane_fails_only_its_call_and_the_next_call_gets_a_new_wo
 }
 
 #[tokio::test]
+async fn a_plugin_that_closes_the_lane_under_its_call_is_ended_at_the_deadline() {
+    let (_host, results) = run(vec![
+        changing("p1", json!({"act": "pid"})),
+        changing("c1", json!({"act": "close_lane"})),
+        changing("p2", json!({"act": "pid"})),
+    ])
+    .await;
+    assert_eq!(
+        results[1],
+        "error: the tool plugin 'hostile_tool' was ended: it closed its call channel while running this call; it is started again for the next call"
+    );
+    until("the worker has ended", || has_ended(pid(&results[0]))).await;
+    assert_ne!(pid(&results[0]), pid(&results[2]), "a new worker");
+}
+
+#[tokio::test]
+async fn a_plugin_that_garbles_the_lane_is_ended_and_named() {
+    let (_host, results) = run(vec![
+        changing("p1", json!({"act": "pid"})),
+        changing("g1", json!({"act": "garble_lane"})),
+    ])
+    .await;
+    assert!(
+        results[1].starts_with(
+            "error: the tool plugin 'hostile_tool' was ended: it broke the call protocol ("
+        ) && !results[1].contains("hello"),
+        "{results:?}"
+    );
+    until("the worker has ended", || has_ended(pid(&results[0]))).await;
+}
+
+#[tokio::test]
 async fn a_changing_call_past_its_deadline_on_the_lane_ends_its_worker() {
     let (_host, results) = run(vec![
         changing("p1", json!({"act": "pid"})),

@@ -16,8 +16,10 @@
 //! `path` in the project, through the root descriptor), `exhaust_files` (opens descriptors
 //! until the process may open no more, and keeps them), `big_result` (a result of `bytes`
 //! bytes), `stderr_line` (one line of `bytes` bytes on stderr, never ended),
-//! `stderr_lines` (a line that is not UTF-8, then `bytes` short lines, on stderr) and
-//! `thread` (the name of the thread it runs on). A call with a `changes` path is one that
+//! `stderr_lines` (a line that is not UTF-8, then `bytes` short lines, on stderr),
+//! `thread` (the name of the thread it runs on), `close_lane` (closes the worker's lane
+//! to the server, descriptor 5, and its copy, without closing a descriptor under the worker) and `garble_lane` (writes a frame that is not a message on
+//! it, before its answer). A call with a `changes` path is one that
 //! changes that file, as far as the server knows (`changes_paths`): undo's checkpoint work
 //! runs just before and after it.
 
@@ -56,6 +58,9 @@ extern "C" fn at_load() {
         std::process::id()
     );
 }
+
+/// The descriptor of a worker's lane to the server (`rojos_plugin_worker::protocol::LANE_FD`).
+const LANE: i32 = 5;
 
 /// The hostile tool.
 #[derive(Debug)]
@@ -137,6 +142,31 @@ impl Tool for HostileTool {
             }
             "pid" => Ok(std::process::id().to_string()),
             "thread" => Ok(thread_name()),
+            // The lane and the worker's copy of it (every socket from descriptor 5 up) become
+            // copies of the root descriptor: the lane is gone, yet no descriptor the worker
+            // owns is closed under it.
+            "close_lane" => {
+                for fd in LANE..1024 {
+                    // SAFETY: plain descriptor calls on a zeroed `stat`.
+                    unsafe {
+                        let mut stat: libc::stat = std::mem::zeroed();
+                        if libc::fstat(fd, &mut stat) == 0
+                            && stat.st_mode & libc::S_IFMT == libc::S_IFSOCK
+                        {
+                            libc::dup2(ctx.root_fd, fd);
+                        }
+                    }
+                }
+                Ok("closed".to_owned())
+            }
+            "garble_lane" => {
+                let frame = b"\0\0\0\x05hello";
+                // SAFETY: as above, writing from a live buffer.
+                match unsafe { libc::write(LANE, frame.as_ptr().cast(), frame.len()) } {
+                    9 => Ok("garbled".to_owned()),
+                    _ => Err(failed(std::io::Error::last_os_error())),
+                }
+            }
             // One line of `bytes` bytes on stderr, with no end (at most 1 GiB).
             "stderr_line" => {
                 use std::io::Write;
