@@ -1,8 +1,9 @@
 //! Before/after in one session (`--baseline OLD/rojos`): the same scenarios run against two
 //! host binaries interleaved, before, after, before, after… (`--rounds`), each run on a fresh
 //! host, so a slow spell of a shared machine falls on both; then each figure's median per
-//! binary and the after/before ratio. This is what performance work quotes; ratios against
-//! other systems come from the side-by-side harness, never from here.
+//! binary, the after/before ratio of those medians, and the median of each round's own
+//! ratio. This is what performance work quotes; ratios against other systems come from the
+//! side-by-side harness, never from here.
 
 use crate::{figures::Figure, stats};
 
@@ -33,6 +34,23 @@ impl Row {
     /// After's median over before's.
     pub(crate) fn ratio(&self) -> Option<f64> {
         stats::ratio(self.after_median()?, self.before_median()?)
+    }
+
+    /// The median of each round's after/before. A round's two runs are back to back, so a
+    /// slow spell of the machine that lasts a round falls on both of its runs, where it may
+    /// fall on one binary's median only. `None` unless both binaries have the figure in
+    /// every round.
+    pub(crate) fn round_ratio(&self) -> Option<f64> {
+        if self.before.len() != self.after.len() {
+            return None;
+        }
+        let ratios = self
+            .before
+            .iter()
+            .zip(&self.after)
+            .map(|(before, after)| stats::ratio(*after, *before))
+            .collect::<Option<Vec<f64>>>()?;
+        stats::median(&ratios)
     }
 }
 
@@ -112,5 +130,23 @@ mod tests {
         let rows = rows(&[run(1.0, 1.0)], &[after]);
         assert_eq!(rows[2].before, Vec::<f64>::new());
         assert_eq!(rows[2].ratio(), None);
+        assert_eq!(rows[2].round_ratio(), None);
+    }
+
+    #[test]
+    fn the_rounds_ratio_pairs_each_round_s_two_runs() {
+        // A slow spell in rounds 2 and 3 for both binaries: each round says 1.10, while the
+        // medians per binary compare a fast run with a slow one.
+        let before = [run(1.0, 1000.0), run(1.0, 1400.0), run(1.0, 1400.0)];
+        let after = [run(1.0, 1100.0), run(1.0, 1540.0), run(1.0, 1540.0)];
+        let rows = rows(&before, &after);
+        let round_ratio = rows[1].round_ratio().expect("every round has both runs");
+        assert!((round_ratio - 1.1).abs() < 1e-9, "{round_ratio}");
+        assert_eq!(rows[1].ratio(), Some(1.1));
+        let fast_after = [run(1.0, 1100.0), run(1.0, 1100.0), run(1.0, 1540.0)];
+        let rows = super::rows(&before, &fast_after);
+        assert_eq!(rows[1].ratio(), Some(1100.0 / 1400.0));
+        let round_ratio = rows[1].round_ratio().expect("every round has both runs");
+        assert!((round_ratio - 1.1).abs() < 1e-9, "{round_ratio}");
     }
 }

@@ -1,5 +1,6 @@
 //! The before/after table: each figure's median per binary over the rounds, the after/before
-//! ratio, and the values of every round so the spread shows.
+//! ratio, the median of each round's ratio, and the values of every round so the spread
+//! shows.
 
 use crate::compare::Row;
 
@@ -10,11 +11,14 @@ pub(crate) fn comparison(rows: &[Row], rounds: usize, before: &str, after: &str)
     println!(
         "before/after, interleaved (before, after) × {rounds}, medians per binary; the runs of each in brackets"
     );
-    println!("| figure | before | after | after ÷ before | before runs | after runs |");
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "| figure | before | after | after ÷ before | median of the rounds' ratios | before runs | after runs |"
+    );
+    println!("|---|---|---|---|---|---|---|");
     let number = |v: Option<f64>, unit: &str| {
         v.map_or_else(|| "n/a".to_owned(), |v| format!("{} {unit}", short(v)))
     };
+    let ratio = |r: Option<f64>| r.map_or_else(|| "n/a".to_owned(), |r| format!("{r:.2}"));
     let runs = |values: &[f64]| {
         values
             .iter()
@@ -24,12 +28,12 @@ pub(crate) fn comparison(rows: &[Row], rounds: usize, before: &str, after: &str)
     };
     for row in rows {
         println!(
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} |",
             row.name,
             number(row.before_median(), row.unit),
             number(row.after_median(), row.unit),
-            row.ratio()
-                .map_or_else(|| "n/a".to_owned(), |r| format!("{r:.2}")),
+            ratio(row.ratio()),
+            ratio(row.round_ratio()),
             runs(&row.before),
             runs(&row.after)
         );
