@@ -44,6 +44,7 @@ mod long_conversation;
 mod mcp_paths;
 mod procfs;
 mod report;
+mod round_trip;
 mod runtime;
 mod scratch;
 mod stats;

@@ -4,7 +4,8 @@
 //! checkpoint around a changing call, here empty: what its placement costs); a worker's cold start (the first call on a new project:
 //! a fork by the zygote, or an `exec` of the server's binary; sandbox, `dlopen`, the call), both
 //! ways; and the memory of an idle worker (its RSS, its own pages, its share; median over the
-//! workers the cold starts left alive) and of the zygote.
+//! workers the cold starts left alive) and of the zygote; beside them, what a bare round trip
+//! through another process costs ([`crate::round_trip`]).
 
 use std::{
     hint::black_box,
@@ -20,6 +21,8 @@ use rojos::plugins::{
 };
 use rojos_plugin_api::Limits;
 
+use crate::round_trip::{self, RoundTrip};
+
 /// The figures.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Workers {
@@ -27,6 +30,8 @@ pub(crate) struct Workers {
     pub(crate) in_process: Duration,
     /// A warm call through `invoke`, the plugin in a worker.
     pub(crate) worker: Duration,
+    /// A bare round trip through another process, both sides blocking.
+    pub(crate) round_trip: RoundTrip,
     /// A warm call with empty work just before and after it, in the server's process.
     pub(crate) in_process_around: Duration,
     /// The same, the plugin in a worker.
@@ -83,6 +88,7 @@ pub(crate) fn measure(build: &Path) -> anyhow::Result<Workers> {
     let exec_isolated = exec_loader
         .load_as(&library, Isolation::Worker)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let round_trip = round_trip::measure()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -105,6 +111,7 @@ pub(crate) fn measure(build: &Path) -> anyhow::Result<Workers> {
             Ok(Workers {
                 in_process: warm_in,
                 worker: warm_worker,
+                round_trip,
                 in_process_around: around_in,
                 worker_around: around_worker,
                 cold_start: cold,

@@ -57,6 +57,13 @@ pub(crate) fn workers(w: &crate::workers::Workers) {
         us(w.worker_around),
         us(w.worker_around) / us(w.in_process_around)
     );
+    let trip = &w.round_trip;
+    println!(
+        "  a bare round trip through another process (cat, 200 bytes each way, both sides blocking) {:.1} µs, CPU of both {}",
+        us(trip.wall),
+        trip.cpu
+            .map_or_else(|| "n/a (no schedstat)".to_owned(), |cpu| format!("{:.1} µs", us(cpu)))
+    );
     println!(
         "  cold start (first call on a new project: fork by the zygote, sandbox, dlopen, call) {:>7.2} ms (median of {}; goal ≤ 50 ms)",
         us(w.cold_start) / 1000.0,
