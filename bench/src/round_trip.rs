@@ -93,7 +93,7 @@ mod tests {
     fn a_round_trip_takes_time_and_both_processes_cpu() {
         let trip = measure().expect("cat is on every machine the bench runs on");
         assert!(trip.wall > Duration::ZERO);
-        // Two system calls each side at the least: far above nothing, far below a second.
+        // Two system calls on each side at the least: far above nothing, far below 10 ms.
         let cpu = trip.cpu.expect("this kernel keeps schedstat");
         assert!(
             cpu > Duration::from_nanos(500) && cpu < Duration::from_millis(10),
