@@ -76,36 +76,36 @@ async fn a_changing_call_runs_on_the_workers_lane_and_other_calls_on_its_socket(
     assert_eq!(threads[3], "lane", "call after call: {threads:?}");
 }
 
-#[tokio::test]
-async fn a_crash_on_the_lane_fails_only_its_call_and_the_next_call_gets_a_new_worker() {
+/// A changing call doing `act` on the lane between two calls that read the worker's pid: it
+/// reads `message`, its worker ends, and the next call gets a new one.
+async fn ends_its_worker_and_the_next_call_gets_a_new_one(act: &str, message: &str) {
     let (_host, results) = run(vec![
         changing("p1", json!({"act": "pid"})),
-        changing("s1", json!({"act": "segv"})),
+        changing("a1", json!({ "act": act })),
         changing("p2", json!({"act": "pid"})),
     ])
     .await;
-    assert_eq!(
-        results[1],
-        "error: the tool plugin 'hostile_tool' crashed (SIGSEGV) while running this call; it is started again for the next call"
-    );
+    assert_eq!(results[1], message);
+    until("the worker has ended", || has_ended(pid(&results[0]))).await;
     assert_ne!(pid(&results[0]), pid(&results[2]), "a new worker");
-    assert!(has_ended(pid(&results[0])));
+}
+
+#[tokio::test]
+async fn a_crash_on_the_lane_fails_only_its_call_and_the_next_call_gets_a_new_worker() {
+    ends_its_worker_and_the_next_call_gets_a_new_one(
+        "segv",
+        "error: the tool plugin 'hostile_tool' crashed (SIGSEGV) while running this call; it is started again for the next call",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn a_plugin_that_closes_the_lane_under_its_call_is_ended_at_the_deadline() {
-    let (_host, results) = run(vec![
-        changing("p1", json!({"act": "pid"})),
-        changing("c1", json!({"act": "close_lane"})),
-        changing("p2", json!({"act": "pid"})),
-    ])
+    ends_its_worker_and_the_next_call_gets_a_new_one(
+        "close_lane",
+        "error: the tool plugin 'hostile_tool' was ended: it closed its call channel while running this call; it is started again for the next call",
+    )
     .await;
-    assert_eq!(
-        results[1],
-        "error: the tool plugin 'hostile_tool' was ended: it closed its call channel while running this call; it is started again for the next call"
-    );
-    until("the worker has ended", || has_ended(pid(&results[0]))).await;
-    assert_ne!(pid(&results[0]), pid(&results[2]), "a new worker");
 }
 
 #[tokio::test]
