@@ -1,8 +1,8 @@
 //! Rojos's own figures, named, so a run can be summarised and two host binaries compared
 //! figure by figure (`compare`): per load scenario its throughput, latency percentiles, first
 //! event, CPU per conversation (user and system apart), peak memory and, from the host's own
-//! `/metrics`, its workers' busy cores, parks per conversation and queued tasks; the host's
-//! idle memory;
+//! `/metrics`, its workers' busy cores, parks per conversation and queued tasks; the share of
+//! the machine's time its hypervisor stole; the host's idle memory;
 //! S4's CPU per turn (all, and the last ten) and per KiB sent (the half-slope ratio is left
 //! to S4's own verdict line: a median of ratios of noisy slopes says little); the idle memory
 //! with no plugin and with all seven.
@@ -129,6 +129,9 @@ pub(crate) fn of_outcome(o: &Outcome) -> Vec<Figure> {
             figure(name("runtime queue max"), max, "tasks"),
         ]);
     }
+    if let Some(stolen) = o.stolen {
+        figures.push(figure(name("machine time stolen"), stolen * 100.0, "%"));
+    }
     if let Some((busy, parks)) = o.busy_cores_and_parks() {
         figures.extend([
             figure(name("workers busy"), busy, "cores"),
@@ -231,5 +234,19 @@ mod tests {
         );
         assert_eq!(value(&figures, "S2 runtime queue p50"), Some(7.0));
         assert_eq!(value(&figures, "S2 runtime queue max"), Some(900.0));
+    }
+
+    #[test]
+    fn the_machine_s_stolen_time_is_a_figure_when_proc_stat_gave_it() {
+        let stolen = |outcome: &Outcome| {
+            of_outcome(outcome)
+                .into_iter()
+                .find(|f| f.name == "S2 machine time stolen")
+                .map(|f| (f.value, f.unit))
+        };
+        let mut outcome = Outcome::of_s2(Backend::Sqlite, 1_000, 5_000);
+        assert_eq!(stolen(&outcome), None);
+        outcome.stolen = Some(0.125);
+        assert_eq!(stolen(&outcome), Some((12.5, "%")));
     }
 }

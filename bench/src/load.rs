@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::{
     client::{self, Sample},
     host::{HostProcess, TOKEN},
-    procfs::CpuTimes,
+    procfs::{CpuTimes, MachineTime},
     runtime::{self, RuntimeUse},
     store::{Backend, Store},
     threads::{self, ThreadStates},
@@ -74,6 +74,9 @@ pub(crate) struct Outcome {
     pub(crate) runtime: Option<RuntimeUse>,
     /// The tasks waiting in its runtime's shared queue, read during the scenario (`watch`).
     pub(crate) queued: Vec<f64>,
+    /// The share of the machine's CPU time its hypervisor gave to other guests during the
+    /// scenario (`None` where `/proc/stat` does not say): a virtual machine's slow spells.
+    pub(crate) stolen: Option<f64>,
 }
 
 impl Outcome {
@@ -114,6 +117,7 @@ impl Outcome {
             threads: None,
             runtime: None,
             queued: Vec::new(),
+            stolen: None,
         }
     }
 
@@ -158,6 +162,7 @@ pub(crate) async fn run(
         .0;
     let store_cpu0 = store.server_cpu();
     let bench_cpu0 = crate::procfs::cpu_of("/proc/self/stat").unwrap_or_default();
+    let machine0 = MachineTime::now().ok();
     let watch = Watch::start(
         host,
         Probing {
@@ -209,6 +214,9 @@ pub(crate) async fn run(
         }
     }
     let elapsed = started.elapsed();
+    let stolen = machine0
+        .zip(MachineTime::now().ok())
+        .and_then(|(before, after)| after.stolen_since(before));
     let upstream_late = upstream.lateness();
     let threads = sampler.map(threads::Sampler::finish);
     let host_cpu = host.cpu_times().unwrap_or_default().since(host_cpu0);
@@ -258,6 +266,7 @@ pub(crate) async fn run(
         threads,
         runtime,
         queued,
+        stolen,
     }
 }
 

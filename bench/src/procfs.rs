@@ -1,5 +1,6 @@
-//! What the bench reads from `/proc`: a process's state, parent and CPU time, and every
-//! process now (for a host's family and a database server's processes).
+//! What the bench reads from `/proc`: a process's state, parent and CPU time, every process
+//! now (for a host's family and a database server's processes), and the machine's time
+//! stolen by its hypervisor.
 
 use std::time::Duration;
 
@@ -125,4 +126,73 @@ pub(crate) fn stat_of(path: &str) -> anyhow::Result<Stat> {
         times,
         reaped_children_cpu: time(number(13)? + number(14)?),
     })
+}
+
+/// The machine's CPU time since boot, in clock ticks of all its CPUs (`/proc/stat`'s `cpu`
+/// line): all of it, and what the hypervisor gave to other guests while this one had work
+/// (`steal`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct MachineTime {
+    /// user + nice + system + idle + iowait + irq + softirq + steal.
+    pub(crate) all: u64,
+    /// steal.
+    pub(crate) stolen: u64,
+}
+
+impl MachineTime {
+    /// Now.
+    pub(crate) fn now() -> anyhow::Result<MachineTime> {
+        MachineTime::parse(&std::fs::read_to_string("/proc/stat")?)
+    }
+
+    /// From the text of `/proc/stat`.
+    fn parse(stat: &str) -> anyhow::Result<MachineTime> {
+        let line = stat
+            .lines()
+            .find(|line| line.starts_with("cpu "))
+            .context("no cpu line in /proc/stat")?;
+        let ticks = line
+            .split_whitespace()
+            .skip(1)
+            .take(8)
+            .map(str::parse)
+            .collect::<Result<Vec<u64>, _>>()?;
+        anyhow::ensure!(ticks.len() == 8, "a short cpu line in /proc/stat: {line}");
+        Ok(MachineTime {
+            all: ticks.iter().sum(),
+            stolen: ticks[7],
+        })
+    }
+
+    /// The share of the machine's time stolen since `earlier` (0–1); `None` when no time
+    /// passed.
+    pub(crate) fn stolen_since(self, earlier: MachineTime) -> Option<f64> {
+        let all = self.all.checked_sub(earlier.all).filter(|&all| all > 0)?;
+        Some(self.stolen.saturating_sub(earlier.stolen) as f64 / all as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stolen_share_is_steal_over_all_eight_columns_between_two_readings() {
+        let before = MachineTime::parse(
+            "cpu  100 0 50 800 10 0 20 20 0 0\ncpu0 50 0 25 400 5 0 10 10 0 0\n",
+        )
+        .expect("parses");
+        assert_eq!(
+            before,
+            MachineTime {
+                all: 1000,
+                stolen: 20
+            }
+        );
+        let after = MachineTime::parse("cpu  400 0 150 1080 10 0 40 320 0 0\n").expect("parses");
+        assert_eq!(after.stolen_since(before), Some(0.3));
+        assert_eq!(before.stolen_since(before), None);
+        assert!(MachineTime::parse("cpu  1 2 3\n").is_err());
+        assert!(MachineTime::parse("intr 1\n").is_err());
+    }
 }

@@ -121,6 +121,12 @@ pub(crate) fn scenario(outcome: &Outcome, scripted: Duration) {
                 outcome.children_alive
             );
         }
+        if let Some(stolen) = outcome.stolen {
+            println!(
+                "  machine         {:.1} % of the CPUs' time stolen by the hypervisor (/proc/stat steal): CPU figures of runs far apart in it are not comparable",
+                stolen * 100.0
+            );
+        }
         if let (Some(runtime), Some((busy, parks))) =
             (outcome.runtime, outcome.busy_cores_and_parks())
         {
