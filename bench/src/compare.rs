@@ -1,8 +1,8 @@
 //! Before/after in one session (`--baseline OLD/rojos`): the same scenarios run against two
 //! host binaries interleaved, before, after, before, after… (`--rounds`), each run on a fresh
 //! host, so a slow spell of a shared machine falls on both; then each figure's median per
-//! binary, the after/before ratio of those medians, and the median of each round's own
-//! ratio. This is what performance work quotes; ratios against other systems come from the
+//! binary, the after/before ratio of those medians, the median of each round's own ratio, and
+//! that median over the rounds the hypervisor left alone. This is what performance work quotes; ratios against other systems come from the
 //! side-by-side harness, never from here.
 
 use crate::{figures::Figure, stats};
@@ -52,6 +52,32 @@ impl Row {
             .collect::<Option<Vec<f64>>>()?;
         stats::median(&ratios)
     }
+}
+
+/// The most of the machine's time (in %) its hypervisor may have stolen during both runs of
+/// a round for the round to count as quiet ([`quiet_round_ratio`]).
+pub(crate) const QUIET_STOLEN: f64 = 2.0;
+
+/// The median of the round ratios of `row` over its quiet rounds, and how many there were: the
+/// rounds in which both runs of its scenario had under [`QUIET_STOLEN`] % of the machine's
+/// time stolen (its row `<scenario> machine time stolen` in `rows`). A round with much stolen
+/// in one run only compares two machines. `None` without that row, for that row itself, or
+/// with no quiet round.
+pub(crate) fn quiet_round_ratio(rows: &[Row], row: &Row) -> Option<(f64, usize)> {
+    let scenario = row.name.split_whitespace().next()?;
+    let stolen_name = format!("{scenario} machine time stolen");
+    if row.name == stolen_name {
+        return None;
+    }
+    let stolen = rows.iter().find(|r| r.name == stolen_name)?;
+    let ratios: Vec<f64> = (0..row.before.len().min(row.after.len()))
+        .filter(|&i| {
+            let quiet = |side: &[f64]| side.get(i).is_some_and(|&s| s < QUIET_STOLEN);
+            quiet(&stolen.before) && quiet(&stolen.after)
+        })
+        .filter_map(|i| stats::ratio(row.after[i], row.before[i]))
+        .collect();
+    Some((stats::median(&ratios)?, ratios.len()))
 }
 
 /// The rows of every figure either binary produced, in the order they first appear.
@@ -148,5 +174,42 @@ mod tests {
         assert_eq!(rows[1].ratio(), Some(1100.0 / 1400.0));
         let round_ratio = rows[1].round_ratio().expect("every round has both runs");
         assert!((round_ratio - 1.1).abs() < 1e-9, "{round_ratio}");
+    }
+
+    #[test]
+    fn the_quiet_rounds_are_those_with_little_stolen_in_both_runs() {
+        let with_stolen = |cpu: f64, stolen: f64| {
+            let mut figures = run(1.0, cpu);
+            figures.push(Figure {
+                name: "S2 machine time stolen".to_owned(),
+                value: stolen,
+                unit: "%",
+            });
+            figures
+        };
+        // Round 1 quiet (1.2), round 2 stolen in the after run (2.0), round 3 quiet (1.3),
+        // round 4 stolen in the before run (2.5): 1.25 of the quiet, 1.65 of all.
+        let before = [
+            with_stolen(1000.0, 0.1),
+            with_stolen(1000.0, 0.5),
+            with_stolen(1000.0, 1.9),
+            with_stolen(1000.0, 25.0),
+        ];
+        let after = [
+            with_stolen(1200.0, 0.0),
+            with_stolen(2000.0, 20.0),
+            with_stolen(1300.0, 0.2),
+            with_stolen(2500.0, 0.3),
+        ];
+        let rows = rows(&before, &after);
+        let (ratio, quiet) = quiet_round_ratio(&rows, &rows[1]).expect("two quiet rounds");
+        assert_eq!(quiet, 2);
+        assert!((ratio - 1.25).abs() < 1e-9, "{ratio}");
+        let all = rows[1].round_ratio().expect("every round has both runs");
+        assert!((all - 1.65).abs() < 1e-9, "{all}");
+        assert_eq!(quiet_round_ratio(&rows, &rows[2]), None, "not of itself");
+        // Without the stolen figure (an older bench's runs), no quiet rounds are known.
+        let rows = super::rows(&[run(1.0, 1.0)], &[run(1.0, 1.0)]);
+        assert_eq!(quiet_round_ratio(&rows, &rows[1]), None);
     }
 }

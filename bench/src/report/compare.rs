@@ -1,8 +1,8 @@
 //! The before/after table: each figure's median per binary over the rounds, the after/before
-//! ratio, the median of each round's ratio, and the values of every round so the spread
-//! shows.
+//! ratio, the median of each round's ratio (of all rounds, and of the quiet ones), and the
+//! values of every round so the spread shows.
 
-use crate::compare::Row;
+use crate::compare::{quiet_round_ratio, Row, QUIET_STOLEN};
 
 /// Prints the comparison of `rows` over `rounds` rounds.
 pub(crate) fn comparison(rows: &[Row], rounds: usize, before: &str, after: &str) {
@@ -12,9 +12,9 @@ pub(crate) fn comparison(rows: &[Row], rounds: usize, before: &str, after: &str)
         "before/after, interleaved (before, after) × {rounds}, medians per binary; the runs of each in brackets"
     );
     println!(
-        "| figure | before | after | after ÷ before | median of the rounds' ratios | before runs | after runs |"
+        "| figure | before | after | after ÷ before | median of the rounds' ratios | of the quiet rounds' (rounds) | before runs | after runs |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     let number = |v: Option<f64>, unit: &str| {
         v.map_or_else(|| "n/a".to_owned(), |v| format!("{} {unit}", short(v)))
     };
@@ -26,20 +26,25 @@ pub(crate) fn comparison(rows: &[Row], rounds: usize, before: &str, after: &str)
             .collect::<Vec<_>>()
             .join(", ")
     };
+    let quiet = |row: &Row| {
+        quiet_round_ratio(rows, row)
+            .map_or_else(|| "n/a".to_owned(), |(r, n)| format!("{r:.2} ({n})"))
+    };
     for row in rows {
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             row.name,
             number(row.before_median(), row.unit),
             number(row.after_median(), row.unit),
             ratio(row.ratio()),
             ratio(row.round_ratio()),
+            quiet(row),
             runs(&row.before),
             runs(&row.after)
         );
     }
     println!(
-        "(this machine's run-to-run spread is about ±25 %: read a ratio against the runs beside it)"
+        "(this machine's run-to-run spread is about ±25 %: read a ratio against the runs beside it; a quiet round is one whose two runs had under {QUIET_STOLEN} % of the machine's time stolen by its hypervisor)"
     );
 }
 
