@@ -2,8 +2,8 @@
 //! host binaries interleaved, before, after, before, after… (`--rounds`), each run on a fresh
 //! host, so a slow spell of a shared machine falls on both; then each figure's median per
 //! binary, the after/before ratio of those medians, the median of each round's own ratio, and
-//! that median over the rounds the hypervisor left alone. This is what performance work quotes; ratios against other systems come from the
-//! side-by-side harness, never from here.
+//! that median over the rounds the hypervisor left alone. This is what performance work
+//! quotes; ratios against other systems come from the side-by-side harness, never from here.
 
 use crate::{figures::Figure, stats};
 
