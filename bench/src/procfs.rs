@@ -131,7 +131,7 @@ pub(crate) fn stat_of(path: &str) -> anyhow::Result<Stat> {
 /// The machine's CPU time since boot, in clock ticks of all its CPUs (`/proc/stat`'s `cpu`
 /// line): all of it, and what the hypervisor gave to other guests while this one had work
 /// (`steal`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct MachineTime {
     /// user + nice + system + idle + iowait + irq + softirq + steal.
     pub(crate) all: u64,

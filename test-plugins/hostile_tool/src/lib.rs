@@ -16,12 +16,12 @@
 //! `path` in the project, through the root descriptor), `exhaust_files` (opens descriptors
 //! until the process may open no more, and keeps them), `big_result` (a result of `bytes`
 //! bytes), `stderr_line` (one line of `bytes` bytes on stderr, never ended),
-//! `stderr_lines` (a line that is not UTF-8, then `bytes` short lines, on stderr),
-//! `thread` (the name of the thread it runs on), `close_lane` (closes the worker's lane
-//! to the server, descriptor 5, and its copy, without closing a descriptor under the worker) and `garble_lane` (writes a frame that is not a message on
-//! it, before its answer). A call with a `changes` path is one that
-//! changes that file, as far as the server knows (`changes_paths`): undo's checkpoint work
-//! runs just before and after it.
+//! `stderr_lines` (a line that is not UTF-8, then `bytes` short lines, on stderr), `thread`
+//! (the name of the thread it runs on), `close_lane` (closes the worker's lane to the server,
+//! descriptor 5, and its copy, without closing a descriptor under the worker) and
+//! `garble_lane` (writes a frame that is not a message on it, before its answer). A call with
+//! a `changes` path is one that changes that file, as far as the server knows
+//! (`changes_paths`): undo's checkpoint work runs just before and after it.
 
 use std::{
     ffi::CString,
