@@ -151,7 +151,7 @@ async fn a_record_over_the_limit_is_refused_before_its_change_and_an_unreadable_
 
 #[tokio::test]
 async fn an_upload_into_a_folder_while_its_deletion_is_undone_waits_and_is_not_removed() {
-    let (host, _upstream) = host_with(
+    let (host, upstream) = host_with(
         vec![
             calls(vec![delete("docs"), delete("big")]),
             Turn::text("deleted"),
@@ -159,6 +159,7 @@ async fn an_upload_into_a_folder_while_its_deletion_is_undone_waits_and_is_not_r
         "",
     )
     .await;
+    let host = patient(host, &upstream).await;
     let (root, mut fs, conversation) = deleted_on_a_held_folder(&host).await;
     assert!(!root.join("docs").exists() && !root.join("big").exists());
 
@@ -192,7 +193,7 @@ async fn an_upload_into_a_folder_while_its_deletion_is_undone_waits_and_is_not_r
 
 /// `docs/keep.txt` and 1,000 empty files in `big` on a held folder (`held_fs.rs`) of
 /// `host`'s project, then a run that deletes both: the project's root, the folder and the
-/// conversation.
+/// conversation. `host` must be [`patient`].
 async fn deleted_on_a_held_folder(host: &TestHost) -> (PathBuf, HeldFs, String) {
     let root = host.project_root("demo");
     let fs = HeldFs::mount(&root, HELD_NAME);
@@ -204,8 +205,9 @@ async fn deleted_on_a_held_folder(host: &TestHost) -> (PathBuf, HeldFs, String) 
     (root, fs, conversation)
 }
 
-/// `host` started again with a call allowed to wait two minutes: a call waits for an undo
-/// within its own time limit, so give it room on a busy machine.
+/// `host` started again with a call allowed to take two minutes: deleting the thousand files
+/// of [`deleted_on_a_held_folder`] through the FUSE folder takes seconds on a busy machine,
+/// and a call waits for an undo within its own time limit.
 async fn patient(host: TestHost, upstream: &ScriptedUpstream) -> TestHost {
     let mut config = config_with(upstream, "");
     config.call_timeout_secs = 120.0;
