@@ -18,13 +18,14 @@ const STREAMS: usize = 300;
 async fn three_hundred_concurrent_streams_all_complete_and_valid() {
     rojos::raise_open_files_limit().expect("raise the open files limit");
     let upstream = ScriptedUpstream::start_by_step(seed::turns()).await;
-    // One token opens every stream: its own cap must not be what is tested here.
-    let host = TestHost::start(
-        HostConfig::builtins()
-            .upstream(&upstream)
-            .server(&format!("max_chats_per_token = {STREAMS}")),
-    )
-    .await;
+    // One token opens every stream: its own cap must not be what is tested here. Nor is
+    // speed: a call may take a minute (not the test host's 2 s) while 300 conversations
+    // record their changes on a busy machine's disk.
+    let mut config = HostConfig::builtins()
+        .upstream(&upstream)
+        .server(&format!("max_chats_per_token = {STREAMS}"));
+    config.call_timeout_secs = 60.0;
+    let host = TestHost::start(config).await;
     let client = crate::support::host::client();
 
     let streams: Vec<_> = (0..STREAMS)
