@@ -1,6 +1,7 @@
 //! The real binary's runtime: it runs the number of workers `[server] worker_threads` asks
 //! for, as `/metrics` reports them, and a conversation with tool calls completes with each
-//! count, a single worker included.
+//! count, a single worker included. And the harness's own promise about it: a server a
+//! killed test process leaves behind is ended by its guardian.
 
 use crate::metrics::value;
 use crate::support::{
@@ -36,4 +37,24 @@ async fn the_binary_runs_the_configured_number_of_workers() {
         assert_eq!(stream.results().len(), 2, "both tool calls ran");
         upstream.assert_consumed();
     }
+}
+
+#[tokio::test]
+async fn a_server_a_killed_test_process_leaves_behind_is_ended_by_its_guardian() {
+    use std::os::unix::process::ExitStatusExt;
+    let upstream = ScriptedUpstream::start(Vec::new()).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = HostConfig::builtins().upstream(&upstream);
+    std::fs::write(dir.path().join("rojos.toml"), config.render()).expect("write config");
+    let mut rojos = RunningBinary::start(dir.path(), "warn", &[]);
+    rojos.url();
+    assert!(rojos.ended_within(std::time::Duration::ZERO).is_none());
+    // The test process's end, as its guardian sees it: its input closes without a word.
+    rojos.orphan();
+    let ended = rojos.ended_within(std::time::Duration::from_secs(30));
+    assert_eq!(
+        ended.and_then(|status| status.signal()),
+        Some(9),
+        "the guardian kills the server: {ended:?}"
+    );
 }

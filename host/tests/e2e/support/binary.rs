@@ -2,10 +2,11 @@
 //! variables that change what it logs or which config and keys it reads are inherited from
 //! the test's own environment, so a developer's `RUST_LOG` or `OPENAI_API_KEY` cannot change
 //! an outcome. [`run`] runs one command to its end; [`RunningBinary`] serves a config folder,
-//! its stdout and stderr (the log) read into shared text as they come, killed when dropped.
+//! its stdout and stderr (the log) read into shared text as they come, killed when dropped,
+//! or by its guardian when the test process dies without dropping it (see [`GUARDIAN`]).
 
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -82,7 +83,19 @@ pub struct RunningBinary {
     pub stderr: Arc<Mutex<String>>,
     /// Its stderr pipe, held open and never read ([`RunningBinary::start_unread_log`]).
     _unread: Option<std::process::ChildStderr>,
+    /// The [`GUARDIAN`] and its input, held open while the test process lives.
+    guardian: Child,
+    guardian_input: Option<ChildStdin>,
 }
+
+/// A `sh` that ends the server (`$1`, its pid; `$2`, its program's path) once its standard
+/// input, a pipe from the test process, closes without a word: so a test binary killed with
+/// SIGKILL (a harness's time limit), whose `Drop`s never run, leaves no server running. A
+/// process that does not run that program is left alone: the server may have ended and its
+/// pid been given to another. `PR_SET_PDEATHSIG` in the server would not do: it follows the
+/// thread that started the server, which may end long before the test.
+const GUARDIAN: &str = r#"cat >/dev/null
+case "$(readlink "/proc/$1/exe")" in "$2"*) kill -KILL "$1" ;; esac"#;
 
 impl RunningBinary {
     /// Starts `rojos --config DIR/rojos.toml` with `RUST_LOG=log` and the `env` variables.
@@ -110,6 +123,7 @@ impl RunningBinary {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start rojos");
+        let (guardian, guardian_input) = guard(&child);
         let stdout = collect(child.stdout.take().expect("piped stdout"));
         let pipe = child.stderr.take().expect("piped stderr");
         let (stderr, unread) = if read_stderr {
@@ -122,7 +136,24 @@ impl RunningBinary {
             stdout,
             stderr,
             _unread: unread,
+            guardian,
+            guardian_input,
         }
+    }
+
+    /// Closes the guardian's input as the death of the test process would, and waits for
+    /// the guardian to end (for the guardian's own test).
+    pub fn orphan(&mut self) {
+        drop(self.guardian_input.take());
+        let _ = self.guardian.wait();
+    }
+
+    /// Ends the guardian without a word from it, before the server is reaped: from then on
+    /// the server's pid may be given to another process.
+    fn dismiss_guardian(&mut self) {
+        let _ = self.guardian.kill();
+        let _ = self.guardian.wait();
+        drop(self.guardian_input.take());
     }
 
     /// Waits (generously: thirty seconds) until `text` holds `needle`, then returns all of it.
@@ -143,8 +174,21 @@ impl RunningBinary {
         self.child.id()
     }
 
+    /// How the process ended, waiting for it at most `limit`; `None` while it runs.
+    pub fn ended_within(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let ended = self.child.try_wait().expect("the server's state");
+            if ended.is_some() || Instant::now() >= deadline {
+                return ended;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Kills the process with SIGKILL (no shutdown, nothing flushed) and waits for it.
     pub fn kill(&mut self) {
+        self.dismiss_guardian();
         self.child.kill().expect("kill rojos");
         let _ = self.child.wait();
     }
@@ -152,6 +196,7 @@ impl RunningBinary {
     /// Asks the process to stop gracefully (SIGTERM, as a service manager does) and waits
     /// for it to exit.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
+        self.dismiss_guardian();
         let sent = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status()
@@ -173,9 +218,27 @@ impl RunningBinary {
 
 impl Drop for RunningBinary {
     fn drop(&mut self) {
+        self.dismiss_guardian();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Starts the [`GUARDIAN`] of `server`; returns it and its input.
+fn guard(server: &Child) -> (Child, Option<ChildStdin>) {
+    let program = std::fs::canonicalize(env!("CARGO_BIN_EXE_rojos")).expect("the binary's path");
+    let mut guardian = Command::new("sh")
+        .arg("-c")
+        .arg(GUARDIAN)
+        .arg("guardian")
+        .arg(server.id().to_string())
+        .arg(program)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start the server's guardian (sh)");
+    let input = guardian.stdin.take();
+    (guardian, input)
 }
 
 fn collect(stream: impl Read + Send + 'static) -> Arc<Mutex<String>> {
