@@ -24,8 +24,10 @@
 //!   [`ProjectDir::delete_recursive`] and [`ProjectDir::rename`], which never replaces:
 //!   `renameat2(RENAME_NOREPLACE)`).
 //! - [`version`]: [`ContentVersion`], a file content's version for stale-write checks.
-//! - [`ProjectDir::snapshot`] and [`ProjectDir::restore`] (`project/snapshot.rs`): what a
-//!   changing call may change, recorded as [`Node`]s and put back, for the host's undo.
+//! - [`ProjectDir::shape`] and [`ProjectDir::restore_shape`] (`project/shape.rs`): what a
+//!   changing call may change, walked with its files' bytes streamed to a [`Visit`], and put
+//!   back, for the host's undo; [`ProjectDir::snapshot`] and [`ProjectDir::restore`]
+//!   (`project/snapshot.rs`) hold the bytes in memory as [`Node`]s.
 //! - `testing` (feature `testing`): a temp world with leak markers outside the root.
 //!
 //! # Writing a file tool

@@ -1,19 +1,23 @@
-//! Streamed snapshots and restores, for the host's undo (docs/api.md "Undo of file changes"):
-//! [`ProjectDir::shape`] resolves and walks a path exactly as [`ProjectDir::snapshot`] does,
-//! but keeps only each entry's type, mode, name and size ([`Shape`]); a file's bytes go, in
-//! parts through a bounded buffer, to a [`Visit`] (which copies them or hashes them), never
-//! whole into memory. [`ProjectDir::restore_shape`] puts a shape back with each file's bytes
-//! written by the caller, again in parts.
+//! Snapshots and restores of the entries a changing tool call names, for the host's undo
+//! (docs/api.md "Undo of file changes"). A path is resolved exactly as the changing
+//! operations resolve it (its folder beneath the root, following in-root symlinks; its last
+//! name never followed), and everything below it is read and recreated through folder
+//! handles opened with `O_NOFOLLOW`, like the recursive delete (`tree`): a folder swapped for
+//! a symlink cannot make a walk read, or a restore write, outside the root.
+//! [`ProjectDir::shape`] keeps only each entry's type, mode, name and size ([`Shape`]); a
+//! file's bytes go, in parts through a bounded buffer, to a [`Visit`] (which copies them or
+//! hashes them), never whole into memory. [`ProjectDir::restore_shape`] puts a shape back
+//! with each file's bytes written by the caller, again in parts.
 
 use std::collections::BTreeMap;
+use std::ffi::CString;
 use std::io::{self, Read};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use cap_std::fs::Dir;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use super::snapshot::{not_undoable, open_folder_nofollow, recorded_entry, Budget, MAX_DEPTH};
 use super::{atomic_write::create_new_file_from, tree, ProjectDir, KEPT_MODE_BITS};
 use crate::error::{from_io, PathError, Shown};
 use crate::path::{check_path, Entry, PathUse};
@@ -86,14 +90,19 @@ pub trait Visit {
 }
 
 impl ProjectDir {
-    /// [`ProjectDir::snapshot`] without the files' bytes: each missing folder on the way,
-    /// then the entry itself as a [`Shape`], at most `max_bytes` of content counted. With
-    /// `visit`, the entry's tree is walked through it as it is read, files' bytes streamed.
+    /// What a changing call on `path` may change, as it is now: each missing folder on the
+    /// way (a write or a new folder creates them), then the entry itself as a [`Shape`], at
+    /// most `max_bytes` of content counted. The root itself records nothing (no tool
+    /// replaces it). With `visit`, the entry's tree is walked through it as it is read,
+    /// files' bytes streamed.
     ///
     /// # Errors
     ///
-    /// As [`ProjectDir::snapshot`]; [`PathError::Changed`] when a file's length changed
-    /// while it was read; the visitor's errors.
+    /// [`PathError::SnapshotTooLarge`] over `max_bytes`; [`PathError::NotUndoable`] for a
+    /// FIFO, socket, device or a name that is not UTF-8; a path ending in `.` or `..`
+    /// ([`PathError::NotAnEntry`]); the resolution errors of the path's folders;
+    /// [`PathError::Changed`] when a file's length changed while it was read; the visitor's
+    /// errors.
     pub fn shape(
         &self,
         path: &str,
@@ -103,17 +112,12 @@ impl ProjectDir {
         let Some((parent, leaf, full)) = recorded_entry(path)? else {
             return Ok(Vec::new());
         };
-        let folders: Vec<&str> = parent.split('/').filter(|p| *p != ".").collect();
-        let folder = self.open_folder(&parent);
-        let mut recorded = Vec::new();
-        if folder.is_err() {
-            let mut missing = Vec::new();
-            self.record_missing_folders(&folders, path, &mut missing)?;
-            recorded.extend(missing.into_iter().map(|r| Shaped {
-                path: r.path,
-                shape: Shape::Absent,
-            }));
-        }
+        let (folder, missing) = self.open_entry_folder(&parent, path)?;
+        let absent = |path| Shaped {
+            path,
+            shape: Shape::Absent,
+        };
+        let mut recorded: Vec<Shaped> = missing.into_iter().map(absent).collect();
         let mut walk = Walk {
             budget: Budget {
                 left: max_bytes,
@@ -134,13 +138,47 @@ impl ProjectDir {
         Ok(recorded)
     }
 
-    /// [`ProjectDir::restore`] of a [`Shape`]: whatever stands at `path` is removed, then the
-    /// shape is created again, each file's bytes written by `content` (given the file's
-    /// `at` and `size`, and the new file to write them to, in parts).
+    /// The folder `parent` that holds the entry `path` names, opened (or why it does not
+    /// open), and the paths of the folders on its way that are missing, in order: a write
+    /// or a new folder creates them. A folder that opens has every folder on its way: only
+    /// when it does not can one be missing, so only then is each looked at (one lookup
+    /// each, walking the path again).
+    pub(super) fn open_entry_folder(
+        &self,
+        parent: &str,
+        path: &str,
+    ) -> Result<(io::Result<Dir>, Vec<String>), PathError> {
+        let folder = self.open_folder(parent);
+        if folder.is_ok() {
+            return Ok((folder, Vec::new()));
+        }
+        let mut prefix = String::new();
+        let mut missing = Vec::new();
+        for part in parent.split('/').filter(|p| *p != ".") {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(part);
+            match self.dir.symlink_metadata(&prefix) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => missing.push(prefix.clone()),
+                Err(e) => return Err(from_io(path, e)),
+            }
+        }
+        Ok((folder, missing))
+    }
+
+    /// Puts `shape` back at `path` (a path [`ProjectDir::shape`] recorded): whatever stands
+    /// there now is removed (a link as a link, a folder with everything in it), then the
+    /// file, folder or link is created again through its folder's handle, with its mode, each
+    /// file's bytes written by `content` (given the file's `at` and `size`, and the new file
+    /// to write them to, in parts). Missing folders on the way are created. Modification
+    /// times are not restored.
     ///
     /// # Errors
     ///
-    /// As [`ProjectDir::restore`]; `content`'s errors.
+    /// The resolution errors of the path's folders (a folder swapped for a symlink that leads
+    /// out is [`PathError::Outside`]), the errors of removing and creating, and `content`'s.
     pub fn restore_shape(
         &self,
         path: &str,
@@ -379,5 +417,63 @@ fn write_shape(
             rustix::fs::fchmod(&handle, Mode::from_raw_mode(mode & KEPT_MODE_BITS)).map_err(io)?;
             rustix::fs::fsync(&handle).map_err(io)
         }
+    }
+}
+
+/// How many folders deep a snapshot or a restore goes.
+const MAX_DEPTH: usize = tree::MAX_DELETE_DEPTH;
+
+/// What is left of a snapshot's byte limit.
+struct Budget {
+    left: u64,
+    max: u64,
+}
+
+impl Budget {
+    fn take(&mut self, bytes: u64, path: &str) -> Result<(), PathError> {
+        self.left = self
+            .left
+            .checked_sub(bytes)
+            .ok_or_else(|| PathError::SnapshotTooLarge {
+                path: Shown::new(path),
+                limit: self.max,
+            })?;
+        Ok(())
+    }
+}
+
+/// The entry a recording of `path` is about: the folder that holds it (`.` for the root),
+/// its name, and its path as records name it (the folders without `.` parts, then the name).
+/// `None` for the root itself, which is never recorded.
+pub(super) fn recorded_entry(path: &str) -> Result<Option<(String, &str, String)>, PathError> {
+    let rel = check_path(path, PathUse::Existing)?;
+    let (parent, leaf) = match rel.entry() {
+        Entry::Named { parent, leaf, .. } => (parent, leaf),
+        Entry::Root => return Ok(None),
+        Entry::Dotted => {
+            return Err(PathError::NotAnEntry {
+                path: Shown::new(path),
+            })
+        }
+    };
+    let full = parent
+        .split('/')
+        .filter(|p| *p != ".")
+        .chain(std::iter::once(leaf))
+        .collect::<Vec<_>>()
+        .join("/");
+    Ok(Some((parent, leaf, full)))
+}
+
+/// Opens the folder `name` of `folder`, refusing a symlink (`ELOOP`) or anything else.
+fn open_folder_nofollow(folder: BorrowedFd<'_>, name: &str) -> Result<OwnedFd, Errno> {
+    let name = CString::new(name).map_err(|_| Errno::INVAL)?;
+    rustix::fs::openat(folder, &name, super::tree::FOLDER_NOFOLLOW, Mode::empty())
+}
+
+fn not_undoable(path: &str, what: &'static str) -> PathError {
+    PathError::NotUndoable {
+        path: Shown::new(path),
+        what,
     }
 }
