@@ -230,9 +230,9 @@ pub struct RegistryHandle {
     /// The configured MCP servers (fixed at start), running or not: a rojo may name their
     /// tools before they are listed (`LiveConfig::check_tools`).
     mcp_servers: Vec<String>,
-    /// Counts replacements, so MCP sessions learn that their offered list may have changed
-    /// (the crate `rojos-mcp-server`).
-    changes: watch::Sender<u64>,
+    /// Marked at each replacement, so MCP sessions learn that their offered list may have
+    /// changed (the crate `rojos-mcp-server`).
+    changes: watch::Sender<()>,
 }
 
 impl RegistryHandle {
@@ -246,7 +246,7 @@ impl RegistryHandle {
         RegistryHandle {
             current: ArcSwap::from_pointee(registry),
             mcp_servers,
-            changes: watch::Sender::new(0),
+            changes: watch::Sender::new(()),
         }
     }
 
@@ -263,11 +263,11 @@ impl RegistryHandle {
     /// Replaces the registry; snapshots already taken are unaffected.
     pub fn replace(&self, registry: Registry) {
         self.current.store(Arc::new(registry));
-        self.changes.send_modify(|count| *count += 1);
+        self.changes.send_replace(());
     }
 
     /// A receiver that sees each later [`RegistryHandle::replace`].
-    pub fn changes(&self) -> watch::Receiver<u64> {
+    pub fn changes(&self) -> watch::Receiver<()> {
         self.changes.subscribe()
     }
 }

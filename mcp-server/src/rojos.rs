@@ -19,5 +19,5 @@ pub trait Rojos: Send + Sync + std::fmt::Debug {
     fn approval_rule(&self, rojo: &str) -> ApprovalRule;
 
     /// Changes at each reload of `rojos.toml`.
-    fn changes(&self) -> watch::Receiver<u64>;
+    fn changes(&self) -> watch::Receiver<()>;
 }

@@ -196,9 +196,9 @@ pub struct Live {
     current: ArcSwap<Settings>,
     /// Told of each reload, so the providers that changed are checked at once.
     reloads: tokio::sync::Notify,
-    /// Counts reloads, for any number of watchers (MCP sessions whose rojo's tools may have
-    /// changed: the crate `rojos-mcp-server`, through `mcp::Rojos`).
-    changes: tokio::sync::watch::Sender<u64>,
+    /// Marked at each reload, for any number of watchers (MCP sessions whose rojo's tools
+    /// may have changed: the crate `rojos-mcp-server`, through `mcp::Rojos`).
+    changes: tokio::sync::watch::Sender<()>,
 }
 
 impl Live {
@@ -207,12 +207,12 @@ impl Live {
         Live {
             current: ArcSwap::from_pointee(settings),
             reloads: tokio::sync::Notify::new(),
-            changes: tokio::sync::watch::Sender::new(0),
+            changes: tokio::sync::watch::Sender::new(()),
         }
     }
 
     /// A receiver that sees each later reload.
-    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<()> {
         self.changes.subscribe()
     }
 
@@ -239,7 +239,7 @@ impl Live {
         self.current
             .store(Arc::new(Settings::from_config(&config)?));
         self.reloads.notify_one();
-        self.changes.send_modify(|count| *count += 1);
+        self.changes.send_replace(());
         Ok(())
     }
 

@@ -24,7 +24,7 @@ impl Rojos for Live {
             .unwrap_or_default()
     }
 
-    fn changes(&self) -> watch::Receiver<u64> {
+    fn changes(&self) -> watch::Receiver<()> {
         Live::changes(self)
     }
 }

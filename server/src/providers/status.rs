@@ -30,8 +30,8 @@ pub fn recheck_after(status: &Status) -> Duration {
 #[derive(Debug)]
 pub struct StatusBoard {
     state: Mutex<BoardState>,
-    /// Bumped at every recorded check, for those waiting for a status.
-    changed: watch::Sender<u64>,
+    /// Marked at every recorded check, for those waiting for a status.
+    changed: watch::Sender<()>,
 }
 
 #[derive(Debug, Default)]
@@ -78,7 +78,7 @@ impl Default for StatusBoard {
     fn default() -> Self {
         StatusBoard {
             state: Mutex::default(),
-            changed: watch::channel(0).0,
+            changed: watch::Sender::new(()),
         }
     }
 }
@@ -176,12 +176,12 @@ impl StatusBoard {
             entry.status = checked.status;
             entry.client = checked.client;
         }
-        self.changed.send_modify(|n| *n += 1);
+        self.changed.send_replace(());
         true
     }
 
     /// A receiver told of every recorded check.
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
+    pub fn subscribe(&self) -> watch::Receiver<()> {
         self.changed.subscribe()
     }
 
