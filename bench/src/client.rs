@@ -371,24 +371,24 @@ mod tests {
 
     #[tokio::test]
     async fn a_conversation_reports_the_longest_pause_in_its_stream() {
+        // The pause is measured between two pieces' arrivals, so it comes out shorter when
+        // the piece before it was read late (a busy machine): the two streams are told apart
+        // at half the pause, not at the pause itself.
+        let pause = Duration::from_millis(400);
         let http = reqwest::Client::new();
-        let paused = pausing_server(Duration::from_millis(400)).await;
+        let paused = pausing_server(pause).await;
         let sample = conversation(&http, &paused, "token", "p")
             .await
             .expect("valid");
         assert!(
-            sample.longest_pause >= Duration::from_millis(400)
-                && sample.longest_pause <= sample.latency,
+            sample.longest_pause >= pause / 2 && sample.longest_pause <= sample.latency,
             "{sample:?}"
         );
         let steady = pausing_server(Duration::ZERO).await;
         let sample = conversation(&http, &steady, "token", "p")
             .await
             .expect("valid");
-        assert!(
-            sample.longest_pause < Duration::from_millis(400),
-            "{sample:?}"
-        );
+        assert!(sample.longest_pause < pause / 2, "{sample:?}");
     }
 
     #[test]
